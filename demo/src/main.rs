@@ -1,0 +1,3 @@
+//! The demo (filled in below).
+
+fn main() {}

@@ -1,0 +1,280 @@
+//! What a failure says about trying again: [`Class`], [`ClassSet`] and the [`Classify`] trait.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// What a failure says about trying again.
+///
+/// The engine never reads an error's text: it asks the error for its class through [`Classify`]
+/// and retries only the classes its [`Policy`](crate::Policy) names.
+///
+/// ```
+/// use retry_runtime::Class;
+///
+/// assert!(Class::Unavailable.is_transient());
+/// assert!(!Class::Definitive.is_transient());
+/// assert_eq!(Class::RateLimited { retry_after: None }.name(), "rate_limited");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// No server was reached and there is no status to read: refused, reset, DNS, dropped.
+    Transport,
+    /// The far side is unwell and the question stands: 502, 503, 504.
+    Unavailable,
+    /// The far side failed, and it may be the request's fault: 500.
+    ServerError,
+    /// The attempt used up its own time.
+    Timeout,
+    /// Not now, maybe with a hint of when: 429 and its `Retry-After`.
+    RateLimited {
+        /// How long the far side asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// A limit whose reset outlives any backoff: a 403 with `x-ratelimit-remaining: 0`, a
+    /// budget refusal.
+    QuotaExhausted,
+    /// An answer came back unusable (a partial stream, invalid tool arguments, empty output);
+    /// a new try may be valid.
+    InvalidOutput,
+    /// The work was cancelled or its deadline passed.
+    Cancelled,
+    /// An answer: the same request gets the same one (400, 401, 403, 404, 413, 422).
+    Definitive,
+}
+
+impl Class {
+    /// Every class, with `RateLimited` carrying no hint; in the order of [`Class::bit`].
+    pub const ALL: [Class; 9] = [
+        Class::Transport,
+        Class::Unavailable,
+        Class::ServerError,
+        Class::Timeout,
+        Class::RateLimited { retry_after: None },
+        Class::QuotaExhausted,
+        Class::InvalidOutput,
+        Class::Cancelled,
+        Class::Definitive,
+    ];
+
+    /// Whether the far side may answer differently later: every class but `Definitive`.
+    ///
+    /// A transient failure that persisted through a whole ladder is still transient: the
+    /// answer is unknown, not negative.
+    ///
+    /// ```
+    /// use retry_runtime::Class;
+    /// assert!(Class::Cancelled.is_transient());
+    /// assert!(!Class::Definitive.is_transient());
+    /// ```
+    pub const fn is_transient(&self) -> bool {
+        !matches!(self, Class::Definitive)
+    }
+
+    /// The class's name in `snake_case`, as notices and reports print it.
+    ///
+    /// ```
+    /// assert_eq!(retry_runtime::Class::ServerError.name(), "server_error");
+    /// ```
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Class::Transport => "transport",
+            Class::Unavailable => "unavailable",
+            Class::ServerError => "server_error",
+            Class::Timeout => "timeout",
+            Class::RateLimited { .. } => "rate_limited",
+            Class::QuotaExhausted => "quota_exhausted",
+            Class::InvalidOutput => "invalid_output",
+            Class::Cancelled => "cancelled",
+            Class::Definitive => "definitive",
+        }
+    }
+
+    /// The index of this class in [`Class::ALL`].
+    ///
+    /// ```
+    /// use retry_runtime::Class;
+    /// assert_eq!(Class::ALL[Class::Timeout.index()], Class::Timeout);
+    /// ```
+    pub const fn index(&self) -> usize {
+        match self {
+            Class::Transport => 0,
+            Class::Unavailable => 1,
+            Class::ServerError => 2,
+            Class::Timeout => 3,
+            Class::RateLimited { .. } => 4,
+            Class::QuotaExhausted => 5,
+            Class::InvalidOutput => 6,
+            Class::Cancelled => 7,
+            Class::Definitive => 8,
+        }
+    }
+
+    const fn bit(&self) -> u16 {
+        1 << self.index()
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Class::RateLimited {
+                retry_after: Some(hint),
+            } => write!(f, "rate_limited (retry after {} ms)", hint.as_millis()),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// A set of classes, built in `const` context: which failures a policy retries.
+///
+/// ```
+/// use retry_runtime::{Class, ClassSet};
+///
+/// const RETRIED: ClassSet = ClassSet::EMPTY.with(Class::Transport).with(Class::Unavailable);
+/// assert!(RETRIED.contains(&Class::Transport));
+/// assert!(!RETRIED.contains(&Class::ServerError));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClassSet(u16);
+
+impl ClassSet {
+    /// No class.
+    pub const EMPTY: ClassSet = ClassSet(0);
+
+    /// This set with `class` added (a `RateLimited` hint is ignored: the set holds kinds).
+    pub const fn with(self, class: Class) -> ClassSet {
+        ClassSet(self.0 | class.bit())
+    }
+
+    /// This set with `class` removed.
+    pub const fn without(self, class: Class) -> ClassSet {
+        ClassSet(self.0 & !class.bit())
+    }
+
+    /// Whether `class` is in the set.
+    pub const fn contains(&self, class: &Class) -> bool {
+        self.0 & class.bit() != 0
+    }
+}
+
+impl fmt::Debug for ClassSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set()
+            .entries(
+                Class::ALL
+                    .iter()
+                    .filter(|c| self.contains(c))
+                    .map(Class::name),
+            )
+            .finish()
+    }
+}
+
+/// Says what a failure means for trying again.
+///
+/// The error type of every retried call implements this; `#[retry]` refuses to compile without
+/// it, so each program decides in one place which of its failures are worth another try.
+///
+/// ```
+/// use retry_runtime::{Class, Classify};
+///
+/// enum ModelError {
+///     Status(u16),
+///     Connect,
+/// }
+///
+/// impl Classify for ModelError {
+///     fn classify(&self) -> Class {
+///         match self {
+///             ModelError::Connect => Class::Transport,
+///             ModelError::Status(502..=504) => Class::Unavailable,
+///             ModelError::Status(429) => Class::RateLimited { retry_after: None },
+///             ModelError::Status(500) => Class::ServerError,
+///             ModelError::Status(_) => Class::Definitive,
+///         }
+///     }
+/// }
+///
+/// assert_eq!(ModelError::Status(503).classify(), Class::Unavailable);
+/// assert_eq!(ModelError::Status(404).classify(), Class::Definitive);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say whether a failure is worth retrying",
+    label = "this error type does not implement `Classify`",
+    note = "implement `retry_runtime::Classify` for `{Self}`: `fn classify(&self) -> retry_runtime::Class` returns `Class::Transport`, `Class::Unavailable`, `Class::Definitive`, ..."
+)]
+pub trait Classify {
+    /// The class of this failure.
+    fn classify(&self) -> Class;
+}
+
+impl<T: Classify + ?Sized> Classify for &T {
+    fn classify(&self) -> Class {
+        (**self).classify()
+    }
+}
+
+impl<T: Classify + ?Sized> Classify for Box<T> {
+    fn classify(&self) -> Class {
+        (**self).classify()
+    }
+}
+
+impl Classify for Class {
+    fn classify(&self) -> Class {
+        *self
+    }
+}
+
+/// I/O errors by kind.
+///
+/// - `Transport`: the connection could not be made or was lost (`ConnectionRefused`,
+///   `ConnectionReset`, `ConnectionAborted`, `NotConnected`, `BrokenPipe`, `UnexpectedEof`,
+///   `HostUnreachable`, `NetworkUnreachable`, `NetworkDown`, `AddrNotAvailable`, `Interrupted`,
+///   `WouldBlock`): no server answered, so the question stands.
+/// - `Timeout`: `TimedOut`; the attempt had its time.
+/// - `Definitive`: everything else (`NotFound`, `PermissionDenied`, `InvalidInput`,
+///   `InvalidData`, `AlreadyExists`, `Unsupported`, `OutOfMemory`, ...): the same call gets
+///   the same answer.
+///
+/// ```
+/// use retry_runtime::{Class, Classify};
+/// use std::io::{Error, ErrorKind};
+///
+/// assert_eq!(Error::from(ErrorKind::ConnectionRefused).classify(), Class::Transport);
+/// assert_eq!(Error::from(ErrorKind::TimedOut).classify(), Class::Timeout);
+/// assert_eq!(Error::from(ErrorKind::NotFound).classify(), Class::Definitive);
+/// ```
+impl Classify for io::Error {
+    fn classify(&self) -> Class {
+        use io::ErrorKind::*;
+        match self.kind() {
+            ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | BrokenPipe
+            | UnexpectedEof | HostUnreachable | NetworkUnreachable | NetworkDown
+            | AddrNotAvailable | Interrupted | WouldBlock => Class::Transport,
+            TimedOut => Class::Timeout,
+            _ => Class::Definitive,
+        }
+    }
+}
+
+/// A `tokio::time::timeout` that elapsed is a `Timeout`.
+///
+/// ```
+/// use retry_runtime::{Class, Classify};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let elapsed = tokio::time::timeout(std::time::Duration::from_millis(1), std::future::pending::<()>())
+///     .await
+///     .unwrap_err();
+/// assert_eq!(elapsed.classify(), Class::Timeout);
+/// # }
+/// ```
+impl Classify for tokio::time::error::Elapsed {
+    fn classify(&self) -> Class {
+        Class::Timeout
+    }
+}

@@ -1,0 +1,402 @@
+//! The loop: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
+//! ladder or the budget runs out. `#[retry]` expands to the same engine.
+
+use std::fmt;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::class::{Class, Classify};
+use crate::clock::{Clock, TokioClock};
+use crate::ladder::{self, Draw, Failure, Step};
+use crate::nesting;
+use crate::notice::{self, Action, RetryEvent};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::turn;
+use crate::verdict::{GaveUp, StopReason};
+
+/// The budget a ladder must fit in.
+///
+/// ```
+/// use retry_runtime::Budget;
+/// use std::time::Duration;
+/// assert_eq!(Budget::default(), Budget::Turn);
+/// assert_eq!(Budget::Within(Duration::from_secs(2)).limit(), Some(Duration::from_secs(2)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Budget {
+    /// The enclosing [`Turn`](crate::Turn)'s deadline; outside any turn only `attempts` bounds
+    /// the ladder.
+    #[default]
+    Turn,
+    /// This call's own limit, counted from its first attempt, and the enclosing turn's
+    /// deadline if that comes sooner.
+    Within(Duration),
+}
+
+impl Budget {
+    /// The call's own limit, if it has one.
+    pub const fn limit(&self) -> Option<Duration> {
+        match self {
+            Budget::Turn => None,
+            Budget::Within(limit) => Some(*limit),
+        }
+    }
+}
+
+/// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
+/// clock. Build it in `const` context and reuse it; [`run`](Self::run) drives the loop.
+///
+/// ```
+/// use retry_runtime::{testing, Policy, Retry};
+/// use std::io::{Error, ErrorKind};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// static FETCH: Retry = Retry::new(&Policy::AVAILABILITY).named("fetch");
+///
+/// let (result, recorded) = testing::scope(FETCH.run(async |attempt| {
+///     if attempt < 3 { Err(Error::from(ErrorKind::ConnectionRefused)) } else { Ok("body") }
+/// }))
+/// .await;
+/// assert_eq!(result.unwrap(), "body");
+/// assert_eq!(recorded.waits().len(), 2);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Retry<C = TokioClock> {
+    policy: Policy,
+    op: &'static str,
+    budget: Budget,
+    quota: Option<&'static Quota>,
+    clock: C,
+}
+
+impl Retry<TokioClock> {
+    /// Retry under `policy`, on tokio's clock, within the enclosing turn.
+    pub const fn new(policy: &Policy) -> Self {
+        Retry {
+            policy: *policy,
+            op: "retry",
+            budget: Budget::Turn,
+            quota: None,
+            clock: TokioClock,
+        }
+    }
+}
+
+impl<C> Retry<C> {
+    /// Name the operation in notices and reports (`#[retry]` uses the function's path).
+    pub const fn named(mut self, op: &'static str) -> Self {
+        self.op = op;
+        self
+    }
+
+    /// Bound the ladder by `budget`.
+    pub const fn within(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`].
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// Use `clock` for time, sleep and jitter.
+    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D> {
+        Retry {
+            policy: self.policy,
+            op: self.op,
+            budget: self.budget,
+            quota: self.quota,
+            clock,
+        }
+    }
+
+    /// The policy.
+    pub const fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The operation's name.
+    pub const fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// The budget.
+    pub const fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Whether this call's ladder, at its worst, fits its own literal budget; always true for
+    /// [`Budget::Turn`], which is checked at run time. `#[retry]` asserts this at compile time.
+    ///
+    /// ```
+    /// use retry_runtime::{Budget, Policy, Retry};
+    /// use std::time::Duration;
+    /// const FITS: Retry = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
+    /// const _: () = assert!(FITS.fits_budget());
+    /// assert!(!Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(60))).fits_budget());
+    /// ```
+    pub const fn fits_budget(&self) -> bool {
+        match self.budget {
+            Budget::Turn => true,
+            Budget::Within(limit) => self.policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
+        }
+    }
+}
+
+impl<C: Clock> Retry<C> {
+    /// Run `operation` (given the attempt number, from 1) until it succeeds or the ladder
+    /// stops. The error is returned unchanged inside [`GaveUp`], with the reason.
+    pub async fn run<T, E, F>(&self, mut operation: F) -> Result<T, GaveUp<E>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display,
+    {
+        let mut run = Run::new(self);
+        loop {
+            let attempt = run.attempt + 1;
+            let output = run.attempt(operation(attempt)).await;
+            if let ControlFlow::Break(output) = run.settle(output).await {
+                return output;
+            }
+        }
+    }
+}
+
+/// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
+/// [`Retry::run`]; not public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Run<'r, C> {
+    retry: &'r Retry<C>,
+    /// Read only when a turn or a literal budget needs it.
+    started: Option<Instant>,
+    waited_nanos: u64,
+    attempt: u32,
+    rate_limited: bool,
+    inner_gave_up: bool,
+}
+
+impl<'r, C: Clock> Run<'r, C> {
+    /// Start a call. Reads the clock only inside a turn or under a literal budget.
+    pub fn new(retry: &'r Retry<C>) -> Self {
+        let started = match retry.budget {
+            Budget::Within(_) => Some(retry.clock.now()),
+            Budget::Turn if turn::is_active() => Some(retry.clock.now()),
+            Budget::Turn => None,
+        };
+        Run {
+            retry,
+            started,
+            waited_nanos: 0,
+            attempt: 0,
+            rate_limited: false,
+            inner_gave_up: false,
+        }
+    }
+
+    /// Wrap one attempt, so that a retried call inside it knows it is nested.
+    pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<'_, 'r, C, F> {
+        self.attempt += 1;
+        Attempt {
+            run: self,
+            frame: nesting::Frame::default(),
+            future,
+        }
+    }
+
+    /// Decide on one attempt's output, and wait if the ladder goes on.
+    /// `Break` carries the call's result.
+    pub async fn settle<T, E>(&mut self, output: Result<T, E>) -> ControlFlow<Result<T, GaveUp<E>>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let error = match output {
+            Ok(value) => {
+                self.finish(None);
+                return ControlFlow::Break(Ok(value));
+            }
+            Err(error) => error,
+        };
+        let class = error.classify();
+        let wait = match self.next_step(class) {
+            Step::Retry { wait } => wait,
+            Step::Stop(reason) => {
+                return ControlFlow::Break(Err(self.give_up(error, class, reason)));
+            }
+        };
+        self.notify(&error, class, Action::Retry { backoff: wait });
+        turn::record_retry(class);
+        if self.rate_limited_class(class) {
+            self.rate_limited = true;
+        }
+        let sleep = self.retry.clock.sleep(wait);
+        let waiting_since = self.started.map(|_| self.retry.clock.now());
+        let cancelled = turn::sleep_or_cancel(sleep).await;
+        if cancelled {
+            let waited = waiting_since.map_or(Duration::ZERO, |since| {
+                self.retry.clock.now().saturating_duration_since(since)
+            });
+            self.add_waited(waited);
+            return ControlFlow::Break(Err(self.give_up(error, class, StopReason::Cancelled)));
+        }
+        self.add_waited(wait);
+        ControlFlow::Continue(())
+    }
+
+    /// Like [`settle`](Self::settle), for `#[retry]`: the caller gets its own error back.
+    pub async fn settle_unwrapped<T, E>(
+        &mut self,
+        output: Result<T, E>,
+    ) -> ControlFlow<Result<T, E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        match self.settle(output).await {
+            ControlFlow::Break(result) => ControlFlow::Break(result.map_err(GaveUp::into_error)),
+            ControlFlow::Continue(()) => ControlFlow::Continue(()),
+        }
+    }
+
+    fn next_step(&mut self, class: Class) -> Step {
+        let policy = &self.retry.policy;
+        if self.inner_gave_up && class.is_transient() {
+            nesting::warn_nested(self.retry.op);
+            return Step::Stop(StopReason::Nested);
+        }
+        if !policy.retries(&class) || matches!(class, Class::Cancelled) {
+            // Decided by class alone: no clock, no draw.
+            return ladder::next_step(policy, self.failure(class, None), Draw::IDEAL);
+        }
+        let remaining = match self.deadline() {
+            Some(deadline) => {
+                let now = self.retry.clock.now();
+                if now >= deadline || turn::is_cancelled() {
+                    return Step::Stop(StopReason::Cancelled);
+                }
+                Some(deadline - now)
+            }
+            None if turn::is_cancelled() => return Step::Stop(StopReason::Cancelled),
+            None => None,
+        };
+        let draw = self.retry.clock.draw();
+        let step = ladder::next_step(policy, self.failure(class, remaining), draw);
+        match (step, self.retry.quota) {
+            (Step::Retry { .. }, Some(quota)) if !quota.withdraw(class) => {
+                Step::Stop(StopReason::Quota)
+            }
+            _ => step,
+        }
+    }
+
+    fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
+        Failure {
+            attempt: self.attempt,
+            class,
+            rate_limited_before: self.rate_limited,
+            remaining,
+        }
+    }
+
+    fn rate_limited_class(&self, class: Class) -> bool {
+        matches!(class, Class::RateLimited { .. })
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let own = match (self.retry.budget, self.started) {
+            (Budget::Within(limit), Some(started)) => started.checked_add(limit),
+            _ => None,
+        };
+        match (own, turn::deadline()) {
+            (Some(own), Some(turn)) => Some(own.min(turn)),
+            (own, turn) => own.or(turn),
+        }
+    }
+
+    fn add_waited(&mut self, waited: Duration) {
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.waited_nanos = self.waited_nanos.saturating_add(nanos);
+    }
+
+    fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited_nanos)
+    }
+
+    fn give_up<E: fmt::Display>(
+        &mut self,
+        error: E,
+        class: Class,
+        reason: StopReason,
+    ) -> GaveUp<E> {
+        self.notify(&error, class, Action::GiveUp { reason });
+        if class.is_transient() {
+            nesting::mark_gave_up();
+        }
+        self.finish(Some(reason));
+        GaveUp::new(error, reason, self.attempt, self.waited())
+    }
+
+    /// Account for the finished call: the quota refill and the turn's report.
+    fn finish(&self, gave_up: Option<StopReason>) {
+        if gave_up.is_none()
+            && let Some(quota) = self.retry.quota
+        {
+            quota.deposit();
+        }
+        if let Some(started) = self.started {
+            let elapsed = self.retry.clock.now().saturating_duration_since(started);
+            turn::record_call(turn::Call {
+                op: self.retry.op,
+                attempts: self.attempt,
+                waiting: self.waited(),
+                working: elapsed.saturating_sub(self.waited()),
+                gave_up,
+            });
+        }
+    }
+
+    fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
+        notice::emit(&RetryEvent {
+            op: self.retry.op,
+            policy: self.retry.policy.name(),
+            attempt: self.attempt,
+            total: self.retry.policy.attempts().max(1),
+            class,
+            error,
+            action,
+        });
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt's future, marked as running inside a retried call. Not public API.
+    #[doc(hidden)]
+    pub struct Attempt<'a, 'r, C, F> {
+        run: &'a mut Run<'r, C>,
+        frame: nesting::Frame,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<C, F: Future> Future for Attempt<'_, '_, C, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let poll = nesting::enter(this.frame, || this.future.poll(cx));
+        if poll.is_ready() {
+            this.run.inner_gave_up = this.frame.inner_gave_up();
+        }
+        poll
+    }
+}

@@ -1,0 +1,289 @@
+//! The wait arithmetic: pure functions of the policy, the retry number and one random draw.
+//!
+//! Nothing here reads a clock or a random source, so the engine, the tests and the `backoff`
+//! CLI compute the same numbers from the same code. Every step saturates; none overflows.
+
+use std::time::Duration;
+
+use crate::class::Class;
+use crate::policy::{Jitter, Policy, RateLimit};
+use crate::verdict::StopReason;
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+const MAX_NANOS: u128 = Duration::MAX.as_nanos();
+
+/// One random draw for one wait, uniform over [0, 1), or the absence of jitter.
+///
+/// The n-th wait depends only on n and its own draw, never on earlier draws, so a run with
+/// recorded draws is reproducible.
+///
+/// ```
+/// use retry_runtime::Draw;
+/// assert_eq!(Draw::from_unit(0.5), Draw::from_bits(1 << 31));
+/// assert_eq!(Draw::from_unit(7.0), Draw::from_bits(u32::MAX)); // clamped below 1
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Draw(Option<u32>);
+
+impl Draw {
+    /// No jitter: every wait is its ideal, whatever the policy's jitter says.
+    pub const IDEAL: Draw = Draw(None);
+
+    /// A draw from 32 uniform random bits: `bits / 2^32`.
+    pub const fn from_bits(bits: u32) -> Draw {
+        Draw(Some(bits))
+    }
+
+    /// A draw from a number in [0, 1); values outside are clamped into it, NaN reads as 0.
+    pub const fn from_unit(unit: f64) -> Draw {
+        // Float-to-int casts saturate (and NaN becomes 0), so any input maps into u32.
+        let scaled = unit * 4_294_967_296.0;
+        Draw(Some(if scaled >= 4_294_967_295.0 {
+            u32::MAX
+        } else {
+            scaled as u32
+        }))
+    }
+}
+
+/// The ideal wait before retry `retry` (1 for the first retry): `min(cap, base × multiplier^(retry-1))`,
+/// saturating.
+///
+/// ```
+/// use retry_runtime::{ladder, Policy};
+/// use std::time::Duration;
+/// let waits: Vec<u64> = (1..=6).map(|n| ladder::ideal_wait(&Policy::TRANSIENT, n).as_secs()).collect();
+/// assert_eq!(waits, [1, 2, 4, 8, 16, 16]);
+/// ```
+pub const fn ideal_wait(policy: &Policy, retry: u32) -> Duration {
+    let cap = policy.cap().as_nanos();
+    let mut ideal = min_u128(policy.base().as_nanos(), cap);
+    let multiplier = policy.multiplier_milli() as u128;
+    if multiplier <= 1000 {
+        return to_duration(ideal);
+    }
+    let mut step = 1;
+    while step < retry && ideal < cap {
+        ideal = grow(ideal, multiplier, cap);
+        step += 1;
+    }
+    to_duration(ideal)
+}
+
+/// The least upper bound of the wait before retry `retry`, jitter included.
+pub const fn max_wait(policy: &Policy, retry: u32) -> Duration {
+    let ideal = ideal_wait(policy, retry).as_nanos();
+    to_duration(ideal * policy.jitter().max_factor_percent() as u128 / 100)
+}
+
+/// The longest the whole ladder can wait, jitter included, `Retry-After` hints aside.
+pub const fn worst_case_wait(policy: &Policy) -> Duration {
+    let retries = policy.attempts().saturating_sub(1) as u128;
+    let cap = policy.cap().as_nanos();
+    let percent = policy.jitter().max_factor_percent() as u128;
+    let multiplier = policy.multiplier_milli() as u128;
+    let mut ideal = min_u128(policy.base().as_nanos(), cap);
+    let mut total: u128 = 0;
+    let mut counted: u128 = 0;
+    // Walk the growing part of the ladder; once it is flat, the rest is one multiplication.
+    while counted < retries && ideal < cap && multiplier > 1000 {
+        total = sat_add(total, ideal * percent / 100);
+        counted += 1;
+        ideal = grow(ideal, multiplier, cap);
+        if total >= MAX_NANOS {
+            return Duration::MAX;
+        }
+    }
+    let flat = ideal * percent / 100;
+    let rest = (retries - counted).saturating_mul(flat);
+    to_duration(sat_add(total, rest))
+}
+
+/// `ideal` spread by `jitter` according to `draw`; strictly below the jitter's upper bound.
+///
+/// ```
+/// use retry_runtime::{ladder, Draw, Jitter};
+/// use std::time::Duration;
+/// let ideal = Duration::from_secs(16);
+/// assert_eq!(ladder::jittered(ideal, Jitter::Proportional, Draw::from_unit(0.5)), ideal);
+/// assert!(ladder::jittered(ideal, Jitter::Proportional, Draw::from_bits(u32::MAX)) < Duration::from_secs(24));
+/// assert_eq!(ladder::jittered(ideal, Jitter::Equal, Draw::from_unit(0.0)), Duration::from_secs(8));
+/// assert_eq!(ladder::jittered(ideal, Jitter::Full, Draw::IDEAL), ideal);
+/// ```
+pub const fn jittered(ideal: Duration, jitter: Jitter, draw: Draw) -> Duration {
+    let Some(bits) = draw.0 else {
+        return ideal;
+    };
+    let ideal = ideal.as_nanos();
+    let bits = bits as u128;
+    // Factor in units of 2^-32; the products fit: ideal < 2^95 and the factor < 2^33.
+    let factor = match jitter {
+        Jitter::Proportional => (1 << 31) + bits,
+        Jitter::Equal => (1 << 31) + bits / 2,
+        Jitter::Full => bits,
+        Jitter::None => return to_duration(ideal),
+    };
+    to_duration((ideal * factor) >> 32)
+}
+
+/// The wait for a `Retry-After` hint: the hint is a floor, plus up to a tenth of it (between
+/// 100 ms and 1 s) so that clients told the same instant do not all wake at it.
+///
+/// ```
+/// use retry_runtime::{ladder, Draw};
+/// use std::time::Duration;
+/// let hint = Duration::from_secs(30);
+/// assert_eq!(ladder::hinted(hint, Draw::IDEAL), hint);
+/// assert_eq!(ladder::hinted(hint, Draw::from_unit(0.5)), Duration::from_millis(30_500));
+/// ```
+pub const fn hinted(hint: Duration, draw: Draw) -> Duration {
+    let Some(bits) = draw.0 else {
+        return hint;
+    };
+    let hint = hint.as_nanos();
+    let spread = clamp_u128(hint / 10, 100_000_000, NANOS_PER_SEC);
+    to_duration(sat_add(hint, (spread * bits as u128) >> 32))
+}
+
+/// What the ladder does after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Wait this long, then make the next attempt.
+    Retry {
+        /// The wait before the next attempt.
+        wait: Duration,
+    },
+    /// Stop and report the failure.
+    Stop(StopReason),
+}
+
+/// The facts about one failed attempt that the ladder decides on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// Which attempt failed (1 for the first).
+    pub attempt: u32,
+    /// What the failure said.
+    pub class: Class,
+    /// Whether a rate limit was already retried in this call.
+    pub rate_limited_before: bool,
+    /// Time left in the budget, if there is one.
+    pub remaining: Option<Duration>,
+}
+
+/// Decide, from the policy and one failure, whether to wait and retry or to stop.
+///
+/// This is the whole rule of the engine: classes the policy does not retry stop at once,
+/// attempts bound the ladder, a `Retry-After` replaces the doubling up to the policy's maximum,
+/// and a wait that would not fit in the remaining budget is not taken.
+///
+/// ```
+/// use retry_runtime::ladder::{self, Failure, Step};
+/// use retry_runtime::{Class, Draw, Policy, StopReason};
+/// use std::time::Duration;
+///
+/// let failure = Failure { attempt: 1, class: Class::Unavailable, rate_limited_before: false, remaining: None };
+/// assert_eq!(
+///     ladder::next_step(&Policy::AVAILABILITY, failure, Draw::IDEAL),
+///     Step::Retry { wait: Duration::from_millis(250) },
+/// );
+/// let answer = Failure { class: Class::Definitive, ..failure };
+/// assert_eq!(ladder::next_step(&Policy::AVAILABILITY, answer, Draw::IDEAL), Step::Stop(StopReason::Definitive));
+/// ```
+pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
+    let class = failure.class;
+    if matches!(class, Class::Cancelled) {
+        return Step::Stop(StopReason::Cancelled);
+    }
+    if !policy.retries(&class) {
+        return Step::Stop(match class {
+            Class::Definitive => StopReason::Definitive,
+            _ => StopReason::NotRetried { class },
+        });
+    }
+    let attempts = if policy.attempts() == 0 {
+        1
+    } else {
+        policy.attempts()
+    };
+    if failure.attempt >= attempts {
+        return Step::Stop(StopReason::Exhausted { attempts });
+    }
+    let wait = match class {
+        Class::RateLimited { retry_after } => {
+            let once = match policy.rate_limit() {
+                RateLimit::Once { wait } => Some(wait),
+                RateLimit::Ladder => None,
+            };
+            if once.is_some() && failure.rate_limited_before {
+                return Step::Stop(StopReason::Exhausted {
+                    attempts: failure.attempt,
+                });
+            }
+            match (retry_after, once) {
+                (Some(hint), _) => {
+                    if hint.as_nanos() > policy.max_retry_after().as_nanos() {
+                        return Step::Stop(StopReason::RetryAfterTooLong {
+                            wanted: hint,
+                            max: policy.max_retry_after(),
+                        });
+                    }
+                    hinted(hint, draw)
+                }
+                (None, Some(wait)) => hinted(wait, draw),
+                (None, None) => ladder_wait(policy, failure.attempt, draw),
+            }
+        }
+        _ => ladder_wait(policy, failure.attempt, draw),
+    };
+    if let Some(remaining) = failure.remaining
+        && wait.as_nanos() > remaining.as_nanos()
+    {
+        return Step::Stop(StopReason::Budget {
+            wanted: wait,
+            remaining,
+        });
+    }
+    Step::Retry { wait }
+}
+
+/// The jittered ladder wait before retry `retry`.
+pub const fn ladder_wait(policy: &Policy, retry: u32, draw: Draw) -> Duration {
+    jittered(ideal_wait(policy, retry), policy.jitter(), draw)
+}
+
+const fn grow(ideal: u128, multiplier_milli: u128, cap: u128) -> u128 {
+    // ideal < cap <= MAX_NANOS < 2^95 and multiplier < 2^32, so the product fits in u128.
+    let next = ideal * multiplier_milli / 1000;
+    // Progress by at least a nanosecond, so a tiny base with a tiny growth still reaches the cap.
+    let next = if next <= ideal { ideal + 1 } else { next };
+    min_u128(next, cap)
+}
+
+const fn to_duration(nanos: u128) -> Duration {
+    if nanos >= MAX_NANOS {
+        return Duration::MAX;
+    }
+    Duration::new(
+        (nanos / NANOS_PER_SEC) as u64,
+        (nanos % NANOS_PER_SEC) as u32,
+    )
+}
+
+const fn sat_add(a: u128, b: u128) -> u128 {
+    let sum = a.saturating_add(b);
+    if sum > MAX_NANOS { MAX_NANOS } else { sum }
+}
+
+const fn min_u128(a: u128, b: u128) -> u128 {
+    if a < b { a } else { b }
+}
+
+const fn clamp_u128(value: u128, low: u128, high: u128) -> u128 {
+    if value < low {
+        low
+    } else if value > high {
+        high
+    } else {
+        value
+    }
+}

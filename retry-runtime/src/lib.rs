@@ -1,0 +1,105 @@
+//! Retry what fails fast, and only that.
+//!
+//! `retry-runtime` makes retrying a fallible async call a one-line, reviewable decision. A
+//! failure says what it means through [`Classify`]; a [`Policy`] says which classes are worth
+//! another try and how long to wait; the engine never outlives the [`Turn`] it serves, never
+//! retries an answer, and never turns an exhausted ladder into a different verdict.
+//!
+//! ```
+//! use retry_runtime::{testing, Class, Classify, Policy, Retry};
+//! use std::time::Duration;
+//!
+//! #[derive(Debug)]
+//! struct Status(u16);
+//!
+//! impl std::fmt::Display for Status {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//!         write!(f, "HTTP {}", self.0)
+//!     }
+//! }
+//!
+//! impl Classify for Status {
+//!     fn classify(&self) -> Class {
+//!         match self.0 {
+//!             429 => Class::RateLimited { retry_after: None },
+//!             502..=504 => Class::Unavailable,
+//!             500 => Class::ServerError,
+//!             _ => Class::Definitive,
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // Two 503s, then an answer: retried twice, after 250 and 500 ms.
+//! let (result, recorded) = testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
+//!     if attempt <= 2 { Err(Status(503)) } else { Ok("reply") }
+//! }))
+//! .await;
+//! assert_eq!(result.unwrap(), "reply");
+//! assert_eq!(recorded.waits(), [250, 500].map(Duration::from_millis));
+//!
+//! // A 400 is an answer: one attempt, no wait.
+//! let gave_up = Retry::new(&Policy::AVAILABILITY)
+//!     .run(async |_| Err::<(), _>(Status(400)))
+//!     .await
+//!     .unwrap_err();
+//! assert_eq!(gave_up.attempts(), 1);
+//! assert!(!gave_up.is_undetermined());
+//! # }
+//! ```
+//!
+//! | module | what |
+//! |---|---|
+//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors |
+//! | [`policy`] | [`Policy`] and the built-ins `availability`, `outage`, `transient` |
+//! | [`ladder`] | the wait arithmetic, pure: the CLI and the engine share it |
+//! | [`engine`] | [`Retry`], the one loop |
+//! | [`verdict`] | [`GaveUp`] and [`StopReason`] |
+//! | [`turn`] | [`Turn`], the budget scope, and its [`TurnReport`] |
+//! | [`notice`] | [`RetryEvent`], tracing events and hooks |
+//! | [`quota`] | [`Quota`], the cross-call retry budget |
+//! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
+//! | [`testing`] | a scope where waits are recorded, not slept |
+
+#![forbid(unsafe_code)]
+
+pub mod class;
+pub mod clock;
+pub mod engine;
+pub mod ladder;
+mod nesting;
+pub mod notice;
+pub mod policy;
+pub mod quota;
+pub mod testing;
+pub mod turn;
+pub mod verdict;
+
+#[doc(inline)]
+pub use retry_macros::retry;
+
+pub use class::{Class, ClassSet, Classify};
+pub use clock::{Clock, Sleep, TokioClock};
+pub use engine::{Budget, Retry};
+pub use ladder::Draw;
+pub use notice::{Action, RetryEvent};
+pub use policy::{Jitter, Policy, PolicyError, RateLimit};
+pub use quota::Quota;
+pub use turn::{Canceller, Turn, TurnReport};
+pub use verdict::{GaveUp, StopReason};
+
+/// Used by `#[retry]`'s expansion, not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::class::{Class, Classify};
+    pub use crate::engine::{Attempt, Budget, Retry, Run};
+    pub use crate::policy::{Jitter, Policy};
+    pub use crate::quota::Quota;
+    pub use ::core;
+    pub use ::core::ops::ControlFlow;
+    pub use ::core::time::Duration;
+
+    /// Names `E` where the user wrote it, so a missing `Classify` is reported on that type.
+    pub const fn assert_classify<E: Classify + ::core::fmt::Display>() {}
+}

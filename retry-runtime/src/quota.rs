@@ -1,0 +1,88 @@
+//! A cross-call retry budget: a lock-free token bucket that every retry draws from and every
+//! success refills, as the AWS SDKs' retry quota, gRPC's retry throttling and Finagle's
+//! RetryBudget do. When it runs low, calls still make their first attempt but do not retry, so
+//! an outage is not multiplied by every caller's ladder.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::class::Class;
+
+/// A retry quota. Share one `static` among the calls to one dependency.
+///
+/// ```
+/// use retry_runtime::{Class, Quota};
+///
+/// static MODEL_QUOTA: Quota = Quota::new(10);
+/// assert!(MODEL_QUOTA.withdraw(Class::Unavailable)); // costs 5
+/// assert!(MODEL_QUOTA.withdraw(Class::Transport)); // costs 5
+/// assert!(!MODEL_QUOTA.withdraw(Class::Unavailable)); // empty: no retry
+/// MODEL_QUOTA.deposit();
+/// assert_eq!(MODEL_QUOTA.available(), 1);
+/// ```
+#[derive(Debug)]
+pub struct Quota {
+    tokens: AtomicU32,
+    capacity: u32,
+    retry_cost: u32,
+    timeout_cost: u32,
+    success_refill: u32,
+}
+
+impl Quota {
+    /// A full quota of `capacity` tokens, with the AWS standard costs: a retry costs 5, a
+    /// timeout's retry 10, a success returns 1.
+    pub const fn new(capacity: u32) -> Quota {
+        Quota {
+            tokens: AtomicU32::new(capacity),
+            capacity,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refill: 1,
+        }
+    }
+
+    /// The AWS SDKs' standard quota: 500 tokens.
+    pub const fn standard() -> Quota {
+        Quota::new(500)
+    }
+
+    /// This quota with other costs.
+    pub const fn with_costs(mut self, retry: u32, timeout: u32, success_refill: u32) -> Quota {
+        self.retry_cost = retry;
+        self.timeout_cost = timeout;
+        self.success_refill = success_refill;
+        self
+    }
+
+    /// Take the cost of retrying a failure of `class`; false, taking nothing, if too few
+    /// tokens are left.
+    pub fn withdraw(&self, class: Class) -> bool {
+        let cost = match class {
+            Class::Timeout => self.timeout_cost,
+            _ => self.retry_cost,
+        };
+        self.tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tokens| {
+                tokens.checked_sub(cost)
+            })
+            .is_ok()
+    }
+
+    /// Return a success's refill, up to the capacity.
+    pub fn deposit(&self) {
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tokens| {
+                (tokens < self.capacity).then(|| {
+                    tokens
+                        .saturating_add(self.success_refill)
+                        .min(self.capacity)
+                })
+            });
+    }
+
+    /// The tokens left.
+    pub fn available(&self) -> u32 {
+        self.tokens.load(Ordering::Acquire)
+    }
+}

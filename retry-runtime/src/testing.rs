@@ -1,0 +1,124 @@
+//! A scope for tests: waits are recorded, not slept, and jitter is fixed.
+//!
+//! ```
+//! use retry_runtime::{testing, Class, Policy, Retry};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (result, waits) = testing::scope(async {
+//!     Retry::new(&Policy::AVAILABILITY)
+//!         .run(async |_| Err::<(), _>(Class::Unavailable))
+//!         .await
+//! })
+//! .await;
+//! assert_eq!(result.unwrap_err().attempts(), 4);
+//! assert_eq!(waits.waits(), [250, 500, 1000].map(Duration::from_millis));
+//! # }
+//! ```
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::ladder::Draw;
+
+tokio::task_local! {
+    static SCOPE: State;
+}
+
+#[derive(Debug)]
+struct State {
+    draw: Draw,
+    waits: Mutex<Vec<Duration>>,
+}
+
+/// The waits a testing scope recorded, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recorded {
+    waits: Vec<Duration>,
+}
+
+impl Recorded {
+    /// Each wait the engine chose, in order.
+    pub fn waits(&self) -> &[Duration] {
+        &self.waits
+    }
+
+    /// The waits added up.
+    pub fn total(&self) -> Duration {
+        self.waits
+            .iter()
+            .fold(Duration::ZERO, |sum, wait| sum.saturating_add(*wait))
+    }
+}
+
+/// Run `future` with waits recorded instead of slept and no jitter (every wait is its ideal).
+///
+/// Time inside the scope reads as tokio's time plus every skipped wait, so budgets and turns
+/// see the waits as spent. The scope covers this task only, not tasks it spawns.
+pub async fn scope<F: Future>(future: F) -> (F::Output, Recorded) {
+    scope_with_draw(Draw::IDEAL, future).await
+}
+
+/// Like [`scope`], with every jitter draw fixed at `draw`.
+///
+/// ```
+/// use retry_runtime::{testing, Class, Draw, Policy, Retry};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // The lowest draw: equal jitter halves every wait.
+/// let (_, recorded) = testing::scope_with_draw(Draw::from_unit(0.0), async {
+///     Retry::new(&Policy::AVAILABILITY).run(async |_| Err::<(), _>(Class::Transport)).await
+/// })
+/// .await;
+/// assert_eq!(recorded.waits(), [125, 250, 500].map(Duration::from_millis));
+/// # }
+/// ```
+pub async fn scope_with_draw<F: Future>(draw: Draw, future: F) -> (F::Output, Recorded) {
+    let state = State {
+        draw,
+        waits: Mutex::new(Vec::new()),
+    };
+    let mut scoped = pin!(SCOPE.scope(state, future));
+    let output = scoped.as_mut().await;
+    let waits = scoped
+        .as_mut()
+        .take_value()
+        .map(|state| state.waits.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .unwrap_or_default();
+    (output, Recorded { waits })
+}
+
+/// Records `wait` if a testing scope is active; says whether one was.
+pub(crate) fn record(wait: Duration) -> bool {
+    SCOPE
+        .try_with(|state| {
+            state
+                .waits
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(wait);
+        })
+        .is_ok()
+}
+
+/// The time skipped by recorded waits so far (zero outside a scope).
+pub(crate) fn skipped() -> Duration {
+    SCOPE
+        .try_with(|state| {
+            let waits = state.waits.lock().unwrap_or_else(|e| e.into_inner());
+            waits
+                .iter()
+                .fold(Duration::ZERO, |sum, wait| sum.saturating_add(*wait))
+        })
+        .unwrap_or(Duration::ZERO)
+}
+
+/// The scope's fixed draw, if a scope is active.
+pub(crate) fn draw() -> Option<Draw> {
+    SCOPE.try_with(|state| state.draw).ok()
+}

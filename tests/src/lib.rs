@@ -1,0 +1,1 @@
+//! Shared helpers for the integration tests: a loopback server and classified errors.

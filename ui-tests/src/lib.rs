@@ -1,0 +1,1 @@
+//! trybuild cases for `#[retry]` live in `tests/`; this library is empty.
