@@ -156,12 +156,15 @@ impl<C> Retry<C> {
 impl<C: Clock> Retry<C> {
     /// Run `operation` (given the attempt number, from 1) until it succeeds or the ladder
     /// stops. The error is returned unchanged inside [`GaveUp`], with the reason.
-    pub async fn run<T, E, F>(&self, mut operation: F) -> Result<T, GaveUp<E>>
+    ///
+    /// Takes the `Retry` by value (it is `Copy` with the default clock), so the returned future
+    /// owns it and can be spawned.
+    pub async fn run<T, E, F>(self, mut operation: F) -> Result<T, GaveUp<E>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display,
     {
-        let mut run = Run::new(self);
+        let mut run = Run::new(&self);
         loop {
             let attempt = run.attempt + 1;
             let output = run.attempt(operation(attempt)).await;

@@ -1,0 +1,251 @@
+//! Issue 4: every retry is a tracing event and a hook call while it happens, and every give-up
+//! one more, with its reason.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use retry_runtime::{Action, Class, Policy, Retry, StopReason, Turn, notice, testing};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+type Fields = BTreeMap<String, String>;
+
+/// Records the fields of every event with target `retry`.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Fields>>>);
+
+impl Capture {
+    fn events(&self) -> Vec<Fields> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct FieldVisitor<'a>(&'a mut Fields);
+
+impl Visit for FieldVisitor<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.to_string());
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() != "retry" {
+            return;
+        }
+        let mut fields = Fields::new();
+        fields.insert("level".into(), event.metadata().level().to_string());
+        event.record(&mut FieldVisitor(&mut fields));
+        self.0.lock().unwrap().push(fields);
+    }
+}
+
+#[derive(Debug)]
+struct Status(u16);
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP {}", self.0)
+    }
+}
+
+impl retry_runtime::Classify for Status {
+    fn classify(&self) -> Class {
+        match self.0 {
+            502..=504 => Class::Unavailable,
+            _ => Class::Definitive,
+        }
+    }
+}
+
+/// Three 503s, then a reply: a three-retry ladder.
+async fn three_retries_then_success() -> Result<&'static str, retry_runtime::GaveUp<Status>> {
+    Retry::new(&Policy::AVAILABILITY)
+        .named("model")
+        .run(async |attempt| {
+            if attempt <= 3 {
+                Err(Status(503))
+            } else {
+                Ok("reply")
+            }
+        })
+        .await
+}
+
+fn expected_retry(attempt: u32, backoff_ms: u64) -> Fields {
+    [
+        ("level", "INFO".to_owned()),
+        ("op", "model".to_owned()),
+        ("attempt", attempt.to_string()),
+        ("total", "4".to_owned()),
+        ("backoff_ms", backoff_ms.to_string()),
+        ("class", "unavailable".to_owned()),
+        ("error", "HTTP 503".to_owned()),
+        (
+            "message",
+            format!(
+                "model is unavailable (HTTP 503): retrying ({} of 4) in {backoff_ms} ms",
+                attempt + 1
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_retry_is_a_tracing_event_with_op_attempt_total_backoff_class_and_error() {
+    let capture = Capture::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+
+    let (result, _) = testing::scope(three_retries_then_success()).await;
+
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(
+        capture.events(),
+        [
+            expected_retry(1, 250),
+            expected_retry(2, 500),
+            expected_retry(3, 1000)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_give_up_is_one_more_event_with_its_reason() {
+    let capture = Capture::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+
+    let (result, _) = testing::scope(
+        Retry::new(&Policy::AVAILABILITY)
+            .named("model")
+            .run(async |_| Err::<(), _>(Status(503))),
+    )
+    .await;
+
+    assert_eq!(result.unwrap_err().attempts(), 4);
+    let events = capture.events();
+    assert_eq!(
+        events.len(),
+        4,
+        "three retries and one give-up: {events:#?}"
+    );
+    let give_up = &events[3];
+    assert_eq!(give_up["level"], "WARN");
+    assert_eq!(give_up["reason"], "exhausted");
+    assert_eq!(give_up["attempt"], "4");
+    assert_eq!(give_up["class"], "unavailable");
+    assert_eq!(
+        give_up["message"],
+        "model is unavailable (HTTP 503): gave up after 4 of 4 attempts: all 4 attempts failed"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_answer_is_reported_once_as_given_up_and_never_as_a_retry() {
+    let capture = Capture::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+
+    let (result, _) = testing::scope(
+        Retry::new(&Policy::AVAILABILITY)
+            .named("model")
+            .run(async |_| Err::<(), _>(Status(400))),
+    )
+    .await;
+
+    assert_eq!(result.unwrap_err().reason(), StopReason::Definitive);
+    let events = capture.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["reason"], "definitive");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_turn_hook_sees_the_same_events_in_order() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let turn = Turn::new(Duration::from_secs(180)).on_notice(move |event| {
+        let backoff = match event.action {
+            Action::Retry { backoff } => backoff,
+            Action::GiveUp { .. } => Duration::ZERO,
+        };
+        sink.lock().unwrap().push((
+            event.op,
+            event.attempt,
+            event.total,
+            backoff,
+            event.class,
+            event.error.to_string(),
+        ));
+    });
+
+    let ((result, _), _) = testing::scope(turn.run(three_retries_then_success())).await;
+
+    assert_eq!(result.unwrap(), "reply");
+    let ms = Duration::from_millis;
+    let error = || "HTTP 503".to_owned();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("model", 1, 4, ms(250), Class::Unavailable, error()),
+            ("model", 2, 4, ms(500), Class::Unavailable, error()),
+            ("model", 3, 4, ms(1000), Class::Unavailable, error()),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panicking_hook_does_not_break_the_call() {
+    let turn =
+        Turn::new(Duration::from_secs(180)).on_notice(|_| panic!("the harness's hook is broken"));
+
+    let ((result, report), recorded) = testing::scope(turn.run(three_retries_then_success())).await;
+
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(report.attempts(), 4);
+    assert_eq!(recorded.waits().len(), 3);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_process_hook_receives_events_outside_any_turn() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    // Other tests in this binary also emit events: keep only this test's operation.
+    notice::set_process_hook(move |event| {
+        if event.op == "process-hook-test" {
+            sink.lock().unwrap().push(event.to_string());
+        }
+    });
+
+    let (result, _) = testing::scope(
+        Retry::new(&Policy::AVAILABILITY)
+            .named("process-hook-test")
+            .run(async |attempt| {
+                if attempt == 1 {
+                    Err(Status(502))
+                } else {
+                    Ok(())
+                }
+            }),
+    )
+    .await;
+    notice::clear_process_hook();
+
+    result.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["process-hook-test is unavailable (HTTP 502): retrying (2 of 4) in 250 ms"]
+    );
+}

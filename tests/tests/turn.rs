@@ -1,0 +1,224 @@
+//! Issue 4: the turn is the budget a ladder must fit, and its report separates waiting from
+//! working. Virtual time throughout: `testing::scope` skips waits, `start_paused` drives the
+//! time the operations take.
+
+use std::time::Duration;
+
+use retry_runtime::{Budget, Class, Policy, Retry, StopReason, Turn, testing};
+use tokio::time::Instant;
+
+const TURN: Duration = Duration::from_secs(180);
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_would_cross_the_deadline_is_not_taken() {
+    let turn = Turn::new(Duration::from_secs(60));
+    let ((result, report), recorded) = testing::scope(turn.run(async {
+        Retry::new(&Policy::OUTAGE)
+            .run(async |_| Err::<(), _>(Class::Unavailable))
+            .await
+    }))
+    .await;
+
+    let gave_up = result.unwrap_err();
+    // 5 s and 15 s fit in the minute; 45 s would not, with 40 s left.
+    assert_eq!(
+        gave_up.reason(),
+        StopReason::Budget {
+            wanted: Duration::from_secs(45),
+            remaining: Duration::from_secs(40),
+        }
+    );
+    assert_eq!(gave_up.attempts(), 3);
+    assert_eq!(recorded.waits(), [5, 15].map(Duration::from_secs));
+    assert_eq!(gave_up.waited(), Duration::from_secs(20));
+    assert_eq!(report.waiting(), Duration::from_secs(20));
+    assert!(gave_up.is_undetermined());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_report_separates_waiting_from_working() {
+    let turn = Turn::new(TURN);
+    let ((result, report), _) = testing::scope(turn.run(async {
+        Retry::new(&Policy::OUTAGE)
+            .run(async |attempt| {
+                // Each attempt takes the far side two seconds of (virtual) time.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                if attempt <= 3 {
+                    Err(Class::Unavailable)
+                } else {
+                    Ok("reply")
+                }
+            })
+            .await
+    }))
+    .await;
+
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(report.waiting(), Duration::from_secs(65));
+    assert_eq!(report.working(), Duration::from_secs(8));
+    assert_eq!(report.attempts(), 4);
+    assert_eq!(report.retries_of(Class::Unavailable), 3);
+    assert!(report.gave_up().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_report_lists_each_ladder_that_gave_up_with_its_reason() {
+    let turn = Turn::new(TURN);
+    let ((_, report), _) = testing::scope(turn.run(async {
+        let model = Retry::new(&Policy::AVAILABILITY).named("model");
+        let _ = model.run(async |_| Err::<(), _>(Class::Definitive)).await;
+        let _ = model.run(async |_| Err::<(), _>(Class::Transport)).await;
+    }))
+    .await;
+
+    let reasons: Vec<_> = report
+        .gave_up()
+        .iter()
+        .map(|r| (r.op, r.reason, r.attempts))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("model", StopReason::Definitive, 1),
+            ("model", StopReason::Exhausted { attempts: 4 }, 4),
+        ]
+    );
+    assert_eq!(report.calls(), 2);
+    assert_eq!(report.attempts(), 5);
+    assert_eq!(report.retries_of(Class::Transport), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn outside_a_turn_only_attempts_bound_the_ladder() {
+    // The outage ladder waits 65 s; with no turn around it, nothing cuts it short.
+    let (result, recorded) =
+        testing::scope(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
+            .await;
+
+    assert_eq!(
+        result.unwrap_err().reason(),
+        StopReason::Exhausted { attempts: 4 }
+    );
+    assert_eq!(recorded.total(), Duration::from_secs(65));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_literal_budget_bounds_one_call() {
+    let bounded = Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(30)));
+    let (result, recorded) =
+        testing::scope(bounded.run(async |_| Err::<(), _>(Class::Transport))).await;
+
+    assert_eq!(
+        result.unwrap_err().reason(),
+        StopReason::Budget {
+            wanted: Duration::from_secs(45),
+            remaining: Duration::from_secs(10),
+        }
+    );
+    assert_eq!(recorded.waits(), [5, 15].map(Duration::from_secs));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_literal_budget_inside_a_turn_keeps_the_sooner_deadline() {
+    // The call may take two minutes, but the turn has only 10 s: the 15 s wait is not taken.
+    let bounded = Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(120)));
+    let ((result, _), recorded) = testing::scope(
+        Turn::new(Duration::from_secs(10))
+            .run(bounded.run(async |_| Err::<(), _>(Class::Transport))),
+    )
+    .await;
+
+    assert!(matches!(
+        result.unwrap_err().reason(),
+        StopReason::Budget { .. }
+    ));
+    assert_eq!(recorded.waits(), [Duration::from_secs(5)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_outlives_the_turn_is_not_cut_short_and_not_retried() {
+    // The turn does not abort an attempt in flight: its deadline is the caller's. When the
+    // attempt comes back failed after the turn expired, the ladder does not retry it.
+    let turn = Turn::new(TURN);
+    let started = Instant::now();
+    let ((result, report), recorded) = testing::scope(turn.run(async {
+        Retry::new(&Policy::AVAILABILITY)
+            .run(async |_| {
+                tokio::time::sleep(Duration::from_secs(200)).await;
+                Err::<(), _>(Class::Unavailable)
+            })
+            .await
+    }))
+    .await;
+
+    assert_eq!(started.elapsed(), Duration::from_secs(200));
+    let gave_up = result.unwrap_err();
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(gave_up.attempts(), 1);
+    assert!(recorded.waits().is_empty());
+    assert_eq!(report.working(), Duration::from_secs(200));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_succeeds_after_the_deadline_keeps_its_success() {
+    let turn = Turn::new(Duration::from_secs(1));
+    let (result, _) = turn
+        .run(Retry::new(&Policy::AVAILABILITY).run(async |_| {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok::<_, Class>("late but fine")
+        }))
+        .await;
+    assert_eq!(result.unwrap(), "late but fine");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_cancelled_mid_wait_stops_the_ladder_at_once() {
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let started = Instant::now();
+    let work =
+        turn.run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)));
+    let cancel = async {
+        // One second into the first 5 s wait.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        canceller.cancel();
+    };
+    let ((result, report), ()) = tokio::join!(work, cancel);
+
+    let gave_up = result.unwrap_err();
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(gave_up.attempts(), 1);
+    assert_eq!(gave_up.waited(), Duration::from_secs(1));
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(report.waiting(), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_turn_leaks_no_task() {
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let work = tokio::spawn(
+        turn.run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable))),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    let (result, _) = work.await.unwrap();
+    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+
+    // The ladder waited on its own task: nothing is left running once it returned.
+    let metrics = tokio::runtime::Handle::current().metrics();
+    assert_eq!(metrics.num_alive_tasks(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_turn_is_not_retried() {
+    let turn = Turn::new(TURN);
+    turn.canceller().cancel();
+    let ((result, _), recorded) = testing::scope(
+        turn.run(Retry::new(&Policy::AVAILABILITY).run(async |_| Err::<(), _>(Class::Transport))),
+    )
+    .await;
+
+    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert!(recorded.waits().is_empty());
+}
