@@ -230,26 +230,22 @@ impl<'r, C: Clock> Run<'r, C> {
             }
             Err(error) => error,
         };
-        let class = error.classify();
-        let wait = match self.next_step(class) {
-            Step::Retry { wait } => wait,
-            Step::Stop(reason) => {
+        let wait = match self.decide(&error) {
+            Ok(wait) => wait,
+            Err((class, reason)) => {
                 return ControlFlow::Break(Err(self.give_up(error, class, reason)));
             }
         };
-        self.notify(&error, class, Action::Retry { backoff: wait });
-        turn::record_retry(class);
-        if self.rate_limited_class(class) {
-            self.rate_limited = true;
-        }
-        let sleep = self.retry.clock.sleep(wait);
+        // Only the error, the start of the wait and one box live across the `.await`, so the
+        // annotated function's future grows by little more than the error's size.
         let waiting_since = self.started.map(|_| self.retry.clock.now());
-        let cancelled = turn::sleep_or_cancel(sleep).await;
+        let cancelled = turn::sleep_or_cancel(self.retry.clock.sleep(wait)).await;
         if cancelled {
             let waited = waiting_since.map_or(Duration::ZERO, |since| {
                 self.retry.clock.now().saturating_duration_since(since)
             });
             self.add_waited(waited);
+            let class = error.classify();
             return ControlFlow::Break(Err(self.give_up(error, class, StopReason::Cancelled)));
         }
         self.add_waited(wait);
@@ -267,6 +263,23 @@ impl<'r, C: Clock> Run<'r, C> {
         match self.settle(output).await {
             ControlFlow::Break(result) => ControlFlow::Break(result.map_err(GaveUp::into_error)),
             ControlFlow::Continue(()) => ControlFlow::Continue(()),
+        }
+    }
+
+    /// The wait before the next attempt, with the retry announced and counted; or the class
+    /// and the reason to stop.
+    fn decide(&mut self, error: &dyn Failed) -> Result<Duration, (Class, StopReason)> {
+        let class = error.classify();
+        match self.next_step(class) {
+            Step::Retry { wait } => {
+                self.notify(error, class, Action::Retry { backoff: wait });
+                turn::record_retry(class);
+                if matches!(class, Class::RateLimited { .. }) {
+                    self.rate_limited = true;
+                }
+                Ok(wait)
+            }
+            Step::Stop(reason) => Err((class, reason)),
         }
     }
 
@@ -308,10 +321,6 @@ impl<'r, C: Clock> Run<'r, C> {
             rate_limited_before: self.rate_limited,
             remaining,
         }
-    }
-
-    fn rate_limited_class(&self, class: Class) -> bool {
-        matches!(class, Class::RateLimited { .. })
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -379,6 +388,11 @@ impl<'r, C: Clock> Run<'r, C> {
         });
     }
 }
+
+/// A failure the engine can classify and show: what `notice` needs, as one object type.
+trait Failed: Classify + fmt::Display {}
+
+impl<E: Classify + fmt::Display> Failed for E {}
 
 pin_project_lite::pin_project! {
     /// One attempt's future, marked as running inside a retried call. Not public API.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -266,23 +266,28 @@ pub(crate) fn record_call(call: Call) {
     });
 }
 
-/// Sleep, unless the turn is cancelled first; true if it was.
-pub(crate) async fn sleep_or_cancel(mut sleep: Sleep) -> bool {
+/// Sleep, unless the turn is cancelled first; resolves to true if it was. Boxed: it is made
+/// only when a retry waits, and keeps the cancellation machinery out of the caller's future.
+pub(crate) fn sleep_or_cancel(mut sleep: Sleep) -> Pin<Box<dyn Future<Output = bool> + Send>> {
     let Some(cancel) = TURN.try_with(|scope| Arc::clone(&scope.cancel)).ok() else {
-        sleep.await;
-        return false;
+        return Box::pin(async move {
+            sleep.await;
+            false
+        });
     };
-    let mut notified = pin!(cancel.notify.notified());
-    // Register before reading the flag, so a cancel between the two is not missed.
-    notified.as_mut().enable();
-    if cancel.cancelled.load(Ordering::Acquire) {
-        return true;
-    }
-    poll_fn(|cx| {
-        if notified.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(true);
+    Box::pin(async move {
+        let mut notified = pin!(cancel.notify.notified());
+        // Register before reading the flag, so a cancel between the two is not missed.
+        notified.as_mut().enable();
+        if cancel.cancelled.load(Ordering::Acquire) {
+            return true;
         }
-        sleep.as_mut().poll(cx).map(|()| false)
+        poll_fn(|cx| {
+            if notified.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(true);
+            }
+            sleep.as_mut().poll(cx).map(|()| false)
+        })
+        .await
     })
-    .await
 }
