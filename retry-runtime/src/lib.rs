@@ -61,12 +61,15 @@
 //! | [`quota`] | [`Quota`], the cross-call retry budget |
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
 //! | [`testing`] | a scope where waits are recorded, not slept |
+//! | `http` | (feature `http`) statuses, `Retry-After`, rate-limit headers; (feature `reqwest`) `reqwest::Error` |
 
 #![forbid(unsafe_code)]
 
 pub mod class;
 pub mod clock;
 pub mod engine;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod ladder;
 mod nesting;
 pub mod notice;
@@ -94,7 +97,7 @@ pub use verdict::{GaveUp, StopReason};
 pub mod __private {
     pub use crate::class::{Class, Classify};
     pub use crate::engine::{Attempt, Budget, Retry, Run};
-    pub use crate::policy::{Jitter, Policy};
+    pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
     pub use ::core;
     pub use ::core::ops::ControlFlow;
@@ -102,4 +105,59 @@ pub mod __private {
 
     /// Names `E` where the user wrote it, so a missing `Classify` is reported on that type.
     pub const fn assert_classify<E: Classify + ::core::fmt::Display>() {}
+
+    /// The return type of a `#[retry]` function: a `Result`, however it is spelled (an alias
+    /// such as `std::io::Result<T>` included). The expansion converts through this trait, so a
+    /// function that returns anything else gets this message, on its return type, instead of a
+    /// type mismatch inside the expansion.
+    #[diagnostic::on_unimplemented(
+        message = "`#[retry]` needs a function that returns `Result<T, E>`, not `{Self}`",
+        label = "not a `Result`",
+        note = "return `Result<T, E>` where `E` implements `retry_runtime::Classify`, so each failure says whether it is worth another try"
+    )]
+    pub trait Fallible: Sized {
+        /// The success type.
+        type Ok;
+        /// The error type.
+        type Err;
+        /// This output as a `Result`.
+        fn into_result(self) -> ::core::result::Result<Self::Ok, Self::Err>;
+        /// The `Result` as this output.
+        fn from_result(result: ::core::result::Result<Self::Ok, Self::Err>) -> Self;
+    }
+
+    impl<T, E> Fallible for ::core::result::Result<T, E> {
+        type Ok = T;
+        type Err = E;
+
+        #[inline(always)]
+        fn into_result(self) -> Self {
+            self
+        }
+
+        #[inline(always)]
+        fn from_result(result: Self) -> Self {
+            result
+        }
+    }
+
+    /// What is wrong with a policy the attribute built, in the attribute's terms; `None` if
+    /// nothing. The expansion panics with it in `const` evaluation, so it is a compile error.
+    pub const fn policy_problem(policy: &Policy) -> ::core::option::Option<&'static str> {
+        match policy.check() {
+            Ok(()) => None,
+            Err(PolicyError::NoAttempts) => Some(
+                "the policy makes no attempt (`attempts` is 0); use `attempts = 1` for a call that is never retried",
+            ),
+            Err(PolicyError::ZeroBase) => Some(
+                "the policy's first wait is zero, so the ladder would not back off; set `base_ms` to at least 1",
+            ),
+            Err(PolicyError::CapBelowBase) => {
+                Some("the policy's cap is below its first wait; raise `cap_ms` or lower `base_ms`")
+            }
+            Err(PolicyError::ShrinkingMultiplier) => Some(
+                "the policy's `multiplier` is below 1, so waits would shrink; use `multiplier = 1` for a constant ladder",
+            ),
+        }
+    }
 }
