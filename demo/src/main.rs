@@ -63,7 +63,13 @@ struct Model {
 
 impl Model {
     /// Ask the model; a 503 or a refused connection is retried, an answer is not.
-    #[retry(policy = "availability", attempts = 4, base_ms = 250, budget = "turn", name = "model")]
+    #[retry(
+        policy = "availability",
+        attempts = 4,
+        base_ms = 250,
+        budget = "turn",
+        name = "model"
+    )]
     async fn complete(&self, route: &str, prompt: &str) -> Result<String, ModelError> {
         let url = format!("{}/{route}", self.base);
         let response = self.http.post(url).body(prompt.to_owned()).send().await?;
@@ -77,12 +83,14 @@ async fn serve() -> std::io::Result<(SocketAddr, Arc<AtomicU32>)> {
     let app = Router::new()
         .route(
             "/flaky",
-            post(|State(hits): State<Arc<AtomicU32>>, prompt: String| async move {
-                match hits.fetch_add(1, Ordering::SeqCst) {
-                    0 | 1 => (StatusCode::SERVICE_UNAVAILABLE, "overloaded".to_owned()),
-                    _ => (StatusCode::OK, format!("an answer to {prompt:?}")),
-                }
-            }),
+            post(
+                |State(hits): State<Arc<AtomicU32>>, prompt: String| async move {
+                    match hits.fetch_add(1, Ordering::SeqCst) {
+                        0 | 1 => (StatusCode::SERVICE_UNAVAILABLE, "overloaded".to_owned()),
+                        _ => (StatusCode::OK, format!("an answer to {prompt:?}")),
+                    }
+                },
+            ),
         )
         .route(
             "/bad",
@@ -113,14 +121,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .run(async {
             println!("1. a model that is unavailable twice, then answers:");
             let answer = model.complete("flaky", "hello").await;
-            println!("   -> {answer:?} after {} requests\n", hits.swap(0, Ordering::SeqCst));
+            println!(
+                "   -> {answer:?} after {} requests\n",
+                hits.swap(0, Ordering::SeqCst)
+            );
 
             println!("2. a request the model rejects (400): an answer, never retried:");
             let rejected = model.complete("bad", "hello").await;
             let class = rejected.as_ref().err().map(Classify::classify);
             println!(
                 "   -> {} after {} request; class {class:?}, still reported as an answer\n",
-                rejected.as_ref().err().map_or("ok".into(), ToString::to_string),
+                rejected
+                    .as_ref()
+                    .err()
+                    .map_or("ok".into(), ToString::to_string),
                 hits.swap(0, Ordering::SeqCst)
             );
             answer.is_ok() && rejected.is_err()
