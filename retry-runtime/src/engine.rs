@@ -240,15 +240,16 @@ impl<'r, C: Clock> Run<'r, C> {
         // annotated function's future grows by little more than the error's size.
         let waiting_since = self.started.map(|_| self.retry.clock.now());
         let cancelled = turn::sleep_or_cancel(self.retry.clock.sleep(wait)).await;
+        // Where the clock is read anyway (a turn, a literal budget), report the time actually
+        // spent, timer granularity included; elsewhere the wait as chosen.
+        let waited = waiting_since.map_or(wait, |since| {
+            self.retry.clock.now().saturating_duration_since(since)
+        });
+        self.add_waited(waited);
         if cancelled {
-            let waited = waiting_since.map_or(Duration::ZERO, |since| {
-                self.retry.clock.now().saturating_duration_since(since)
-            });
-            self.add_waited(waited);
             let class = error.classify();
             return ControlFlow::Break(Err(self.give_up(error, class, StopReason::Cancelled)));
         }
-        self.add_waited(wait);
         ControlFlow::Continue(())
     }
 
@@ -289,7 +290,10 @@ impl<'r, C: Clock> Run<'r, C> {
             nesting::warn_nested(self.retry.op);
             return Step::Stop(StopReason::Nested);
         }
-        if !policy.retries(&class) || matches!(class, Class::Cancelled) {
+        if !policy.retries(&class)
+            || matches!(class, Class::Cancelled)
+            || self.attempt >= policy.attempts()
+        {
             // Decided by class alone: no clock, no draw.
             return ladder::next_step(policy, self.failure(class, None), Draw::IDEAL);
         }

@@ -1,0 +1,111 @@
+//! The clock is injectable, and the path that never retries does not touch it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use retry_runtime::{Budget, Class, Clock, Draw, Policy, Retry, Sleep, Turn};
+use tokio::time::Instant;
+
+/// A clock that counts every use and never sleeps.
+#[derive(Clone, Default)]
+struct Counting {
+    reads: Arc<AtomicU32>,
+    draws: Arc<AtomicU32>,
+    sleeps: Arc<std::sync::Mutex<Vec<Duration>>>,
+}
+
+impl Clock for Counting {
+    fn now(&self) -> Instant {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        Instant::now()
+    }
+    fn sleep(&self, wait: Duration) -> Sleep {
+        self.sleeps.lock().unwrap().push(wait);
+        Box::pin(async {})
+    }
+    fn draw(&self) -> Draw {
+        self.draws.fetch_add(1, Ordering::SeqCst);
+        Draw::from_bits(0)
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_first_try_success_reads_neither_the_clock_nor_the_rng() {
+    let clock = Counting::default();
+    let result = Retry::new(&Policy::AVAILABILITY)
+        .with_clock(clock.clone())
+        .run(async |_| Ok::<_, Class>(42))
+        .await;
+
+    assert_eq!(result.unwrap(), 42);
+    assert_eq!(clock.reads.load(Ordering::SeqCst), 0);
+    assert_eq!(clock.draws.load(Ordering::SeqCst), 0);
+    assert!(clock.sleeps.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_answer_draws_no_jitter_and_waits_nothing() {
+    let clock = Counting::default();
+    let result = Retry::new(&Policy::AVAILABILITY)
+        .with_clock(clock.clone())
+        .run(async |_| Err::<(), _>(Class::Definitive))
+        .await;
+
+    assert_eq!(result.unwrap_err().attempts(), 1);
+    assert_eq!(clock.draws.load(Ordering::SeqCst), 0);
+    assert!(clock.sleeps.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_injected_clock_chooses_the_draws_and_receives_the_waits() {
+    // Draw 0 is the bottom of equal jitter: every wait is half its ideal.
+    let clock = Counting::default();
+    let result = Retry::new(&Policy::AVAILABILITY)
+        .with_clock(clock.clone())
+        .run(async |_| Err::<(), _>(Class::Transport))
+        .await;
+
+    assert_eq!(result.unwrap_err().attempts(), 4);
+    assert_eq!(clock.draws.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        *clock.sleeps.lock().unwrap(),
+        [125, 250, 500].map(Duration::from_millis)
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_literal_budget_reads_the_clock_once_at_the_start_of_a_success() {
+    let clock = Counting::default();
+    let _ = Retry::new(&Policy::AVAILABILITY)
+        .within(Budget::Within(Duration::from_secs(2)))
+        .with_clock(clock.clone())
+        .run(async |_| Ok::<_, Class>(()))
+        .await;
+    // The start (for the deadline) and the end (for the report): paid only by those who ask.
+    assert_eq!(clock.reads.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn real_waits_run_on_tokio_time() {
+    // No testing scope: the default clock sleeps on tokio's (paused) clock.
+    let started = Instant::now();
+    let (result, report) = Turn::new(Duration::from_secs(180))
+        .run(Retry::new(&Policy::OUTAGE).run(async |attempt| {
+            if attempt < 3 {
+                Err(Class::Unavailable)
+            } else {
+                Ok(())
+            }
+        }))
+        .await;
+
+    result.unwrap();
+    // Equal jitter draws from [0.5, 1) of 5 s and 15 s.
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(20),
+        "{waited:?}"
+    );
+    assert_eq!(report.waiting(), waited);
+}
