@@ -291,7 +291,7 @@ impl<'r, C: Clock> Run<'r, C> {
             return Step::Stop(StopReason::Nested);
         }
         if !policy.retries(&class)
-            || matches!(class, Class::Cancelled)
+            || matches!(class, Class::Cancelled | Class::Definitive)
             || self.attempt >= policy.attempts()
         {
             // Decided by class alone: no clock, no draw.

@@ -76,7 +76,8 @@ pub const fn max_wait(policy: &Policy, retry: u32) -> Duration {
     to_duration(ideal * policy.jitter().max_factor_percent() as u128 / 100)
 }
 
-/// The longest the whole ladder can wait, jitter included, `Retry-After` hints aside.
+/// The longest the whole ladder can wait, jitter included, `Retry-After` hints aside; a
+/// policy's single rate-limit retry counts with its own wait.
 pub const fn worst_case_wait(policy: &Policy) -> Duration {
     let retries = policy.attempts().saturating_sub(1) as u128;
     let cap = policy.cap().as_nanos();
@@ -96,7 +97,24 @@ pub const fn worst_case_wait(policy: &Policy) -> Duration {
     }
     let flat = ideal * percent / 100;
     let rest = (retries - counted).saturating_mul(flat);
-    to_duration(sat_add(total, rest))
+    let total = sat_add(total, rest);
+    // A policy's single rate-limit retry waits its own time in place of one rung; at worst it
+    // replaces the shortest, the first.
+    match policy.rate_limit() {
+        RateLimit::Once { wait }
+            if retries > 0 && policy.retries(&Class::RateLimited { retry_after: None }) =>
+        {
+            let wait = wait.as_nanos();
+            let once = sat_add(wait, clamp_u128(wait / 10, 100_000_000, NANOS_PER_SEC));
+            let first = min_u128(policy.base().as_nanos(), cap) * percent / 100;
+            to_duration(if once > first {
+                sat_add(total, once - first)
+            } else {
+                total
+            })
+        }
+        _ => to_duration(total),
+    }
 }
 
 /// `ideal` spread by `jitter` according to `draw`; strictly below the jitter's upper bound.
@@ -193,6 +211,10 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
     let class = failure.class;
     if matches!(class, Class::Cancelled) {
         return Step::Stop(StopReason::Cancelled);
+    }
+    // An answer is never retried, whatever the policy's class list says (rule 1).
+    if matches!(class, Class::Definitive) {
+        return Step::Stop(StopReason::Definitive);
     }
     if !policy.retries(&class) {
         return Step::Stop(match class {

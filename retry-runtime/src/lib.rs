@@ -96,6 +96,7 @@ pub use verdict::{GaveUp, StopReason};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::class::{Class, Classify};
+    pub use crate::clock::TokioClock;
     pub use crate::engine::{Attempt, Budget, Retry, Run};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
@@ -106,38 +107,35 @@ pub mod __private {
     /// Names `E` where the user wrote it, so a missing `Classify` is reported on that type.
     pub const fn assert_classify<E: Classify + ::core::fmt::Display>() {}
 
-    /// The return type of a `#[retry]` function: a `Result`, however it is spelled (an alias
-    /// such as `std::io::Result<T>` included). The expansion converts through this trait, so a
-    /// function that returns anything else gets this message, on its return type, instead of a
-    /// type mismatch inside the expansion.
+    /// The return type of a `#[retry]` function: a `Result` whose error the engine can
+    /// classify and report, however it is spelled (an alias such as `std::io::Result<T>`
+    /// included).
+    ///
+    /// The expansion settles each attempt's output through this one call, placed on the
+    /// return type (or on the `E` of `Result<T, E>` where it is written out): a return type
+    /// that is not a `Result` gets this trait's message there, an error type without
+    /// `Classify` gets that trait's message, and either mistake is reported once.
     #[diagnostic::on_unimplemented(
         message = "`#[retry]` needs a function that returns `Result<T, E>`, not `{Self}`",
         label = "not a `Result`",
         note = "return `Result<T, E>` where `E` implements `retry_runtime::Classify`, so each failure says whether it is worth another try"
     )]
     pub trait Fallible: Sized {
-        /// The success type.
-        type Ok;
-        /// The error type.
-        type Err;
-        /// This output as a `Result`.
-        fn into_result(self) -> ::core::result::Result<Self::Ok, Self::Err>;
-        /// The `Result` as this output.
-        fn from_result(result: ::core::result::Result<Self::Ok, Self::Err>) -> Self;
+        /// Decide on one attempt's output, and wait if the ladder goes on. `Break` carries
+        /// what the function returns: its own error, unchanged, once the ladder stops.
+        fn settle(
+            self,
+            run: &mut Run<'static, TokioClock>,
+        ) -> impl ::core::future::Future<Output = ControlFlow<Self>>;
     }
 
-    impl<T, E> Fallible for ::core::result::Result<T, E> {
-        type Ok = T;
-        type Err = E;
-
+    impl<T, E: Classify + ::core::fmt::Display> Fallible for ::core::result::Result<T, E> {
         #[inline(always)]
-        fn into_result(self) -> Self {
-            self
-        }
-
-        #[inline(always)]
-        fn from_result(result: Self) -> Self {
-            result
+        fn settle(
+            self,
+            run: &mut Run<'static, TokioClock>,
+        ) -> impl ::core::future::Future<Output = ControlFlow<Self>> {
+            run.settle_unwrapped(self)
         }
     }
 

@@ -314,7 +314,9 @@ impl Policy {
 
     /// The longest the ladder can wait in all, jitter included, before it runs out of attempts;
     /// `Retry-After` hints aside (they are bounded by [`max_retry_after`](Self::max_retry_after)
-    /// and by the budget at run time).
+    /// and by the budget at run time). A [`RateLimit::Once`] retry counts with its own wait
+    /// (and its small spread) in place of the first rung: the outage ladder's 5 + 15 + 45 s
+    /// becomes, at worst, 20 s (+ up to 1 s) + 15 + 45.
     ///
     /// ```
     /// use retry_runtime::Policy;
@@ -322,7 +324,8 @@ impl Policy {
     ///
     /// // Seed 000: under two seconds of waiting, under a tenth of a 180 s turn.
     /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait().as_millis() < 2_000);
-    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(65));
+    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(81));
+    /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(65));
     /// ```
     pub const fn worst_case_wait(&self) -> Duration {
         ladder::worst_case_wait(self)

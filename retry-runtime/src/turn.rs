@@ -49,7 +49,7 @@ struct Cancel {
 /// use retry_runtime::{testing, Class, Policy, Retry, StopReason, Turn};
 /// use std::time::Duration;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let turn = Turn::new(Duration::from_secs(60)).on_notice(|event| eprintln!("{event}"));
 /// let ((result, report), _) = testing::scope(turn.run(async {

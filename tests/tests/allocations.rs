@@ -1,0 +1,84 @@
+//! A first-try success allocates nothing: the hot path of every call pays only for what it
+//! uses (issue 2's quality bar).
+//!
+//! `allocation-counter` installs a counting `#[global_allocator]` in this test binary only
+//! (no other test names the crate) and counts the allocations of the current thread, so the
+//! test harness's own threads do not disturb the count.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use retry_runtime::{Class, Policy, Retry};
+
+/// Poll `future` once with a waker that does nothing; it must be ready.
+fn poll_once<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("a first-try success completes on its first poll"),
+    }
+}
+
+#[test]
+fn a_first_try_success_allocates_nothing() {
+    let mut result = None;
+
+    let counted = allocation_counter::measure(|| {
+        let retry = Retry::new(&Policy::AVAILABILITY);
+        result = Some(poll_once(retry.run(async |_| Ok::<_, Class>(42))));
+    });
+
+    assert_eq!(result.map(Result::ok), Some(Some(42)));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+#[test]
+fn a_first_try_success_on_a_tokio_runtime_allocates_nothing() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("build a current-thread runtime");
+    // The runtime's first `block_on` sets up its thread-locals; that is the runtime's cost,
+    // paid once, not the call's.
+    runtime.block_on(async {});
+    let mut result = None;
+
+    let counted = allocation_counter::measure(|| {
+        result = Some(runtime.block_on(async {
+            Retry::new(&Policy::AVAILABILITY)
+                .run(async |_| Ok::<_, Class>(42))
+                .await
+        }));
+    });
+
+    assert_eq!(result.map(Result::ok), Some(Some(42)));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+#[test]
+fn each_built_in_policy_and_every_later_call_allocates_nothing_on_a_first_try_success() {
+    for policy in Policy::BUILT_IN {
+        let retry = Retry::new(&policy);
+        for _ in 0..3 {
+            let counted = allocation_counter::measure(|| {
+                let result = poll_once(retry.run(async |attempt| Ok::<_, Class>(attempt)));
+                assert!(matches!(result, Ok(1)));
+            });
+            assert_eq!(counted.count_total, 0, "{}: {counted:?}", policy.name());
+        }
+    }
+}
+
+#[test]
+fn the_counter_sees_an_allocation_on_this_thread() {
+    // Without this, a counter that never counts would pass every test above.
+    let counted = allocation_counter::measure(|| {
+        std::hint::black_box(Box::new(7_u64));
+    });
+
+    assert_eq!(counted.count_total, 1);
+}

@@ -1,0 +1,576 @@
+//! Properties of the ladder and the loop, for every built-in policy and arbitrary ones.
+//!
+//! Arbitrary policies take any number of attempts (0 and `u32::MAX` included), a base and a
+//! cap anywhere up to `Duration::MAX`, any multiplier (NaN, infinities and negatives
+//! included), every jitter, either rate-limit rule and any set of retried classes. Retry
+//! numbers and draws (`Draw::from_bits`) are arbitrary too. Nothing may panic or overflow.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use retry_runtime::ladder::{self, Failure, Step};
+use retry_runtime::{Class, Classify, Draw, Jitter, Policy, RateLimit, Retry, StopReason, testing};
+
+const MAX_NANOS: u128 = Duration::MAX.as_nanos();
+
+/// How many rungs a property walks one by one; past that, only flat ladders are summed.
+const RUNGS: u32 = 64;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 512,
+        // The suite keeps no regression files; a failure prints its minimal case.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+fn duration() -> impl Strategy<Value = Duration> {
+    prop_oneof![
+        Just(Duration::ZERO),
+        Just(Duration::from_nanos(1)),
+        Just(Duration::MAX),
+        Just(Duration::from_millis(250)),
+        (0u64..=200_000_000_000).prop_map(Duration::from_nanos),
+        (any::<u64>(), 0u32..1_000_000_000).prop_map(|(secs, nanos)| Duration::new(secs, nanos)),
+    ]
+}
+
+fn attempts() -> impl Strategy<Value = u32> {
+    prop_oneof![Just(0), Just(1), Just(u32::MAX), 0u32..12, any::<u32>()]
+}
+
+fn multiplier() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(f64::MAX),
+        Just(-2.0),
+        Just(0.0),
+        Just(0.5),
+        Just(1.0),
+        Just(1.001),
+        Just(1.6),
+        Just(2.0),
+        Just(3.0),
+        0.0f64..10.0,
+        any::<u64>().prop_map(f64::from_bits),
+    ]
+}
+
+fn jitter() -> impl Strategy<Value = Jitter> {
+    select(vec![
+        Jitter::Proportional,
+        Jitter::Equal,
+        Jitter::Full,
+        Jitter::None,
+    ])
+}
+
+fn rate_limit() -> impl Strategy<Value = RateLimit> {
+    prop_oneof![
+        Just(RateLimit::Ladder),
+        duration().prop_map(|wait| RateLimit::Once { wait }),
+    ]
+}
+
+/// A policy from scratch: every setting arbitrary, and any set of retried classes.
+fn arbitrary_policy() -> impl Strategy<Value = Policy> {
+    (
+        (attempts(), duration(), duration(), multiplier()),
+        (jitter(), rate_limit(), duration(), any::<u16>()),
+    )
+        .prop_map(
+            |((attempts, base, cap, multiplier), (jitter, rate_limit, max_hint, retried))| {
+                let mut policy = Policy::new("arbitrary")
+                    .with_attempts(attempts)
+                    .with_base(base)
+                    .with_cap(cap)
+                    .with_multiplier(multiplier)
+                    .with_jitter(jitter)
+                    .with_rate_limit(rate_limit)
+                    .with_max_retry_after(max_hint);
+                for (bit, class) in Class::ALL.into_iter().enumerate() {
+                    policy = if retried & (1 << bit) != 0 {
+                        policy.retrying(class)
+                    } else {
+                        policy.not_retrying(class)
+                    };
+                }
+                policy
+            },
+        )
+}
+
+/// Every built-in policy, and arbitrary ones.
+fn policy() -> impl Strategy<Value = Policy> {
+    prop_oneof![
+        1 => Just(Policy::AVAILABILITY),
+        1 => Just(Policy::OUTAGE),
+        1 => Just(Policy::TRANSIENT),
+        6 => arbitrary_policy(),
+    ]
+}
+
+fn draw() -> impl Strategy<Value = Draw> {
+    prop_oneof![
+        Just(Draw::IDEAL),
+        Just(Draw::from_bits(0)),
+        Just(Draw::from_bits(1 << 31)),
+        Just(Draw::from_bits(u32::MAX)),
+        any::<u32>().prop_map(Draw::from_bits),
+    ]
+}
+
+fn retry_number() -> impl Strategy<Value = u32> {
+    prop_oneof![Just(0), Just(1), Just(u32::MAX), 1u32..100, any::<u32>()]
+}
+
+/// Any class; a rate limit with or without a `Retry-After` hint.
+fn class() -> impl Strategy<Value = Class> {
+    prop_oneof![
+        select(Class::ALL.to_vec()),
+        proptest::option::of(duration()).prop_map(|retry_after| Class::RateLimited { retry_after }),
+    ]
+}
+
+fn failure() -> impl Strategy<Value = Failure> {
+    (
+        retry_number(),
+        class(),
+        any::<bool>(),
+        proptest::option::of(duration()),
+    )
+        .prop_map(|(attempt, class, rate_limited_before, remaining)| Failure {
+            attempt,
+            class,
+            rate_limited_before,
+            remaining,
+        })
+}
+
+fn nanos(duration: Duration) -> u128 {
+    duration.as_nanos()
+}
+
+/// The attempts a policy allows: 0 behaves as 1.
+fn allowed(policy: &Policy) -> u32 {
+    policy.attempts().max(1)
+}
+
+// ---- the ladder: pure arithmetic ----
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_ideal_wait_never_exceeds_the_cap(policy in policy(), retry in retry_number()) {
+        prop_assert!(ladder::ideal_wait(&policy, retry) <= policy.cap());
+    }
+
+    #[test]
+    fn the_ideal_wait_never_shrinks_from_one_retry_to_the_next(
+        policy in policy(),
+        retry in retry_number(),
+    ) {
+        let retry = retry.min(u32::MAX - 1);
+        prop_assert!(ladder::ideal_wait(&policy, retry) <= ladder::ideal_wait(&policy, retry + 1));
+    }
+
+    #[test]
+    fn a_jittered_wait_stays_within_its_jitters_bounds(
+        ideal in duration(),
+        jitter in jitter(),
+        bits in any::<u32>(),
+    ) {
+        let wait = nanos(ladder::jittered(ideal, jitter, Draw::from_bits(bits)));
+        let ideal = nanos(ideal);
+        let (low, high) = (
+            u128::from(jitter.min_factor_percent()),
+            u128::from(jitter.max_factor_percent()),
+        );
+        prop_assert!(wait >= ideal * low / 100, "{wait} below {low}% of {ideal}");
+        if jitter == Jitter::None {
+            prop_assert_eq!(wait, ideal);
+        } else if ideal == 0 {
+            prop_assert_eq!(wait, 0);
+        } else {
+            prop_assert!(wait * 100 < ideal * high, "{wait} not below {high}% of {ideal}");
+        }
+    }
+
+    #[test]
+    fn without_jitter_or_without_a_draw_a_wait_is_its_ideal(
+        ideal in duration(),
+        jitter in jitter(),
+        draw in draw(),
+    ) {
+        prop_assert_eq!(ladder::jittered(ideal, Jitter::None, draw), ideal);
+        prop_assert_eq!(ladder::jittered(ideal, jitter, Draw::IDEAL), ideal);
+    }
+
+    #[test]
+    fn a_ladder_wait_never_exceeds_the_longest_wait_of_its_rung(
+        policy in policy(),
+        retry in retry_number(),
+        draw in draw(),
+    ) {
+        prop_assert!(ladder::ladder_wait(&policy, retry, draw) <= ladder::max_wait(&policy, retry));
+    }
+
+    #[test]
+    fn the_worst_case_covers_the_waits_of_any_draws(
+        policy in policy(),
+        draws in proptest::collection::vec(any::<u32>(), RUNGS as usize),
+    ) {
+        let retries = policy.attempts().saturating_sub(1).min(RUNGS);
+        let waited = (1..=retries)
+            .map(|retry| nanos(ladder::ladder_wait(&policy, retry, Draw::from_bits(draws[retry as usize - 1]))))
+            .fold(0u128, |sum, wait| sum.saturating_add(wait).min(MAX_NANOS));
+        prop_assert!(waited <= nanos(policy.worst_case_wait()));
+    }
+
+    #[test]
+    fn the_worst_case_is_the_sum_of_the_rungs_longest_waits(policy in policy()) {
+        let retries = policy.attempts().saturating_sub(1);
+        let walked = (1..=retries.min(RUNGS))
+            .map(|retry| nanos(ladder::max_wait(&policy, retry)))
+            .fold(0u128, |sum, wait| sum.saturating_add(wait).min(MAX_NANOS));
+        let worst = nanos(policy.worst_case_wait());
+        let flat = ladder::ideal_wait(&policy, RUNGS) == ladder::ideal_wait(&policy, RUNGS + 1);
+        // A single rate-limit retry has a wait of its own (seed 001's 20 s), which the worst
+        // case must also cover: there, the rungs are a lower bound.
+        let own_rate_limit_wait = matches!(policy.rate_limit(), RateLimit::Once { .. })
+            && policy.retries(&Class::RateLimited { retry_after: None });
+        if own_rate_limit_wait {
+            prop_assert!(worst >= walked);
+        } else if retries <= RUNGS {
+            prop_assert_eq!(worst, walked);
+        } else if flat {
+            let rest = u128::from(retries - RUNGS)
+                .saturating_mul(nanos(ladder::max_wait(&policy, RUNGS + 1)));
+            prop_assert_eq!(worst, walked.saturating_add(rest).min(MAX_NANOS));
+        } else {
+            prop_assert!(worst >= walked);
+        }
+    }
+
+    #[test]
+    fn next_step_never_retries_past_the_attempts_the_policy_allows(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        if let Step::Retry { .. } = ladder::next_step(&policy, failure, draw) {
+            prop_assert!(failure.attempt < allowed(&policy));
+        }
+    }
+
+    #[test]
+    fn next_step_never_retries_a_definitive_failure(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let failure = Failure { class: Class::Definitive, ..failure };
+        prop_assert_eq!(
+            ladder::next_step(&policy, failure, draw),
+            Step::Stop(StopReason::Definitive),
+            "{:?} retries an answer", policy
+        );
+    }
+
+    #[test]
+    fn next_step_never_retries_a_cancelled_failure(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let failure = Failure { class: Class::Cancelled, ..failure };
+        prop_assert_eq!(
+            ladder::next_step(&policy, failure, draw),
+            Step::Stop(StopReason::Cancelled)
+        );
+    }
+
+    #[test]
+    fn next_step_never_retries_a_class_the_policy_does_not_retry(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        if !policy.retries(&failure.class) {
+            prop_assert!(matches!(ladder::next_step(&policy, failure, draw), Step::Stop(_)));
+        }
+    }
+
+    #[test]
+    fn next_step_never_waits_longer_than_the_budget_remaining(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        if let (Step::Retry { wait }, Some(remaining)) =
+            (ladder::next_step(&policy, failure, draw), failure.remaining)
+        {
+            prop_assert!(wait <= remaining);
+        }
+    }
+
+    #[test]
+    fn next_step_retries_a_rate_limit_only_once_where_the_policy_says_once(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let once = matches!(policy.rate_limit(), RateLimit::Once { .. });
+        let again = failure.rate_limited_before && matches!(failure.class, Class::RateLimited { .. });
+        if once && again {
+            prop_assert!(matches!(ladder::next_step(&policy, failure, draw), Step::Stop(_)));
+        }
+    }
+
+    #[test]
+    fn a_retry_after_is_a_floor_that_the_policys_maximum_bounds(
+        policy in policy(),
+        failure in failure(),
+        hint in duration(),
+        draw in draw(),
+    ) {
+        let failure = Failure { class: Class::RateLimited { retry_after: Some(hint) }, ..failure };
+        match ladder::next_step(&policy, failure, draw) {
+            Step::Retry { wait } => {
+                prop_assert!(wait >= hint);
+                prop_assert!(hint <= policy.max_retry_after());
+            }
+            Step::Stop(StopReason::RetryAfterTooLong { wanted, max }) => {
+                prop_assert_eq!(wanted, hint);
+                prop_assert_eq!(max, policy.max_retry_after());
+                prop_assert!(hint > max);
+            }
+            Step::Stop(_) => {}
+        }
+    }
+}
+
+// ---- the loop: `Retry::run` in a testing scope ----
+
+/// The error of attempt `attempt`, of class `class`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tagged {
+    attempt: u32,
+    class: Class,
+}
+
+impl Classify for Tagged {
+    fn classify(&self) -> Class {
+        self.class
+    }
+}
+
+impl fmt::Display for Tagged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attempt {} failed: {}", self.attempt, self.class)
+    }
+}
+
+/// What one run did.
+#[derive(Debug)]
+struct Ran {
+    calls: u32,
+    result: Result<u32, retry_runtime::GaveUp<Tagged>>,
+    waits: Vec<Duration>,
+}
+
+thread_local! {
+    static RUNTIME: RefCell<Option<tokio::runtime::Runtime>> = const { RefCell::new(None) };
+}
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    RUNTIME.with(|runtime| {
+        runtime
+            .borrow_mut()
+            .get_or_insert_with(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .expect("build a current-thread runtime")
+            })
+            .block_on(future)
+    })
+}
+
+/// Run `policy` against an operation that fails with `classes`, in order, then succeeds.
+fn run(policy: &Policy, classes: &[Class], draw: Draw) -> Ran {
+    let mut calls = 0;
+    let (result, recorded) = block_on(testing::scope_with_draw(
+        draw,
+        Retry::new(policy).run(async |attempt| {
+            calls += 1;
+            assert_eq!(attempt, calls, "attempts are numbered from 1, in order");
+            match classes.get(attempt as usize - 1) {
+                Some(&class) => Err(Tagged { attempt, class }),
+                None => Ok(attempt),
+            }
+        }),
+    ));
+    Ran {
+        calls,
+        result,
+        waits: recorded.waits().to_vec(),
+    }
+}
+
+/// Whether the engine may retry `class` under `policy`, by the policy's own set.
+fn retried(policy: &Policy, class: &Class) -> bool {
+    policy.retries(class) && !matches!(class, Class::Cancelled)
+}
+
+fn classes() -> impl Strategy<Value = Vec<Class>> {
+    proptest::collection::vec(class(), 0..12)
+}
+
+/// Classes without a rate limit: the ladder's own waits, no hint and no rate-limit rule.
+fn unhinted_classes() -> impl Strategy<Value = Vec<Class>> {
+    proptest::collection::vec(
+        select(
+            Class::ALL
+                .into_iter()
+                .filter(|class| !matches!(class, Class::RateLimited { .. }))
+                .collect::<Vec<_>>(),
+        ),
+        0..12,
+    )
+}
+
+/// Classes with rate limits that carry no `Retry-After`: the policy's own numbers only.
+fn hintless_classes() -> impl Strategy<Value = Vec<Class>> {
+    proptest::collection::vec(select(Class::ALL.to_vec()), 0..12)
+}
+
+fn total(waits: &[Duration]) -> u128 {
+    waits.iter().fold(0u128, |sum, wait| {
+        sum.saturating_add(nanos(*wait)).min(MAX_NANOS)
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_run_never_makes_more_attempts_than_the_policy_allows(
+        policy in policy(),
+        classes in classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        prop_assert!(ran.calls >= 1);
+        prop_assert!(ran.calls <= allowed(&policy));
+        prop_assert!(ran.calls as usize <= classes.len() + 1);
+        prop_assert_eq!(ran.waits.len() as u32, ran.calls - 1);
+        match &ran.result {
+            Ok(attempt) => prop_assert_eq!(*attempt, ran.calls),
+            Err(gave_up) => prop_assert_eq!(gave_up.attempts(), ran.calls),
+        }
+    }
+
+    #[test]
+    fn a_run_stops_on_the_first_failure_its_policy_does_not_retry(
+        policy in policy(),
+        classes in classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        if let Some(first) = classes.iter().position(|class| !retried(&policy, class)) {
+            prop_assert!(ran.calls as usize <= first + 1);
+            if ran.calls as usize == first + 1 {
+                let gave_up = ran.result.as_ref().expect_err("a class not retried ends the run");
+                prop_assert!(matches!(
+                    gave_up.reason(),
+                    StopReason::Definitive | StopReason::NotRetried { .. } | StopReason::Cancelled
+                ), "{:?}", gave_up.reason());
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_returns_the_last_error_unchanged(
+        policy in policy(),
+        classes in classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        if let Err(gave_up) = ran.result {
+            let last = ran.calls as usize - 1;
+            prop_assert_eq!(gave_up.class(), classes[last]);
+            prop_assert_eq!(gave_up.is_undetermined(), classes[last] != Class::Definitive);
+            prop_assert_eq!(
+                gave_up.into_error(),
+                Tagged { attempt: ran.calls, class: classes[last] }
+            );
+        } else {
+            prop_assert_eq!(ran.calls as usize, classes.len() + 1);
+        }
+    }
+
+    #[test]
+    fn a_run_follows_the_ladder_step_by_step(
+        policy in policy(),
+        classes in classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        let mut rate_limited_before = false;
+        let mut expected = Vec::new();
+        for (index, class) in classes.iter().enumerate() {
+            let failure = Failure {
+                attempt: index as u32 + 1,
+                class: *class,
+                rate_limited_before,
+                remaining: None,
+            };
+            // The engine decides a class the policy does not retry without a draw.
+            let draw = if retried(&policy, class) { draw } else { Draw::IDEAL };
+            match ladder::next_step(&policy, failure, draw) {
+                Step::Retry { wait } => expected.push(wait),
+                Step::Stop(reason) => {
+                    let gave_up = ran.result.as_ref().expect_err("the ladder stopped");
+                    prop_assert_eq!(gave_up.reason(), reason);
+                    break;
+                }
+            }
+            rate_limited_before |= matches!(class, Class::RateLimited { .. });
+        }
+        prop_assert_eq!(&ran.waits, &expected);
+        prop_assert_eq!(ran.calls as usize, expected.len() + 1);
+    }
+
+    #[test]
+    fn a_run_waits_no_longer_than_the_worst_case(
+        policy in policy(),
+        classes in unhinted_classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        prop_assert!(total(&ran.waits) <= nanos(policy.worst_case_wait()));
+    }
+
+    #[test]
+    fn a_run_with_rate_limits_but_no_retry_after_waits_no_longer_than_the_worst_case(
+        policy in policy(),
+        classes in hintless_classes(),
+        draw in draw(),
+    ) {
+        let ran = run(&policy, &classes, draw);
+        prop_assert!(
+            total(&ran.waits) <= nanos(policy.worst_case_wait()),
+            "waited {:?} ({:?}), worst case {:?}",
+            ran.waits, classes, policy.worst_case_wait()
+        );
+    }
+}
