@@ -1,10 +1,201 @@
 //! The `#[retry]` attribute of `retry-runtime`. Depend on `retry-runtime` and use
 //! `retry_runtime::retry`; this crate's paths are not public API.
+//!
+//! | module | what |
+//! |---|---|
+//! | `args` | the attribute's arguments: read as written, then validated |
+//! | `function` | the annotated item: an `async fn` with a body and a return type |
+//! | `expand` | the expansion onto the runtime's engine |
+//! | `fallback` | the item as written, beside the errors, when something is wrong |
+//! | `errors`, `suggest` | combined errors; "did you mean" |
+
+mod args;
+mod errors;
+mod expand;
+mod fallback;
+mod function;
+mod suggest;
 
 use proc_macro::TokenStream;
 
-/// Rewrites an `async fn` onto `retry-runtime`'s backoff engine. See `retry_runtime::retry`.
+/// Retries an `async fn` on the runtime's backoff engine.
+///
+/// Each call runs the body until it succeeds, its failure is an answer, or the ladder or the
+/// budget runs out. The signature is kept as written, and the caller gets the body's own
+/// `Result`: the value, or the last attempt's error unchanged (a transient failure that
+/// persisted still classifies as transient).
+///
+/// ```
+/// use retry_runtime::{retry, testing, Class, Classify};
+/// use std::time::Duration;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Status(u16);
+///
+/// impl std::fmt::Display for Status {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         write!(f, "HTTP {}", self.0)
+///     }
+/// }
+///
+/// impl Classify for Status {
+///     fn classify(&self) -> Class {
+///         match self.0 {
+///             502..=504 => Class::Unavailable,
+///             _ => Class::Definitive,
+///         }
+///     }
+/// }
+///
+/// #[retry(attempts = 3, base_ms = 100, budget = "2s")]
+/// async fn fetch(status: u16) -> Result<&'static str, Status> {
+///     if status == 200 { Ok("reply") } else { Err(Status(status)) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // A 503 is retried after 100 and 200 ms; the caller gets the last 503 back.
+/// let (result, recorded) = testing::scope(fetch(503)).await;
+/// assert_eq!(result, Err(Status(503)));
+/// assert_eq!(recorded.waits(), [100, 200].map(Duration::from_millis));
+///
+/// // A 404 is an answer: one attempt, no wait.
+/// let (result, recorded) = testing::scope(fetch(404)).await;
+/// assert_eq!(result, Err(Status(404)));
+/// assert!(recorded.waits().is_empty());
+/// # }
+/// ```
+///
+/// # Keys
+///
+/// `#[retry]` alone retries under the `availability` policy within the enclosing turn. Each key
+/// may be given once.
+///
+/// | key | value | default | what it sets |
+/// |---|---|---|---|
+/// | `policy` | `"availability"`, `"outage"`, `"transient"`, or a path to a `const` `Policy` | `"availability"` | which classes are retried, and the ladder the other keys adjust |
+/// | `attempts` | integer ≥ 1 | the policy's: 4, 4, 5 | calls in all, the first included |
+/// | `base_ms` | integer ≥ 1 | the policy's: 250, 5 000, 1 000 | the ideal wait before the first retry, in ms |
+/// | `cap_ms` | integer ≥ `base_ms` | the policy's: 20 000, 45 000, 16 000 | the longest ideal wait, in ms (jitter applies after it, so `proportional` may wait 1.5 × the cap) |
+/// | `multiplier` | number ≥ 1 | the policy's: 2, 3, 2 | each ideal wait over the one before |
+/// | `jitter` | `"proportional"` [0.5, 1.5), `"equal"` [0.5, 1), `"full"` [0, 1), `"none"` | the policy's: equal, equal, proportional | the random factor on each wait |
+/// | `budget` | `"turn"`, or a whole number and a unit: `"500ms"`, `"2s"`, `"3m"`, `"1h"` | `"turn"` | what bounds the ladder's time: the enclosing `Turn`'s deadline, or this call's own limit (and the turn's, if sooner) |
+/// | `name` | string | the function's path, `module::function` | the `op` of notices and turn reports |
+/// | `quota` | path to a `static` `Quota` | none | a retry budget shared across calls |
+/// | `also_retry` | list of `Class` variants, like `[InvalidOutput, Timeout]` | none | classes retried on top of the policy's (`Definitive` and `Cancelled` are refused: they are never retried) |
+/// | `never_retry` | list of `Class` variants, like `[RateLimited]` | none | classes the policy retries that this call must not |
+/// | `crate` | string holding a path | `"::retry_runtime"` | where the runtime is, if the dependency is renamed |
+///
+/// ```
+/// use retry_runtime::{retry, Class, Policy, Quota};
+/// use std::time::Duration;
+///
+/// // A program's policy, in one place; `#[retry]` names it by path.
+/// const MODEL_POLICY: Policy = Policy::AVAILABILITY.with_attempts(3).retrying(Class::InvalidOutput);
+/// static MODEL_QUOTA: Quota = Quota::standard();
+///
+/// #[retry(policy = MODEL_POLICY, quota = MODEL_QUOTA, name = "model")]
+/// async fn complete(prompt: &str) -> Result<String, Class> {
+///     Ok(prompt.to_uppercase())
+/// }
+///
+/// #[retry(policy = "transient", attempts = 3, base_ms = 500, cap_ms = 2_000, multiplier = 1.5,
+///          jitter = "full", budget = "30s", also_retry = [InvalidOutput], never_retry = [Timeout])]
+/// async fn poll_job(id: u64) -> Result<u64, Class> {
+///     Ok(id)
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// # assert_eq!(complete("hi").await.unwrap(), "HI");
+/// # assert_eq!(poll_job(7).await.unwrap(), 7);
+/// # }
+/// ```
+///
+/// # What it rejects at compile time
+///
+/// Each mistake is a compile error at the token to change, with a message that says how;
+/// several mistakes in one attribute are reported together, and the function is still
+/// compiled as written, so the rest of the crate keeps type-checking.
+///
+/// - a function that is not `async` (on `fn`), one without a body, or an item that is not a
+///   function (on its keyword);
+/// - no return type, or one that is not a `Result` (on the return type), or one that uses
+///   `impl Trait`;
+/// - an error type that does not implement `Classify` (on the `E` of `Result<T, E>`, or on
+///   the return type when an alias hides it) or `Display`;
+/// - an unknown key (listing the keys, with a suggestion for a near miss), a key given twice,
+///   a key without a value, a value of the wrong type;
+/// - `attempts = 0`; a zero or negative `base_ms` or `cap_ms`; `cap_ms` below `base_ms`; a
+///   `multiplier` below 1;
+/// - an unknown policy name (listing the built-ins, with a suggestion), an unknown jitter, a
+///   malformed duration, an unknown class, a class in both lists, `Definitive` or
+///   `Cancelled` in `also_retry`;
+/// - a policy whose numbers do not make sense once built (a user's policy with no attempts, a
+///   `cap_ms` below the named policy's own base), and a literal `budget` that the ladder's
+///   worst case outlives: both found by `const` evaluation;
+/// - a body that moves an argument, so it could not run twice (rustc's "use of moved value
+///   ... in previous iteration of loop", on the argument).
+///
+/// # How the body runs
+///
+/// The body runs once per attempt as an `async` block that borrows the arguments: `?` and
+/// `return` end the attempt, with the value they give (an early `return Err(e)` is a failure
+/// like any other, and may be retried). A change an attempt makes to a `mut` argument is seen
+/// by the next attempt. The function's future stays `Send` when the plain function's is, and a
+/// first-try success allocates nothing.
+///
+/// A policy given by path is named from inside the function, in a `const`: a path through
+/// `Self` (`Self::POLICY`) cannot be used there; write the type's name instead.
+///
+/// # Equivalent code without `#[retry]`
+///
+/// `#[retry(policy = "outage", attempts = 3, budget = "2m")]` on
+/// `async fn fetch(&self, id: u64) -> Result<Item, FetchError> { BODY }` expands to, in
+/// substance (the helpers live in `retry_runtime::__private`, not public API):
+///
+/// ```ignore
+/// async fn fetch(&self, id: u64) -> Result<Item, FetchError> {
+///     const __RETRY_BASE: Policy = Policy::OUTAGE;
+///     const __RETRY_POLICY: Policy = __RETRY_BASE.with_attempts(3);
+///     static __RETRY: Retry = Retry::new(&__RETRY_POLICY)
+///         .named(concat!(module_path!(), "::", "fetch"))
+///         .within(Budget::Within(Duration::from_millis(120_000)));
+///     // Evaluated at compile time: a failed check is a compile error at the key to change.
+///     const _: () = {
+///         if let Some(problem) = policy_problem(&__RETRY_POLICY) {
+///             panic!("{}", problem);
+///         }
+///         if !Retry::new(&__RETRY_POLICY)
+///             .within(Budget::Within(Duration::from_millis(120_000)))
+///             .fits_budget()
+///         {
+///             panic!("the ladder's worst case outlives `budget = \"2m\"`: ...");
+///         }
+///     };
+///     let mut run = Run::new(&__RETRY);
+///     loop {
+///         let output: Result<Item, FetchError> = run
+///             .attempt(async {
+///                 // Pins the block's output to the declared return type, so `?` and
+///                 // `return` in BODY mean what they meant.
+///                 if let Some(pinned) = None::<Result<Item, FetchError>> {
+///                     return pinned;
+///                 }
+///                 BODY
+///             })
+///             .await;
+///         // Placed on `FetchError`: this is where a missing `Classify` is reported.
+///         if let ControlFlow::Break(output) = Fallible::settle(output, &mut run).await {
+///             return output;
+///         }
+///     }
+/// }
+/// ```
+///
+/// The explicit API does the same without the attribute, and returns why the ladder stopped:
+/// `Retry::new(&Policy::OUTAGE).run(async |attempt| ...)` gives `Result<T, GaveUp<E>>`.
+///
 #[proc_macro_attribute]
-pub fn retry(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::retry(args.into(), item.into()).into()
 }

@@ -79,6 +79,33 @@ pub mod testing;
 pub mod turn;
 pub mod verdict;
 
+/// The attribute: `#[retry(...)]` on an `async fn` returning `Result<T, E>`, where `E`
+/// implements [`Classify`], retries each call under a [`Policy`] on this crate's engine.
+/// Its keys are listed below; a [`Turn`] bounds it, a [`Quota`] can ration it, and
+/// [`testing::scope`] records its waits in tests.
+///
+/// ```
+/// use retry_runtime::{retry, testing, Class};
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+///
+/// #[retry(policy = "transient")]
+/// async fn poll(calls: &AtomicU32) -> Result<u32, Class> {
+///     match calls.fetch_add(1, Ordering::SeqCst) {
+///         0 => Err(Class::ServerError),
+///         1 => Err(Class::Timeout),
+///         n => Ok(n + 1),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let calls = AtomicU32::new(0);
+/// let (result, recorded) = testing::scope(poll(&calls)).await;
+/// assert_eq!(result, Ok(3));
+/// assert_eq!(recorded.waits(), [1, 2].map(Duration::from_secs));
+/// # }
+/// ```
 #[doc(inline)]
 pub use retry_macros::retry;
 
@@ -104,9 +131,6 @@ pub mod __private {
     pub use ::core::ops::ControlFlow;
     pub use ::core::time::Duration;
 
-    /// Names `E` where the user wrote it, so a missing `Classify` is reported on that type.
-    pub const fn assert_classify<E: Classify + ::core::fmt::Display>() {}
-
     /// The return type of a `#[retry]` function: a `Result` whose error the engine can
     /// classify and report, however it is spelled (an alias such as `std::io::Result<T>`
     /// included).
@@ -130,12 +154,43 @@ pub mod __private {
     }
 
     impl<T, E: Classify + ::core::fmt::Display> Fallible for ::core::result::Result<T, E> {
-        #[inline(always)]
-        fn settle(
-            self,
-            run: &mut Run<'static, TokioClock>,
-        ) -> impl ::core::future::Future<Output = ControlFlow<Self>> {
-            run.settle_unwrapped(self)
+        async fn settle(self, run: &mut Run<'static, TokioClock>) -> ControlFlow<Self> {
+            match self {
+                Ok(value) => {
+                    record_success(run);
+                    ControlFlow::Break(Ok(value))
+                }
+                // A failure may wait: the engine's state for it lives in a box, made only on
+                // this path, so the function's own future stays a few words larger than the
+                // plain function's.
+                Err(error) => ::std::boxed::Box::pin(run.settle_unwrapped(Err(error))).await,
+            }
+        }
+    }
+
+    /// The engine's bookkeeping for a success (the quota's refill, the turn's report), done
+    /// now, without allocating: the engine settles a success before its first `.await`, so
+    /// one poll completes it. (Awaiting it instead would reserve room for the engine's whole
+    /// waiting state in every annotated function's future.)
+    fn record_success(run: &mut Run<'static, TokioClock>) {
+        let settle = ::core::pin::pin!(run.settle_unwrapped(Ok::<(), Never>(())));
+        let mut context = ::core::task::Context::from_waker(::core::task::Waker::noop());
+        let done = settle.poll(&mut context).is_ready();
+        debug_assert!(done, "the engine settles a success without waiting");
+    }
+
+    /// The error of a success: no value, so settling `Ok(())` names no user type.
+    enum Never {}
+
+    impl Classify for Never {
+        fn classify(&self) -> Class {
+            match *self {}
+        }
+    }
+
+    impl ::core::fmt::Display for Never {
+        fn fmt(&self, _: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            match *self {}
         }
     }
 

@@ -1,0 +1,875 @@
+//! `#[retry(...)]`'s arguments, in two steps: [`parse`] reads each `key = value` as written
+//! (the value kept as tokens, so one bad value does not stop the others from being read), then
+//! [`Config::validate`] checks each value and the rules across keys. Every mistake found is
+//! reported, each at its own tokens.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+
+use crate::errors::Errors;
+use crate::suggest;
+
+/// Every key, with an example value for messages; the order of the docs.
+pub(crate) const KEYS: &[(&str, &str)] = &[
+    ("policy", "\"availability\""),
+    ("attempts", "4"),
+    ("base_ms", "250"),
+    ("cap_ms", "20000"),
+    ("multiplier", "2"),
+    ("jitter", "\"equal\""),
+    ("budget", "\"2s\""),
+    ("name", "\"model\""),
+    ("quota", "crate::MODEL_QUOTA"),
+    ("also_retry", "[InvalidOutput]"),
+    ("never_retry", "[RateLimited]"),
+    ("crate", "\"retry_runtime\""),
+];
+
+/// Names other retry libraries use, mapped to ours, so "did you mean" can bridge them.
+const KEY_ALIASES: &[(&str, &str)] = &[
+    ("retries", "attempts"),
+    ("max_retries", "attempts"),
+    ("max_attempts", "attempts"),
+    ("tries", "attempts"),
+    ("delay_ms", "base_ms"),
+    ("initial_ms", "base_ms"),
+    ("min_delay_ms", "base_ms"),
+    ("max_delay_ms", "cap_ms"),
+    ("max_ms", "cap_ms"),
+    ("factor", "multiplier"),
+    ("timeout", "budget"),
+    ("deadline", "budget"),
+    ("op", "name"),
+    ("retry_also", "also_retry"),
+    ("retrying", "also_retry"),
+    ("retry_never", "never_retry"),
+    ("not_retrying", "never_retry"),
+];
+
+/// The built-in policies: the name the attribute takes, the `Policy` constant it means.
+const POLICIES: &[(&str, &str)] = &[
+    ("availability", "AVAILABILITY"),
+    ("outage", "OUTAGE"),
+    ("transient", "TRANSIENT"),
+];
+
+/// The jitters: the name the attribute takes, the `Jitter` variant it means.
+const JITTERS: &[(&str, &str)] = &[
+    ("proportional", "Proportional"),
+    ("equal", "Equal"),
+    ("full", "Full"),
+    ("none", "None"),
+];
+
+/// The `Class` variants a class list may name.
+const CLASSES: &[&str] = &[
+    "Transport",
+    "Unavailable",
+    "ServerError",
+    "Timeout",
+    "RateLimited",
+    "QuotaExhausted",
+    "InvalidOutput",
+    "Cancelled",
+    "Definitive",
+];
+
+/// A validated value and where it was written, for spans in the expansion.
+#[derive(Debug, Clone)]
+pub(crate) struct At<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
+}
+
+/// Where the policy comes from.
+#[derive(Debug)]
+pub(crate) enum PolicyChoice {
+    /// `availability`, the default.
+    Default,
+    /// A built-in, by the name of its `Policy` constant (`OUTAGE`).
+    BuiltIn(At<&'static str>),
+    /// The user's `const` of type `Policy`.
+    Path(ExprPath),
+}
+
+/// What bounds the ladder's time.
+#[derive(Debug, Clone)]
+pub(crate) enum BudgetChoice {
+    Turn,
+    /// A literal budget, with its text as written, for the message when the ladder outlives it.
+    Within {
+        millis: u64,
+        text: String,
+    },
+}
+
+/// The attribute's arguments, validated.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) krate: Path,
+    pub(crate) policy: PolicyChoice,
+    pub(crate) attempts: Option<At<u32>>,
+    pub(crate) base_ms: Option<At<u64>>,
+    pub(crate) cap_ms: Option<At<u64>>,
+    pub(crate) multiplier: Option<At<f64>>,
+    /// The `Jitter` variant.
+    pub(crate) jitter: Option<At<&'static str>>,
+    pub(crate) budget: Option<At<BudgetChoice>>,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) quota: Option<ExprPath>,
+    /// `Class` variants the policy retries too, and those it no longer retries.
+    pub(crate) also_retry: Vec<At<&'static str>>,
+    pub(crate) never_retry: Vec<At<&'static str>>,
+}
+
+/// Reads and validates the attribute's arguments; all the mistakes in them, combined, if any.
+pub(crate) fn parse(args: TokenStream) -> syn::Result<Config> {
+    let mut raw = RawArgs::default();
+    let mut errors = Errors::default();
+    let parser = syn::meta::parser(|meta| raw.accept(meta, &mut errors));
+    if let Err(syntax) = parser.parse2(args) {
+        errors.push_at(raw.seen, syntax);
+    }
+    let config = Config::validate(raw, &mut errors);
+    errors.finish()?;
+    Ok(config)
+}
+
+/// One `key = value` as written, and where in the attribute it was.
+struct Given {
+    key: Ident,
+    value: TokenStream,
+    /// 0 for the first key: errors are reported in the order the keys were written.
+    position: usize,
+}
+
+impl Given {
+    fn name(&self) -> String {
+        self.key.to_string()
+    }
+
+    /// The value as an expression: every value the attribute accepts is one.
+    fn expr(&self) -> syn::Result<Expr> {
+        syn::parse2(self.value.clone()).map_err(|_| self.wrong_type())
+    }
+
+    /// "`key` takes ..., like `key = example`", on the value.
+    fn wrong_type(&self) -> Error {
+        let name = self.name();
+        let (kind, example) = match name.as_str() {
+            "policy" => (
+                "a built-in policy's name or a path to a `const` `Policy`",
+                "\"availability\"",
+            ),
+            "attempts" | "base_ms" | "cap_ms" => ("a whole number", example_of(&name)),
+            "multiplier" => ("a number", "2"),
+            "jitter" | "budget" | "name" => ("a string", example_of(&name)),
+            "quota" => ("a path to a `static` `Quota`", "crate::MODEL_QUOTA"),
+            "also_retry" | "never_retry" => ("a list of `Class` variants", example_of(&name)),
+            _ => ("a string holding a path", "\"retry_runtime\""),
+        };
+        self.error(format!("`{name}` takes {kind}, like `{name} = {example}`"))
+    }
+
+    /// An error on the value's tokens (on the key if the value is empty).
+    fn error(&self, message: impl std::fmt::Display) -> Error {
+        if self.value.is_empty() {
+            Error::new(self.key.span(), message)
+        } else {
+            Error::new_spanned(&self.value, message)
+        }
+    }
+
+    /// The span of the value's first token, where the expansion points its checks.
+    fn span(&self) -> Span {
+        self.value
+            .clone()
+            .into_iter()
+            .next()
+            .map_or(self.key.span(), |token| token.span())
+    }
+}
+
+fn example_of(key: &str) -> &'static str {
+    KEYS.iter()
+        .find(|(k, _)| *k == key)
+        .map_or("...", |(_, example)| example)
+}
+
+/// The arguments as written, each key at most once; values unchecked.
+#[derive(Default)]
+struct RawArgs {
+    policy: Option<Given>,
+    attempts: Option<Given>,
+    base_ms: Option<Given>,
+    cap_ms: Option<Given>,
+    multiplier: Option<Given>,
+    jitter: Option<Given>,
+    budget: Option<Given>,
+    name: Option<Given>,
+    quota: Option<Given>,
+    also_retry: Option<Given>,
+    never_retry: Option<Given>,
+    krate: Option<Given>,
+    /// How many keys have been read.
+    seen: usize,
+}
+
+impl RawArgs {
+    fn slot(&mut self, key: &str) -> Option<&mut Option<Given>> {
+        Some(match key {
+            "policy" => &mut self.policy,
+            "attempts" => &mut self.attempts,
+            "base_ms" => &mut self.base_ms,
+            "cap_ms" => &mut self.cap_ms,
+            "multiplier" => &mut self.multiplier,
+            "jitter" => &mut self.jitter,
+            "budget" => &mut self.budget,
+            "name" => &mut self.name,
+            "quota" => &mut self.quota,
+            "also_retry" => &mut self.also_retry,
+            "never_retry" => &mut self.never_retry,
+            "crate" => &mut self.krate,
+            _ => return None,
+        })
+    }
+
+    /// Reads one key and its value. Mistakes in them are recorded and reading goes on; only
+    /// input that is not `key = tokens, ...` at all stops it.
+    fn accept(&mut self, meta: ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<()> {
+        let position = self.seen;
+        self.seen += 1;
+        let known = meta
+            .path
+            .get_ident()
+            .filter(|key| KEYS.iter().any(|(k, _)| key == k))
+            .cloned();
+        let Some(key) = known else {
+            errors.push_at(position, unknown_key(&meta.path));
+            skip_value(meta.input)?;
+            return Ok(());
+        };
+        if !meta.input.peek(Token![=]) {
+            let name = key.to_string();
+            let example = example_of(&name);
+            errors.push_at(
+                position,
+                Error::new(
+                    key.span(),
+                    format!("`{name}` needs a value, like `{name} = {example}`"),
+                ),
+            );
+            skip_value(meta.input)?;
+            return Ok(());
+        }
+        meta.input.parse::<Token![=]>()?;
+        let value = value_tokens(meta.input)?;
+        let name = key.to_string();
+        if let Some(slot) = self.slot(&name) {
+            let given = Given {
+                key,
+                value,
+                position,
+            };
+            errors.keep_at(position, once(slot, given));
+        }
+        Ok(())
+    }
+}
+
+/// Stores a key's value, or rejects the key as given twice (the value stays the first one).
+fn once(slot: &mut Option<Given>, given: Given) -> syn::Result<()> {
+    if slot.is_some() {
+        let key = &given.key;
+        return Err(Error::new(
+            key.span(),
+            format!("`{key}` is given twice; each key may appear once, so remove one"),
+        ));
+    }
+    *slot = Some(given);
+    Ok(())
+}
+
+/// A key's value validated by `validate`, if the key was given; its error recorded, if any.
+fn checked<T>(
+    given: &Option<Given>,
+    errors: &mut Errors,
+    validate: fn(&Given) -> syn::Result<T>,
+) -> Option<T> {
+    let given = given.as_ref()?;
+    errors.keep_at(given.position, validate(given))
+}
+
+/// The tokens up to the next top-level comma: the value, unparsed.
+fn value_tokens(input: syn::parse::ParseStream<'_>) -> syn::Result<TokenStream> {
+    let mut tokens = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![,]) {
+        tokens.extend([input.parse::<TokenTree>()?]);
+    }
+    Ok(tokens)
+}
+
+/// Passes over whatever follows an unusable key, so the keys after it are still read.
+fn skip_value(input: syn::parse::ParseStream<'_>) -> syn::Result<()> {
+    value_tokens(input).map(drop)
+}
+
+fn unknown_key(path: &Path) -> Error {
+    let written = quote::ToTokens::to_token_stream(path)
+        .to_string()
+        .replace(' ', "");
+    let keys: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+    let hint = suggest::hint(&written, &keys, KEY_ALIASES);
+    let expected = suggest::one_of(&keys, false);
+    Error::new_spanned(
+        path,
+        format!("unknown key `{written}`; expected one of {expected}{hint}"),
+    )
+}
+
+impl Config {
+    /// Checks each value, then the rules across keys. Everything wrong goes to `errors`; the
+    /// config returned is meaningful only if nothing was.
+    fn validate(raw: RawArgs, errors: &mut Errors) -> Config {
+        let config = Config {
+            krate: checked(&raw.krate, errors, krate)
+                .unwrap_or_else(|| syn::parse_quote!(::retry_runtime)),
+            policy: checked(&raw.policy, errors, policy).unwrap_or(PolicyChoice::Default),
+            attempts: checked(&raw.attempts, errors, attempts),
+            base_ms: checked(&raw.base_ms, errors, millis),
+            cap_ms: checked(&raw.cap_ms, errors, millis),
+            multiplier: checked(&raw.multiplier, errors, multiplier),
+            jitter: checked(&raw.jitter, errors, jitter),
+            budget: checked(&raw.budget, errors, budget),
+            name: checked(&raw.name, errors, name),
+            quota: checked(&raw.quota, errors, quota),
+            also_retry: class_list(&raw.also_retry, errors),
+            never_retry: class_list(&raw.never_retry, errors),
+        };
+        config.check_across(&raw, errors);
+        config
+    }
+
+    /// The rules that involve two keys; each error is reported with the later key.
+    fn check_across(&self, raw: &RawArgs, errors: &mut Errors) {
+        let position = |given: &Option<Given>| given.as_ref().map_or(usize::MAX, |g| g.position);
+        if let (Some(base), Some(cap)) = (&self.base_ms, &self.cap_ms)
+            && cap.value < base.value
+        {
+            let (cap, base) = (cap.value, base.value);
+            let message = format!(
+                "`cap_ms = {cap}` is below `base_ms = {base}`; the cap bounds every wait, so \
+                 raise `cap_ms` to at least {base} or lower `base_ms`"
+            );
+            let later = position(&raw.cap_ms).max(position(&raw.base_ms));
+            errors.push_at(later, Error::new(self.cap_ms_span(), message));
+        }
+        for class in &self.also_retry {
+            let why = match class.value {
+                "Definitive" => {
+                    "`Definitive` is an answer: the same request gets the same one, so it is \
+                     never retried; remove it from `also_retry`"
+                }
+                "Cancelled" => {
+                    "`Cancelled` is never retried: the work was cancelled or its deadline \
+                     passed; remove it from `also_retry`"
+                }
+                _ => continue,
+            };
+            errors.push_at(position(&raw.also_retry), Error::new(class.span, why));
+        }
+        for class in &self.never_retry {
+            if self.also_retry.iter().any(|also| also.value == class.value) {
+                let message = format!(
+                    "`{}` is in both `also_retry` and `never_retry`; keep it in one",
+                    class.value
+                );
+                errors.push_at(position(&raw.never_retry), Error::new(class.span, message));
+            }
+        }
+    }
+
+    fn cap_ms_span(&self) -> Span {
+        self.cap_ms
+            .as_ref()
+            .map_or_else(Span::call_site, |cap| cap.span)
+    }
+
+    /// The span to blame when the policy the attribute built is inconsistent at compile time
+    /// (a cap below the policy's own base, say): the adjustment most likely at fault.
+    pub(crate) fn policy_blame(&self) -> Span {
+        let adjusted = [
+            self.cap_ms.as_ref().map(|c| c.span),
+            self.base_ms.as_ref().map(|b| b.span),
+            self.multiplier.as_ref().map(|m| m.span),
+            self.attempts.as_ref().map(|a| a.span),
+        ];
+        let policy = match &self.policy {
+            PolicyChoice::Path(path) => path.path.segments.first().map(|s| s.ident.span()),
+            PolicyChoice::BuiltIn(built_in) => Some(built_in.span),
+            PolicyChoice::Default => None,
+        };
+        adjusted
+            .into_iter()
+            .flatten()
+            .next()
+            .or(policy)
+            .unwrap_or_else(Span::call_site)
+    }
+}
+
+fn string(given: &Given) -> syn::Result<LitStr> {
+    match given.expr()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(lit),
+        _ => Err(given.wrong_type()),
+    }
+}
+
+fn krate(given: &Given) -> syn::Result<Path> {
+    string(given)?.parse::<Path>().map_err(|_| {
+        given.error(
+            "`crate` takes the runtime crate's path as a string, like `crate = \"retry_runtime\"`",
+        )
+    })
+}
+
+fn policy(given: &Given) -> syn::Result<PolicyChoice> {
+    match given.expr()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => built_in_policy(&lit, given),
+        Expr::Path(path) => {
+            // `policy = outage`: a built-in's name, unquoted, is far likelier than a `const`
+            // named in lowercase.
+            if let Some(ident) = path.path.get_ident()
+                && POLICIES.iter().any(|(name, _)| ident == name)
+            {
+                return Err(given.error(format!(
+                    "a built-in policy is named by a string: write `policy = \"{ident}\"`"
+                )));
+            }
+            Ok(PolicyChoice::Path(path))
+        }
+        _ => Err(given.wrong_type()),
+    }
+}
+
+fn built_in_policy(lit: &LitStr, given: &Given) -> syn::Result<PolicyChoice> {
+    let written = lit.value();
+    match POLICIES.iter().find(|(name, _)| *name == written) {
+        Some((_, konst)) => Ok(PolicyChoice::BuiltIn(At {
+            value: konst,
+            span: lit.span(),
+        })),
+        None => {
+            let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
+            Err(given.error(format!(
+                "unknown policy `\"{written}\"`; the built-in policies are {}, or pass a path \
+                 to your own `const` `Policy`, like `policy = crate::MODEL_POLICY`{}",
+                suggest::one_of(&names, true),
+                quoted_hint(&written, &names),
+            )))
+        }
+    }
+}
+
+/// "; did you mean `\"x\"`?" for string-valued keys.
+fn quoted_hint(written: &str, names: &[&str]) -> String {
+    suggest::nearest(written, names, &[])
+        .map(|near| format!("; did you mean `\"{near}\"`?"))
+        .unwrap_or_default()
+}
+
+/// An integer literal as written, sign included.
+fn integer(given: &Given) -> syn::Result<i128> {
+    let (negative, lit) = match given.expr()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => (false, lit),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => match *expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(lit), ..
+            }) => (true, lit),
+            _ => return Err(given.wrong_type()),
+        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) if lit.value().parse::<u64>().is_ok() => {
+            let name = given.name();
+            return Err(given.error(format!(
+                "`{name}` takes a number, not a string: write `{name} = {}`",
+                lit.value()
+            )));
+        }
+        _ => return Err(given.wrong_type()),
+    };
+    if !lit.suffix().is_empty() {
+        return Err(given.error(format!(
+            "`{}` takes a plain whole number; remove the suffix `{}`",
+            given.name(),
+            lit.suffix()
+        )));
+    }
+    let magnitude: i128 = lit
+        .base10_parse()
+        .map_err(|_| given.error(format!("`{}` is too large", given.name())))?;
+    Ok(if negative { -magnitude } else { magnitude })
+}
+
+fn attempts(given: &Given) -> syn::Result<At<u32>> {
+    let n = integer(given)?;
+    if n == 0 {
+        return Err(given.error(
+            "`attempts = 0` makes no attempt at all; `attempts` counts the first call too, so use \
+             `attempts = 1` for a call that is never retried",
+        ));
+    }
+    if n < 0 {
+        return Err(given
+            .error("`attempts` counts the calls made, the first included, so it is at least 1"));
+    }
+    let value = u32::try_from(n)
+        .map_err(|_| given.error(format!("`attempts` is too large; the most is {}", u32::MAX)))?;
+    Ok(At {
+        value,
+        span: given.span(),
+    })
+}
+
+/// `base_ms` and `cap_ms`: a positive number of milliseconds.
+fn millis(given: &Given) -> syn::Result<At<u64>> {
+    let name = given.name();
+    let n = integer(given)?;
+    if n == 0 {
+        let why = if name == "base_ms" {
+            "a ladder that does not back off hammers the far side while it is down"
+        } else {
+            "a cap of zero would make every wait zero"
+        };
+        return Err(given.error(format!(
+            "`{name} = 0`: {why}; use at least 1 (milliseconds)"
+        )));
+    }
+    if n < 0 {
+        return Err(given.error(format!(
+            "`{name}` is a wait in milliseconds and cannot be negative; use at least 1"
+        )));
+    }
+    let value = u64::try_from(n)
+        .map_err(|_| given.error(format!("`{name}` is too large; the most is {}", u64::MAX)))?;
+    Ok(At {
+        value,
+        span: given.span(),
+    })
+}
+
+fn multiplier(given: &Given) -> syn::Result<At<f64>> {
+    let (value, suffix) = match given.expr()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(lit),
+            ..
+        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => {
+            return Err(given.error(
+                "`multiplier` cannot be negative; use at least 1 (1 keeps every wait at `base_ms`)",
+            ));
+        }
+        _ => return Err(given.wrong_type()),
+    };
+    if !suffix.is_empty() {
+        return Err(given.error(format!(
+            "`multiplier` takes a plain number; remove the suffix `{suffix}`"
+        )));
+    }
+    if value < 1.0 {
+        return Err(given.error(
+            "`multiplier` below 1 would shrink the waits; use at least 1 (1 keeps every wait at \
+             `base_ms`)",
+        ));
+    }
+    // The policy keeps the multiplier in thousandths, in a u32.
+    let most = f64::from(u32::MAX) / 1000.0;
+    if value > most {
+        return Err(given.error(format!(
+            "`multiplier` is too large; the most is {}",
+            most.floor()
+        )));
+    }
+    Ok(At {
+        value,
+        span: given.span(),
+    })
+}
+
+fn jitter(given: &Given) -> syn::Result<At<&'static str>> {
+    let lit =
+        string(given).map_err(|_| unquoted_hint(given).unwrap_or_else(|| given.wrong_type()))?;
+    let written = lit.value();
+    match JITTERS.iter().find(|(name, _)| *name == written) {
+        Some((_, variant)) => Ok(At {
+            value: variant,
+            span: lit.span(),
+        }),
+        None => {
+            let names: Vec<&str> = JITTERS.iter().map(|(n, _)| *n).collect();
+            Err(given.error(format!(
+                "unknown jitter `\"{written}\"`; expected one of {}{}",
+                suggest::one_of(&names, true),
+                quoted_hint(&written, &names)
+            )))
+        }
+    }
+}
+
+/// For a string key given a bare word (`jitter = full`): "write `jitter = \"full\"`".
+fn unquoted_hint(given: &Given) -> Option<Error> {
+    let Ok(Expr::Path(path)) = given.expr() else {
+        return None;
+    };
+    let ident = path.path.get_ident()?;
+    let name = given.name();
+    Some(given.error(format!(
+        "`{name}` takes a string: write `{name} = \"{ident}\"`"
+    )))
+}
+
+fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
+    let lit = match given.expr()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => lit,
+        // `budget = 2s` lexes as the integer 2 with the suffix `s`.
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => {
+            return Err(given.error(format!(
+                "`budget` takes a string: write `budget = \"{int}\"`"
+            )));
+        }
+        _ => return Err(unquoted_hint(given).unwrap_or_else(|| given.wrong_type())),
+    };
+    let text = lit.value();
+    let value = if text == "turn" {
+        BudgetChoice::Turn
+    } else {
+        let millis = duration_millis(&text).map_err(|why| given.error(why))?;
+        BudgetChoice::Within { millis, text }
+    };
+    Ok(At {
+        value,
+        span: lit.span(),
+    })
+}
+
+/// A duration literal (`"500ms"`, `"2s"`, `"3m"`, `"1h"`) in milliseconds, or why it is not one.
+fn duration_millis(text: &str) -> Result<u64, String> {
+    let malformed = || {
+        let hint = if text.chars().any(|c| c.is_ascii_digit()) {
+            String::new()
+        } else {
+            quoted_hint(text, &["turn"])
+        };
+        format!(
+            "malformed duration `\"{text}\"`; `budget` takes `\"turn\"` or a whole number and a \
+             unit (`ms`, `s`, `m`, `h`), like `\"500ms\"`, `\"2s\"` or `\"3m\"`{hint}"
+        )
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(malformed)?;
+    let (digits, unit) = text.split_at(split);
+    let per_unit: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(malformed()),
+    };
+    if digits.is_empty() {
+        return Err(malformed());
+    }
+    let too_long = || format!("`\"{text}\"` is too long a budget to count in milliseconds");
+    let count: u64 = digits.parse().map_err(|_| too_long())?;
+    let millis = count.checked_mul(per_unit).ok_or_else(too_long)?;
+    if millis == 0 {
+        return Err(format!(
+            "`budget = \"{text}\"` leaves no time at all; give a positive duration, or `\"turn\"` \
+             for the enclosing turn's"
+        ));
+    }
+    Ok(millis)
+}
+
+fn name(given: &Given) -> syn::Result<LitStr> {
+    let lit = string(given)?;
+    if lit.value().is_empty() {
+        return Err(
+            given.error("`name` is empty; it names the call in notices, like `name = \"model\"`")
+        );
+    }
+    Ok(lit)
+}
+
+fn quota(given: &Given) -> syn::Result<ExprPath> {
+    match given.expr()? {
+        Expr::Path(path) => Ok(path),
+        Expr::Reference(reference) => Err(given.error(format!(
+            "`quota` takes the path of a `static` `Quota` without `&`: write `quota = {}`",
+            quote::ToTokens::to_token_stream(&reference.expr)
+                .to_string()
+                .replace(' ', "")
+        ))),
+        _ => Err(given.wrong_type()),
+    }
+}
+
+/// `[A, B]` (or a single `A`): each a `Class` variant, each once. Every bad entry is reported.
+fn class_list(given: &Option<Given>, errors: &mut Errors) -> Vec<At<&'static str>> {
+    let Some(given) = given else {
+        return Vec::new();
+    };
+    let entries: Vec<Expr> = match errors.keep_at(given.position, given.expr()) {
+        Some(Expr::Array(array)) => array.elems.into_iter().collect(),
+        Some(path @ Expr::Path(_)) => vec![path],
+        Some(_) => {
+            errors.push_at(given.position, given.wrong_type());
+            return Vec::new();
+        }
+        None => return Vec::new(),
+    };
+    let list = given.name();
+    let mut classes: Vec<At<&'static str>> = Vec::new();
+    for entry in &entries {
+        let Some(class) = errors.keep_at(given.position, class_name(entry, &list)) else {
+            continue;
+        };
+        if classes.iter().any(|c| c.value == class.value) {
+            let message = format!("`{}` is listed twice in `{list}`", class.value);
+            errors.push_at(given.position, Error::new(class.span, message));
+            continue;
+        }
+        classes.push(class);
+    }
+    classes
+}
+
+/// One entry of a class list: `Timeout` or `Class::Timeout`.
+fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
+    let Expr::Path(ExprPath {
+        qself: None, path, ..
+    }) = entry
+    else {
+        return Err(Error::new_spanned(
+            entry,
+            format!(
+                "`{list}` lists `Class` variants by name, like `{list} = [Timeout, InvalidOutput]`"
+            ),
+        ));
+    };
+    let Some(last) = path.segments.last() else {
+        return Err(Error::new_spanned(entry, "expected a `Class` variant"));
+    };
+    let written = last.ident.to_string();
+    match CLASSES.iter().find(|c| **c == written) {
+        Some(class) => Ok(At {
+            value: class,
+            span: last.ident.span(),
+        }),
+        None => Err(Error::new_spanned(
+            entry,
+            format!(
+                "unknown class `{written}`; expected one of {}{}",
+                suggest::one_of(CLASSES, false),
+                suggest::hint(&written, CLASSES, &[])
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_a_whole_number_and_a_unit() {
+        assert_eq!(duration_millis("500ms"), Ok(500));
+        assert_eq!(duration_millis("2s"), Ok(2_000));
+        assert_eq!(duration_millis("3m"), Ok(180_000));
+        assert_eq!(duration_millis("1h"), Ok(3_600_000));
+    }
+
+    #[test]
+    fn malformed_durations_are_refused() {
+        for text in ["2", "s", "2sec", "1.5s", "2 s", "-1s", "", "turns"] {
+            let error = duration_millis(text).unwrap_err();
+            assert!(error.starts_with("malformed duration"), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_zero_or_overflowing_duration_is_refused() {
+        assert!(
+            duration_millis("0s")
+                .unwrap_err()
+                .contains("no time at all")
+        );
+        assert!(
+            duration_millis("99999999999999999999h")
+                .unwrap_err()
+                .contains("too long")
+        );
+    }
+
+    #[test]
+    fn a_near_miss_of_turn_is_suggested() {
+        assert!(
+            duration_millis("trun")
+                .unwrap_err()
+                .ends_with("did you mean `\"turn\"`?")
+        );
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let args = quote::quote! {
+            policy = "outage", attempts = 3, base_ms = 100, cap_ms = 1000, multiplier = 1.5,
+            jitter = "full", budget = "1m", name = "op", quota = crate::Q,
+            also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
+        };
+        let config = parse(args).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            config.policy,
+            PolicyChoice::BuiltIn(At {
+                value: "OUTAGE",
+                ..
+            })
+        ));
+        assert_eq!(config.attempts.map(|a| a.value), Some(3));
+        assert_eq!(config.multiplier.map(|m| m.value), Some(1.5));
+        assert!(matches!(
+            config.budget.map(|b| b.value),
+            Some(BudgetChoice::Within { millis: 60_000, .. })
+        ));
+        assert_eq!(config.never_retry.len(), 1);
+    }
+
+    #[test]
+    fn no_arguments_is_the_default() {
+        let config = parse(TokenStream::new()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(config.policy, PolicyChoice::Default));
+        assert!(config.budget.is_none() && config.also_retry.is_empty());
+    }
+}

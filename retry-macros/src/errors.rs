@@ -1,0 +1,39 @@
+//! Collecting independent errors, so one expansion reports every mistake at once, in the
+//! order the user wrote the tokens they point at.
+
+use syn::Error;
+
+/// Errors found so far, each with the position of the argument it is about.
+#[derive(Default)]
+pub(crate) struct Errors(Vec<(usize, Error)>);
+
+impl Errors {
+    /// An error about the argument at `position` (0 for the first key of the attribute).
+    pub(crate) fn push_at(&mut self, position: usize, error: Error) {
+        self.0.push((position, error));
+    }
+
+    /// An error about no argument in particular, reported after those that are.
+    pub(crate) fn push(&mut self, error: Error) {
+        self.push_at(usize::MAX, error);
+    }
+
+    /// The value, or `None` with its error recorded at `position`.
+    pub(crate) fn keep_at<T>(&mut self, position: usize, result: syn::Result<T>) -> Option<T> {
+        result.map_err(|error| self.push_at(position, error)).ok()
+    }
+
+    /// The errors combined into one `syn::Error` that renders each at its own span.
+    pub(crate) fn finish(mut self) -> syn::Result<()> {
+        // Stable: errors about one argument keep the order they were found in.
+        self.0.sort_by_key(|(position, _)| *position);
+        let mut errors = self.0.into_iter().map(|(_, error)| error);
+        match errors.next() {
+            None => Ok(()),
+            Some(mut first) => {
+                first.extend(errors);
+                Err(first)
+            }
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! The expansion: the signature as written, and a body that builds the call's `Retry` in
+//! `static`/`const` items and runs the original body once per attempt on the engine.
+//!
+//! Every path is absolute through `<crate>::__private`, so user items named `Result`, `core`
+//! or `std` cannot capture it; locals are `Span::mixed_site()`, so the body cannot see them.
+
+use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::Ident;
+use syn::ext::IdentExt;
+
+use crate::args::{self, At, BudgetChoice, Config, PolicyChoice};
+use crate::fallback;
+use crate::function::{self, RetryFn};
+
+/// `#[retry(args)] item`, expanded; or the item as written and every error found.
+pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    let config = args::parse(args);
+    let function = function::parse(item.clone());
+    match (config, function) {
+        (Ok(config), Ok(function)) => generate(&config, function),
+        (Err(error), Ok(_)) | (Ok(_), Err(error)) => fallback::item_with_errors(item, error),
+        (Err(mut error), Err(more)) => {
+            error.combine(more);
+            fallback::item_with_errors(item, error)
+        }
+    }
+}
+
+fn generate(config: &Config, function: RetryFn) -> TokenStream {
+    let krate = &config.krate;
+    let private = quote!(#krate::__private);
+    let policy = policy_consts(config, &private);
+    let retry = retry_static(config, &private, &function.sig.ident);
+    let checks = const_checks(config, &private);
+    let attempts = attempt_loop(&function, &private);
+    let RetryFn {
+        attrs,
+        vis,
+        sig,
+        brace,
+        ..
+    } = function;
+    let mut tokens = quote!(#(#attrs)* #vis #sig);
+    brace.surround(&mut tokens, |body| {
+        body.extend([policy, retry, checks, attempts]);
+    });
+    tokens
+}
+
+/// `__RETRY_BASE`, the policy named (on the user's path, so a path that is not a `Policy`
+/// is reported there, once), and `__RETRY_POLICY`, with the attribute's adjustments.
+fn policy_consts(config: &Config, private: &TokenStream) -> TokenStream {
+    let base = match &config.policy {
+        PolicyChoice::Default => quote!(#private::Policy::AVAILABILITY),
+        PolicyChoice::BuiltIn(At { value, span }) => {
+            let konst = Ident::new(value, *span);
+            quote!(#private::Policy::#konst)
+        }
+        PolicyChoice::Path(path) => path.to_token_stream(),
+    };
+    let adjustments = adjustments(config, private);
+    quote! {
+        const __RETRY_BASE: #private::Policy = #base;
+        const __RETRY_POLICY: #private::Policy = __RETRY_BASE #(#adjustments)*;
+    }
+}
+
+/// The `const fn` builder calls for each key that adjusts the policy.
+fn adjustments(config: &Config, private: &TokenStream) -> Vec<TokenStream> {
+    let millis = |at: &At<u64>| {
+        let n = spanned(Literal::u64_unsuffixed(at.value), at.span);
+        quote!(#private::Duration::from_millis(#n))
+    };
+    let mut calls = Vec::new();
+    if let Some(at) = &config.attempts {
+        let n = spanned(Literal::u32_unsuffixed(at.value), at.span);
+        calls.push(quote!(.with_attempts(#n)));
+    }
+    if let Some(at) = &config.base_ms {
+        let base = millis(at);
+        calls.push(quote!(.with_base(#base)));
+    }
+    if let Some(at) = &config.cap_ms {
+        let cap = millis(at);
+        calls.push(quote!(.with_cap(#cap)));
+    }
+    if let Some(at) = &config.multiplier {
+        let m = spanned(Literal::f64_unsuffixed(at.value), at.span);
+        calls.push(quote!(.with_multiplier(#m)));
+    }
+    if let Some(At { value, span }) = &config.jitter {
+        let variant = Ident::new(value, *span);
+        calls.push(quote!(.with_jitter(#private::Jitter::#variant)));
+    }
+    for class in &config.also_retry {
+        let class = class_value(class, private);
+        calls.push(quote!(.retrying(#class)));
+    }
+    for class in &config.never_retry {
+        let class = class_value(class, private);
+        calls.push(quote!(.not_retrying(#class)));
+    }
+    calls
+}
+
+fn class_value(class: &At<&'static str>, private: &TokenStream) -> TokenStream {
+    let variant = Ident::new(class.value, class.span);
+    if class.value == "RateLimited" {
+        quote!(#private::Class::#variant { retry_after: #private::core::option::Option::None })
+    } else {
+        quote!(#private::Class::#variant)
+    }
+}
+
+fn spanned(mut literal: Literal, span: Span) -> Literal {
+    literal.set_span(span);
+    literal
+}
+
+/// `__RETRY`: the call's `Retry`, a `static` because a quota is a `static` it points to, which
+/// a `const` may not.
+fn retry_static(config: &Config, private: &TokenStream, ident: &Ident) -> TokenStream {
+    let name = match &config.name {
+        Some(name) => name.to_token_stream(),
+        None => {
+            let ident = ident.unraw().to_string();
+            quote!(#private::core::concat!(#private::core::module_path!(), "::", #ident))
+        }
+    };
+    let budget = config.budget.as_ref().map(|at| {
+        let budget = budget_value(&at.value, private);
+        quote!(.within(#budget))
+    });
+    let quota = config
+        .quota
+        .as_ref()
+        .map(|quota| quote!(.with_quota(&#quota)));
+    quote! {
+        static __RETRY: #private::Retry =
+            #private::Retry::new(&__RETRY_POLICY).named(#name) #budget #quota;
+    }
+}
+
+fn budget_value(budget: &BudgetChoice, private: &TokenStream) -> TokenStream {
+    match budget {
+        BudgetChoice::Turn => quote!(#private::Budget::Turn),
+        BudgetChoice::Within { millis, .. } => {
+            quote!(#private::Budget::Within(#private::Duration::from_millis(#millis)))
+        }
+    }
+}
+
+/// What can only be known once the policy is a value: that it makes sense (a user's policy,
+/// or a built-in whose base the attribute's `cap_ms` undercuts), and that its worst case fits
+/// a literal budget. A failed check panics in `const` evaluation, which is a compile error at
+/// the key to change.
+fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
+    let adjusted = !matches!(
+        config.policy,
+        PolicyChoice::Default | PolicyChoice::BuiltIn(_)
+    ) || config.attempts.is_some()
+        || config.base_ms.is_some()
+        || config.cap_ms.is_some()
+        || config.multiplier.is_some();
+    let policy_check = adjusted.then(|| {
+        let blame = config.policy_blame();
+        let private = respan(private, blame);
+        quote_spanned! {blame=>
+            if let #private::core::option::Option::Some(problem) =
+                #private::policy_problem(&__RETRY_POLICY)
+            {
+                #private::core::panic!("{}", problem);
+            }
+        }
+    });
+    let budget_check = match &config.budget {
+        Some(At {
+            value: value @ BudgetChoice::Within { text, .. },
+            span,
+        }) => {
+            let private = respan(private, *span);
+            let budget = budget_value(value, &private);
+            let message = format!(
+                "the ladder's worst case outlives `budget = \"{text}\"`: lower `attempts` or \
+                 `base_ms`, or raise `budget`"
+            );
+            Some(quote_spanned! {*span=>
+                if !#private::Retry::new(&__RETRY_POLICY).within(#budget).fits_budget() {
+                    #private::core::panic!(#message);
+                }
+            })
+        }
+        _ => None,
+    };
+    if policy_check.is_none() && budget_check.is_none() {
+        return TokenStream::new();
+    }
+    quote! {
+        const _: () = {
+            #policy_check
+            #budget_check
+        };
+    }
+}
+
+/// The loop: each attempt runs the body as an `async` block pinned to the declared return
+/// type (so `?` and `return` mean what they meant), and the engine settles its output.
+///
+/// The settling call is placed where the user wrote the type: on the `E` of `Result<T, E>`
+/// when it is written out, else on the return type. That one call is where a return type
+/// that is not a `Result`, or an error that cannot be classified, is reported.
+fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
+    let run = Ident::new("__retry_run", Span::mixed_site());
+    let output = Ident::new("__retry_output", Span::mixed_site());
+    let pinned = Ident::new("__retry_pinned", Span::mixed_site());
+    let stmts = &function.stmts;
+    let ret = &function.output;
+    let check_span = function::error_type(ret).map_or_else(|| first_span(ret), first_span);
+    let at_check = respan(private, check_span);
+    // Every token of the settling expression, its bindings included, carries the one span,
+    // so rustc reports the call's unmet bound there, once (its errors at one span and for
+    // one predicate are deduplicated).
+    let settled = Ident::new("__retry_settled", check_span);
+    let ladder = Ident::new("__retry_ladder", check_span);
+    let settle = quote_spanned!(check_span=> #at_check::Fallible::settle(#settled, #ladder).await);
+    quote! {
+        let mut #run = #private::Run::new(&__RETRY);
+        loop {
+            let #output: #ret = #run.attempt(async {
+                if let #private::core::option::Option::Some(#pinned) =
+                    #private::core::option::Option::None::<#ret>
+                {
+                    #[allow(unreachable_code)]
+                    return #pinned;
+                }
+                #stmts
+            })
+            .await;
+            let #settled = #output;
+            let #ladder = &mut #run;
+            if let #private::ControlFlow::Break(#output) = #settle {
+                return #output;
+            }
+        }
+    }
+}
+
+fn first_span(tokens: &impl ToTokens) -> Span {
+    tokens
+        .to_token_stream()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// `tokens` with every span set to `span`, so that a path built from them and the user's
+/// tokens reports at the user's tokens (a span mixing the macro's call site and the user's
+/// tokens is reported at the whole attribute). Paths here are absolute, so hygiene is moot.
+fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Group(group) => {
+                let mut respanned = Group::new(group.delimiter(), respan(&group.stream(), span));
+                respanned.set_span(span);
+                TokenTree::Group(respanned)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,218 @@
+//! The annotated item: an `async fn` with a body, returning something. The body is kept as
+//! tokens, unparsed: the expansion only moves it, and rustc reports its own syntax errors.
+
+use proc_macro2::{Ident, Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::parse::{Parse, ParseStream};
+use syn::{
+    AttrStyle, Attribute, Error, GenericArgument, Item, PathArguments, ReturnType, Signature,
+    Token, Type, Visibility, braced, token,
+};
+
+use crate::errors::Errors;
+
+/// An `async fn` that `#[retry]` can rewrite.
+pub(crate) struct RetryFn {
+    /// The outer attributes, then the body's inner ones turned outer (an inner attribute
+    /// cannot stay inside the block the body moves into).
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) sig: Signature,
+    pub(crate) brace: token::Brace,
+    /// The body's statements, without the braces.
+    pub(crate) stmts: TokenStream,
+    /// The declared return type.
+    pub(crate) output: Type,
+}
+
+/// Reads the item as a function `#[retry]` can rewrite; every reason it cannot, if not.
+pub(crate) fn parse(item: TokenStream) -> syn::Result<RetryFn> {
+    let Candidate(Some(parsed)) = syn::parse2::<Candidate>(item.clone())? else {
+        return Err(not_a_function(item));
+    };
+    let output = check(&parsed.sig)?;
+    let Parsed {
+        attrs,
+        vis,
+        sig,
+        brace,
+        stmts,
+    } = parsed;
+    Ok(RetryFn {
+        attrs,
+        vis,
+        sig,
+        brace,
+        stmts,
+        output,
+    })
+}
+
+/// What the attribute was put on: a function, or something else (`None`).
+struct Candidate(Option<Parsed>);
+
+/// A function as written, before its signature is checked.
+struct Parsed {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    sig: Signature,
+    brace: token::Brace,
+    stmts: TokenStream,
+}
+
+impl Parse for Candidate {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        if input.fork().parse::<Signature>().is_err() {
+            input.parse::<TokenStream>()?;
+            return Ok(Candidate(None));
+        }
+        let sig: Signature = input.parse()?;
+        if input.peek(Token![;]) {
+            let semi: Token![;] = input.parse()?;
+            return Err(Error::new(
+                semi.span,
+                "`#[retry]` needs the function's body to retry it; put the attribute on the \
+                 method's implementation, not on its declaration",
+            ));
+        }
+        let content;
+        let brace = braced!(content in input);
+        for mut inner in content.call(Attribute::parse_inner)? {
+            inner.style = AttrStyle::Outer;
+            attrs.push(inner);
+        }
+        let stmts: TokenStream = content.parse()?;
+        Ok(Candidate(Some(Parsed {
+            attrs,
+            vis,
+            sig,
+            brace,
+            stmts,
+        })))
+    }
+}
+
+/// The signature's mistakes, all of them; the return type if there are none.
+fn check(sig: &Signature) -> syn::Result<Type> {
+    let mut errors = Errors::default();
+    if sig.asyncness.is_none() {
+        errors.push(Error::new(
+            sig.fn_token.span,
+            "`#[retry]` needs an `async fn`: it retries a call by running its body again; write \
+             `async fn`",
+        ));
+    }
+    let output = match &sig.output {
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+        ReturnType::Default => {
+            errors.push(no_return_type(sig));
+            None
+        }
+    };
+    if let Some(impl_token) = output
+        .as_ref()
+        .and_then(|ty| find_impl(ty.to_token_stream()))
+    {
+        // Each attempt's output is annotated with the return type, where `impl Trait` is
+        // not allowed; saying so here beats rustc's message about a `let` the user never wrote.
+        errors.push(Error::new(
+            impl_token.span(),
+            "`#[retry]` cannot retry a function whose return type uses `impl Trait`: each \
+             attempt's output is typed with it; name the type, or box it",
+        ));
+    }
+    errors.finish()?;
+    output.ok_or_else(|| no_return_type(sig))
+}
+
+/// The first `impl` keyword in a type, nested groups included.
+fn find_impl(tokens: TokenStream) -> Option<Ident> {
+    tokens.into_iter().find_map(|token| match token {
+        TokenTree::Ident(ident) if ident == "impl" => Some(ident),
+        TokenTree::Group(group) => find_impl(group.stream()),
+        _ => None,
+    })
+}
+
+fn no_return_type(sig: &Signature) -> Error {
+    Error::new(
+        sig.paren_token.span.close(),
+        "`#[retry]` needs a function that returns `Result<T, E>`; this one returns `()`, so no \
+         failure can be retried: add `-> Result<T, E>` where `E` implements `Classify`",
+    )
+}
+
+/// "`#[retry]` goes on an `async fn`", on the keyword of whatever it was put on.
+fn not_a_function(item: TokenStream) -> Error {
+    let (span, what) = match syn::parse2::<Item>(item.clone()) {
+        Ok(item) => describe(&item),
+        Err(_) => (first_span(item), "this item"),
+    };
+    Error::new(
+        span,
+        format!(
+            "`#[retry]` goes on an `async fn` that returns a `Result`, not on {what}; put it on \
+             the function whose calls should be retried"
+        ),
+    )
+}
+
+/// The item's keyword and what to call it in a message.
+fn describe(item: &Item) -> (Span, &'static str) {
+    match item {
+        Item::Struct(item) => (item.struct_token.span, "a struct"),
+        Item::Enum(item) => (item.enum_token.span, "an enum"),
+        Item::Union(item) => (item.union_token.span, "a union"),
+        Item::Trait(item) => (item.trait_token.span, "a trait"),
+        Item::Impl(item) => (item.impl_token.span, "an `impl` block"),
+        Item::Mod(item) => (item.mod_token.span, "a module"),
+        Item::Const(item) => (item.const_token.span, "a `const`"),
+        Item::Static(item) => (item.static_token.span, "a `static`"),
+        Item::Type(item) => (item.type_token.span, "a type alias"),
+        Item::Use(item) => (item.use_token.span, "a `use` declaration"),
+        other => (
+            first_span(quote::ToTokens::to_token_stream(other)),
+            "this item",
+        ),
+    }
+}
+
+fn first_span(tokens: TokenStream) -> Span {
+    tokens
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// The `E` of a return type written `Result<T, E>` (any path ending in `Result` with two type
+/// arguments), so a missing `Classify` can be reported on it. An alias such as
+/// `io::Result<T>` names no `E`; the check then points at the whole return type.
+pub(crate) fn error_type(output: &Type) -> Option<&Type> {
+    let path = match output {
+        Type::Path(path) if path.qself.is_none() => &path.path,
+        Type::Group(group) => return error_type(&group.elem),
+        Type::Paren(paren) => return error_type(&paren.elem),
+        _ => return None,
+    };
+    let last = path.segments.last()?;
+    if last.ident != "Result" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(arguments) = &last.arguments else {
+        return None;
+    };
+    let types: Vec<&Type> = arguments
+        .args
+        .iter()
+        .filter_map(|argument| match argument {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect();
+    match types.as_slice() {
+        [_, error] => Some(error),
+        _ => None,
+    }
+}

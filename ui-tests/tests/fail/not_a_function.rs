@@ -1,0 +1,8 @@
+use retry_runtime::retry;
+
+#[retry]
+struct Client {
+    url: String,
+}
+
+fn main() {}
