@@ -214,6 +214,7 @@ fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
     let run = Ident::new("__retry_run", Span::mixed_site());
     let output = Ident::new("__retry_output", Span::mixed_site());
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
+    let attempted = Ident::new("__retry_attempted", Span::mixed_site());
     let stmts = &function.stmts;
     let ret = &function.output;
     let check_span = function::error_type(ret).map_or_else(|| first_span(ret), first_span);
@@ -227,7 +228,7 @@ fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
     quote! {
         let mut #run = #private::Run::new(&__RETRY);
         loop {
-            let #output: #ret = #run.attempt(async {
+            let #attempted = #run.attempt(async {
                 if let #private::core::option::Option::Some(#pinned) =
                     #private::core::option::Option::None::<#ret>
                 {
@@ -237,6 +238,7 @@ fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
                 #stmts
             })
             .await;
+            let #output: #ret = #run.attempted(#attempted);
             let #settled = #output;
             let #ladder = &mut #run;
             if let #private::ControlFlow::Break(#output) = #settle {

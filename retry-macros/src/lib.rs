@@ -174,7 +174,8 @@ use proc_macro::TokenStream;
 ///     };
 ///     let mut run = Run::new(&__RETRY);
 ///     loop {
-///         let output: Result<Item, FetchError> = run
+///         // The attempt is marked, so a retried call inside BODY knows it is nested.
+///         let attempted = run
 ///             .attempt(async {
 ///                 // Pins the block's output to the declared return type, so `?` and
 ///                 // `return` in BODY mean what they meant.
@@ -184,6 +185,7 @@ use proc_macro::TokenStream;
 ///                 BODY
 ///             })
 ///             .await;
+///         let output: Result<Item, FetchError> = run.attempted(attempted);
 ///         // Placed on `FetchError`: this is where a missing `Classify` is reported.
 ///         if let ControlFlow::Break(output) = Fallible::settle(output, &mut run).await {
 ///             return output;

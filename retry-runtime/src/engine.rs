@@ -166,8 +166,8 @@ impl<C: Clock> Retry<C> {
     {
         let mut run = Run::new(&self);
         loop {
-            let attempt = run.attempt + 1;
-            let output = run.attempt(operation(attempt)).await;
+            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            let output = run.attempted(attempted);
             if let ControlFlow::Break(output) = run.settle(output).await {
                 return output;
             }
@@ -175,18 +175,24 @@ impl<C: Clock> Retry<C> {
     }
 }
 
+/// Bits of [`Run::state`]: the attempt count below, two flags above.
+const RATE_LIMITED: u32 = 1 << 31;
+const INNER_GAVE_UP: u32 = 1 << 30;
+const ATTEMPTS: u32 = INNER_GAVE_UP - 1;
+
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`]; not public API.
+///
+/// It lives in every annotated function's future, so it is kept to four words: the attempt
+/// count shares a word with two flags, and the time waited is kept to the millisecond.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Run<'r, C> {
     retry: &'r Retry<C>,
     /// Read only when a turn or a literal budget needs it.
     started: Option<Instant>,
-    waited_nanos: u64,
-    attempt: u32,
-    rate_limited: bool,
-    inner_gave_up: bool,
+    waited_ms: u32,
+    state: u32,
 }
 
 impl<'r, C: Clock> Run<'r, C> {
@@ -200,21 +206,32 @@ impl<'r, C: Clock> Run<'r, C> {
         Run {
             retry,
             started,
-            waited_nanos: 0,
-            attempt: 0,
-            rate_limited: false,
-            inner_gave_up: false,
+            waited_ms: 0,
+            state: 0,
         }
     }
 
-    /// Wrap one attempt, so that a retried call inside it knows it is nested.
-    pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<'_, 'r, C, F> {
-        self.attempt += 1;
+    /// The attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.state & ATTEMPTS
+    }
+
+    /// Start one attempt, marked so that a retried call inside it knows it is nested.
+    pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
+        let next = self.attempts().saturating_add(1).min(ATTEMPTS);
+        self.state = (self.state & !ATTEMPTS) | next;
         Attempt {
-            run: self,
             frame: nesting::Frame::default(),
             future,
         }
+    }
+
+    /// Take one attempt's output, noting whether a ladder nested inside it gave up.
+    pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
+        if attempted.inner_gave_up {
+            self.state |= INNER_GAVE_UP;
+        }
+        attempted.output
     }
 
     /// Decide on one attempt's output, and wait if the ladder goes on.
@@ -223,21 +240,34 @@ impl<'r, C: Clock> Run<'r, C> {
     where
         E: Classify + fmt::Display,
     {
-        let error = match output {
+        match output {
             Ok(value) => {
-                self.finish(None);
-                return ControlFlow::Break(Ok(value));
+                self.succeeded();
+                ControlFlow::Break(Ok(value))
             }
-            Err(error) => error,
-        };
+            Err(error) => match self.failed(error).await {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(gave_up) => ControlFlow::Break(Err(gave_up)),
+            },
+        }
+    }
+
+    /// Account for a success: the quota's refill and the turn's report. Never waits.
+    pub fn succeeded(&mut self) {
+        self.finish(None);
+    }
+
+    /// Decide on a failure: `Ok(())` once the wait before the next attempt is over, or the
+    /// failure given up on, unchanged.
+    pub async fn failed<E>(&mut self, error: E) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
         let wait = match self.decide(&error) {
             Ok(wait) => wait,
-            Err((class, reason)) => {
-                return ControlFlow::Break(Err(self.give_up(error, class, reason)));
-            }
+            Err((class, reason)) => return Err(self.give_up(error, class, reason)),
         };
-        // Only the error, the start of the wait and one box live across the `.await`, so the
-        // annotated function's future grows by little more than the error's size.
+        // Only the error, the start of the wait and one box live across the `.await`.
         let waiting_since = self.started.map(|_| self.retry.clock.now());
         let cancelled = turn::sleep_or_cancel(self.retry.clock.sleep(wait)).await;
         // Where the clock is read anyway (a turn, a literal budget), report the time actually
@@ -248,23 +278,9 @@ impl<'r, C: Clock> Run<'r, C> {
         self.add_waited(waited);
         if cancelled {
             let class = error.classify();
-            return ControlFlow::Break(Err(self.give_up(error, class, StopReason::Cancelled)));
+            return Err(self.give_up(error, class, StopReason::Cancelled));
         }
-        ControlFlow::Continue(())
-    }
-
-    /// Like [`settle`](Self::settle), for `#[retry]`: the caller gets its own error back.
-    pub async fn settle_unwrapped<T, E>(
-        &mut self,
-        output: Result<T, E>,
-    ) -> ControlFlow<Result<T, E>>
-    where
-        E: Classify + fmt::Display,
-    {
-        match self.settle(output).await {
-            ControlFlow::Break(result) => ControlFlow::Break(result.map_err(GaveUp::into_error)),
-            ControlFlow::Continue(()) => ControlFlow::Continue(()),
-        }
+        Ok(())
     }
 
     /// The wait before the next attempt, with the retry announced and counted; or the class
@@ -276,7 +292,7 @@ impl<'r, C: Clock> Run<'r, C> {
                 self.notify(error, class, Action::Retry { backoff: wait });
                 turn::record_retry(class);
                 if matches!(class, Class::RateLimited { .. }) {
-                    self.rate_limited = true;
+                    self.state |= RATE_LIMITED;
                 }
                 Ok(wait)
             }
@@ -286,15 +302,20 @@ impl<'r, C: Clock> Run<'r, C> {
 
     fn next_step(&mut self, class: Class) -> Step {
         let policy = &self.retry.policy;
-        if self.inner_gave_up && class.is_transient() {
+        if self.state & INNER_GAVE_UP != 0 && class.is_transient() {
             nesting::warn_nested(self.retry.op);
             return Step::Stop(StopReason::Nested);
         }
+        if self.attempts() >= ATTEMPTS {
+            return Step::Stop(StopReason::Exhausted {
+                attempts: self.attempts(),
+            });
+        }
         if !policy.retries(&class)
             || matches!(class, Class::Cancelled | Class::Definitive)
-            || self.attempt >= policy.attempts()
+            || self.attempts() >= policy.attempts()
         {
-            // Decided by class alone: no clock, no draw.
+            // Decided by class and count alone: no clock, no draw.
             return ladder::next_step(policy, self.failure(class, None), Draw::IDEAL);
         }
         let remaining = match self.deadline() {
@@ -320,9 +341,9 @@ impl<'r, C: Clock> Run<'r, C> {
 
     fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
         Failure {
-            attempt: self.attempt,
+            attempt: self.attempts(),
             class,
-            rate_limited_before: self.rate_limited,
+            rate_limited_before: self.state & RATE_LIMITED != 0,
             remaining,
         }
     }
@@ -339,12 +360,12 @@ impl<'r, C: Clock> Run<'r, C> {
     }
 
     fn add_waited(&mut self, waited: Duration) {
-        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
-        self.waited_nanos = self.waited_nanos.saturating_add(nanos);
+        let millis = u32::try_from(waited.as_millis()).unwrap_or(u32::MAX);
+        self.waited_ms = self.waited_ms.saturating_add(millis);
     }
 
     fn waited(&self) -> Duration {
-        Duration::from_nanos(self.waited_nanos)
+        Duration::from_millis(self.waited_ms.into())
     }
 
     fn give_up<E: fmt::Display>(
@@ -358,7 +379,7 @@ impl<'r, C: Clock> Run<'r, C> {
             nesting::mark_gave_up();
         }
         self.finish(Some(reason));
-        GaveUp::new(error, reason, self.attempt, self.waited())
+        GaveUp::new(error, reason, self.attempts(), self.waited())
     }
 
     /// Account for the finished call: the quota refill and the turn's report.
@@ -372,7 +393,7 @@ impl<'r, C: Clock> Run<'r, C> {
             let elapsed = self.retry.clock.now().saturating_duration_since(started);
             turn::record_call(turn::Call {
                 op: self.retry.op,
-                attempts: self.attempt,
+                attempts: self.attempts(),
                 waiting: self.waited(),
                 working: elapsed.saturating_sub(self.waited()),
                 gave_up,
@@ -384,7 +405,7 @@ impl<'r, C: Clock> Run<'r, C> {
         notice::emit(&RetryEvent {
             op: self.retry.op,
             policy: self.retry.policy.name(),
-            attempt: self.attempt,
+            attempt: self.attempts(),
             total: self.retry.policy.attempts().max(1),
             class,
             error,
@@ -401,23 +422,30 @@ impl<E: Classify + fmt::Display> Failed for E {}
 pin_project_lite::pin_project! {
     /// One attempt's future, marked as running inside a retried call. Not public API.
     #[doc(hidden)]
-    pub struct Attempt<'a, 'r, C, F> {
-        run: &'a mut Run<'r, C>,
+    pub struct Attempt<F> {
         frame: nesting::Frame,
         #[pin]
         future: F,
     }
 }
 
-impl<C, F: Future> Future for Attempt<'_, '_, C, F> {
-    type Output = F::Output;
+/// One attempt's output, and whether a retried call nested in it gave up. Not public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Attempted<T> {
+    output: T,
+    inner_gave_up: bool,
+}
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+impl<F: Future> Future for Attempt<F> {
+    type Output = Attempted<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let poll = nesting::enter(this.frame, || this.future.poll(cx));
-        if poll.is_ready() {
-            this.run.inner_gave_up = this.frame.inner_gave_up();
-        }
-        poll
+        let frame = this.frame;
+        nesting::enter(frame, || this.future.poll(cx)).map(|output| Attempted {
+            output,
+            inner_gave_up: frame.inner_gave_up(),
+        })
     }
 }

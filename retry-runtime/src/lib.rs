@@ -124,7 +124,7 @@ pub use verdict::{GaveUp, StopReason};
 pub mod __private {
     pub use crate::class::{Class, Classify};
     pub use crate::clock::TokioClock;
-    pub use crate::engine::{Attempt, Budget, Retry, Run};
+    pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
     pub use ::core;
@@ -157,40 +157,17 @@ pub mod __private {
         async fn settle(self, run: &mut Run<'static, TokioClock>) -> ControlFlow<Self> {
             match self {
                 Ok(value) => {
-                    record_success(run);
+                    run.succeeded();
                     ControlFlow::Break(Ok(value))
                 }
                 // A failure may wait: the engine's state for it lives in a box, made only on
                 // this path, so the function's own future stays a few words larger than the
                 // plain function's.
-                Err(error) => ::std::boxed::Box::pin(run.settle_unwrapped(Err(error))).await,
+                Err(error) => match ::std::boxed::Box::pin(run.failed(error)).await {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(gave_up) => ControlFlow::Break(Err(gave_up.into_error())),
+                },
             }
-        }
-    }
-
-    /// The engine's bookkeeping for a success (the quota's refill, the turn's report), done
-    /// now, without allocating: the engine settles a success before its first `.await`, so
-    /// one poll completes it. (Awaiting it instead would reserve room for the engine's whole
-    /// waiting state in every annotated function's future.)
-    fn record_success(run: &mut Run<'static, TokioClock>) {
-        let settle = ::core::pin::pin!(run.settle_unwrapped(Ok::<(), Never>(())));
-        let mut context = ::core::task::Context::from_waker(::core::task::Waker::noop());
-        let done = settle.poll(&mut context).is_ready();
-        debug_assert!(done, "the engine settles a success without waiting");
-    }
-
-    /// The error of a success: no value, so settling `Ok(())` names no user type.
-    enum Never {}
-
-    impl Classify for Never {
-        fn classify(&self) -> Class {
-            match *self {}
-        }
-    }
-
-    impl ::core::fmt::Display for Never {
-        fn fmt(&self, _: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-            match *self {}
         }
     }
 

@@ -369,14 +369,9 @@ fn attribute_overhead() -> usize {
 }
 
 #[test]
-fn an_annotated_future_outgrows_the_plain_one_by_at_most_72_bytes() {
-    // Today's engine: `Run` is 40 bytes and `Attempt` holds a `&mut Run` beside its frame.
-    assert!(attribute_overhead() <= 72, "{} bytes", attribute_overhead());
-}
-
-#[test]
-#[ignore = "needs the engine to drop `Attempt`'s `&mut Run` (see issue 3's report)"]
 fn an_annotated_future_outgrows_the_plain_one_by_at_most_64_bytes() {
+    // `Run` is four words; the attempt's wrapper adds its nesting frame; the body's block
+    // keeps the arguments borrowed across attempts.
     assert!(attribute_overhead() <= 64, "{} bytes", attribute_overhead());
 }
 
