@@ -45,7 +45,7 @@ pub enum Class {
 }
 
 impl Class {
-    /// Every class, with `RateLimited` carrying no hint; in the order of [`Class::bit`].
+    /// Every class, with `RateLimited` carrying no hint; in the order of [`Class::index`].
     pub const ALL: [Class; 9] = [
         Class::Transport,
         Class::Unavailable,

@@ -54,7 +54,7 @@ pub trait Clock {
 
 /// The default clock: tokio's time (so `tokio::time::pause` works) and a thread-local RNG.
 ///
-/// Inside a [`testing::scope`](crate::testing::scope) it records waits instead of sleeping and
+/// Inside a [`testing::scope`] it records waits instead of sleeping and
 /// draws the scope's fixed jitter, so tests of annotated functions never sleep.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokioClock;

@@ -103,3 +103,32 @@ async fn the_nesting_marker_follows_the_task_across_threads() {
     assert_eq!(reached.load(Ordering::SeqCst), 4);
     assert_eq!(result.unwrap_err().reason(), StopReason::Nested);
 }
+
+mod annotated {
+    //! The same rule through `#[retry]`, against a real server on loopback.
+
+    use retry_runtime::{retry, testing};
+    use retry_tests::{Client, HttpError, Reply, Server, Step};
+
+    #[retry(name = "inner")]
+    async fn fetch(client: &Client) -> Result<Reply, HttpError> {
+        client.get().await
+    }
+
+    #[retry(name = "outer")]
+    async fn fetch_twice_removed(client: &Client) -> Result<Reply, HttpError> {
+        fetch(client).await
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn nested_annotated_functions_reach_a_failing_server_4_times_not_16() {
+        let server = Server::start(Step::status(503).times(16)).await;
+
+        let (result, recorded) = testing::scope(fetch_twice_removed(&server.client())).await;
+
+        assert_eq!(server.requests(), 4);
+        assert_eq!(result.unwrap_err().status(), Some(503));
+        // The inner ladder's three waits, and none from the outer one.
+        assert_eq!(recorded.waits().len(), 3);
+    }
+}
