@@ -197,6 +197,7 @@ pub struct Run<'r, C> {
 
 impl<'r, C: Clock> Run<'r, C> {
     /// Start a call. Reads the clock only inside a turn or under a literal budget.
+    #[inline]
     pub fn new(retry: &'r Retry<C>) -> Self {
         let started = match retry.budget {
             Budget::Within(_) => Some(retry.clock.now()),
@@ -217,6 +218,7 @@ impl<'r, C: Clock> Run<'r, C> {
     }
 
     /// Start one attempt, marked so that a retried call inside it knows it is nested.
+    #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
         let next = self.attempts().saturating_add(1).min(ATTEMPTS);
         self.state = (self.state & !ATTEMPTS) | next;
@@ -227,6 +229,7 @@ impl<'r, C: Clock> Run<'r, C> {
     }
 
     /// Take one attempt's output, noting whether a ladder nested inside it gave up.
+    #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
         if attempted.inner_gave_up {
             self.state |= INNER_GAVE_UP;
@@ -253,8 +256,11 @@ impl<'r, C: Clock> Run<'r, C> {
     }
 
     /// Account for a success: the quota's refill and the turn's report. Never waits.
+    #[inline]
     pub fn succeeded(&mut self) {
-        self.finish(None);
+        if self.retry.quota.is_some() || self.started.is_some() {
+            self.finish(None);
+        }
     }
 
     /// Decide on a failure: `Ok(())` once the wait before the next attempt is over, or the
@@ -440,6 +446,7 @@ pub struct Attempted<T> {
 impl<F: Future> Future for Attempt<F> {
     type Output = Attempted<F::Output>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let frame = this.frame;

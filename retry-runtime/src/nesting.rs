@@ -24,6 +24,7 @@ impl Frame {
 }
 
 /// Run `poll` with `frame` as the current attempt's frame, keeping what nested calls wrote.
+#[inline]
 pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
     struct Restore<'f> {
         frame: &'f mut Frame,
@@ -31,6 +32,7 @@ pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
     }
     impl Drop for Restore<'_> {
         // Restores on unwind too, so a panicking attempt cannot leave its frame installed.
+        #[inline]
         fn drop(&mut self) {
             if let Some(frame) = CURRENT.replace(self.previous) {
                 *self.frame = frame;

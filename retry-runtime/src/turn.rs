@@ -225,6 +225,7 @@ pub(crate) struct Call {
     pub(crate) gave_up: Option<StopReason>,
 }
 
+#[inline]
 pub(crate) fn is_active() -> bool {
     TURN.try_with(|_| ()).is_ok()
 }
