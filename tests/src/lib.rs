@@ -556,3 +556,66 @@ impl Client {
 fn header_number<T: std::str::FromStr>(value: Option<&HeaderValue>) -> Option<T> {
     value?.to_str().ok()?.trim().parse().ok()
 }
+
+pub mod capture {
+    //! A tracing layer that records the fields of every event with target `retry`.
+
+    use std::collections::BTreeMap;
+    use std::fmt;
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+
+    /// One event's fields by name, its level under `level` and its message under `message`.
+    pub type Fields = BTreeMap<String, String>;
+
+    /// Records every `retry` event while installed on the current thread.
+    #[derive(Clone, Default)]
+    pub struct Capture(Arc<Mutex<Vec<Fields>>>);
+
+    impl Capture {
+        /// Make this the current thread's subscriber until the guard is dropped.
+        pub fn install(&self) -> tracing::subscriber::DefaultGuard {
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+        }
+
+        /// The events recorded so far, in order.
+        pub fn events(&self) -> Vec<Fields> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        }
+    }
+
+    struct FieldVisitor<'a>(&'a mut Fields);
+
+    impl Visit for FieldVisitor<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name().to_owned(), format!("{value:?}"));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_owned(), value.to_owned());
+        }
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            self.0.insert(field.name().to_owned(), value.to_string());
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Capture {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            if event.metadata().target() != "retry" {
+                return;
+            }
+            let mut fields = Fields::new();
+            fields.insert("level".into(), event.metadata().level().to_string());
+            event.record(&mut FieldVisitor(&mut fields));
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(fields);
+        }
+    }
+}

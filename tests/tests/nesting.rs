@@ -104,6 +104,28 @@ async fn the_nesting_marker_follows_the_task_across_threads() {
     assert_eq!(result.unwrap_err().reason(), StopReason::Nested);
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn nesting_is_logged_once_per_outer_ladder() {
+    let capture = retry_tests::capture::Capture::default();
+    let _guard = capture.install();
+    let reached = AtomicU32::new(0);
+
+    let _ = testing::scope(
+        Retry::new(&Policy::AVAILABILITY)
+            .named("outer")
+            .run(async |_| inner(&reached).await.map_err(GaveUp::into_error)),
+    )
+    .await;
+
+    let nested: Vec<_> = capture
+        .events()
+        .into_iter()
+        .filter(|event| event["message"].contains("nested"))
+        .collect();
+    assert_eq!(nested.len(), 1, "{nested:#?}");
+    assert_eq!(nested[0]["op"], "outer");
+}
+
 mod annotated {
     //! The same rule through `#[retry]`, against a real server on loopback.
 

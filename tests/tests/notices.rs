@@ -1,53 +1,12 @@
 //! Issue 4: every retry is a tracing event and a hook call while it happens, and every give-up
 //! one more, with its reason.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use retry_runtime::{Action, Class, Policy, Retry, StopReason, Turn, notice, testing};
-use tracing::field::{Field, Visit};
-use tracing_subscriber::Layer;
-use tracing_subscriber::layer::{Context, SubscriberExt};
-
-type Fields = BTreeMap<String, String>;
-
-/// Records the fields of every event with target `retry`.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Fields>>>);
-
-impl Capture {
-    fn events(&self) -> Vec<Fields> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-struct FieldVisitor<'a>(&'a mut Fields);
-
-impl Visit for FieldVisitor<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), value.to_string());
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() != "retry" {
-            return;
-        }
-        let mut fields = Fields::new();
-        fields.insert("level".into(), event.metadata().level().to_string());
-        event.record(&mut FieldVisitor(&mut fields));
-        self.0.lock().unwrap().push(fields);
-    }
-}
+use retry_tests::capture::{Capture, Fields};
 
 #[derive(Debug)]
 struct Status(u16);
@@ -106,8 +65,7 @@ fn expected_retry(attempt: u32, backoff_ms: u64) -> Fields {
 #[tokio::test(flavor = "current_thread")]
 async fn each_retry_is_a_tracing_event_with_op_attempt_total_backoff_class_and_error() {
     let capture = Capture::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard = capture.install();
 
     let (result, _) = testing::scope(three_retries_then_success()).await;
 
@@ -125,8 +83,7 @@ async fn each_retry_is_a_tracing_event_with_op_attempt_total_backoff_class_and_e
 #[tokio::test(flavor = "current_thread")]
 async fn a_give_up_is_one_more_event_with_its_reason() {
     let capture = Capture::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard = capture.install();
 
     let (result, _) = testing::scope(
         Retry::new(&Policy::AVAILABILITY)
@@ -156,8 +113,7 @@ async fn a_give_up_is_one_more_event_with_its_reason() {
 #[tokio::test(flavor = "current_thread")]
 async fn an_answer_is_reported_once_as_given_up_and_never_as_a_retry() {
     let capture = Capture::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard = capture.install();
 
     let (result, _) = testing::scope(
         Retry::new(&Policy::AVAILABILITY)
