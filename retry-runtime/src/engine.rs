@@ -159,12 +159,20 @@ impl<C: Clock> Retry<C> {
     ///
     /// Takes the `Retry` by value (it is `Copy` with the default clock), so the returned future
     /// owns it and can be spawned.
+    ///
+    /// `operation` may be an `async` closure (`async |attempt| ...`) or a closure returning a
+    /// future (`|attempt| async move { ... }`). Today's rustc cannot always prove `Send` for
+    /// an `async` closure whose future borrows what the closure captured once it is nested in
+    /// another such closure ("implementation of `Send` is not general enough"); where a spawn
+    /// reports that, the second form, with owned captures, compiles.
     pub async fn run<T, E, F>(self, mut operation: F) -> Result<T, GaveUp<E>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display,
     {
-        let mut run = Run::new(&self);
+        // The run owns its `Retry`: a borrow of a local here would make the future's `Send`
+        // depend on a lifetime the compiler cannot always prove for every caller.
+        let mut run = Run::new(self);
         loop {
             let attempted = run.attempt(operation(run.attempts() + 1)).await;
             let output = run.attempted(attempted);
@@ -175,10 +183,13 @@ impl<C: Clock> Retry<C> {
     }
 }
 
-/// Bits of [`Run::state`]: the attempt count below, two flags above.
+/// Bits of [`Run::state`]: the attempt count below; above it, the class an inner ladder ran
+/// out on during the current attempt (its index + 1, or 0), and whether a rate limit was
+/// retried.
 const RATE_LIMITED: u32 = 1 << 31;
-const INNER_GAVE_UP: u32 = 1 << 30;
-const ATTEMPTS: u32 = INNER_GAVE_UP - 1;
+const INNER_SHIFT: u32 = 27;
+const INNER: u32 = 0b1111 << INNER_SHIFT;
+const ATTEMPTS: u32 = (1 << INNER_SHIFT) - 1;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`]; not public API.
@@ -187,29 +198,61 @@ const ATTEMPTS: u32 = INNER_GAVE_UP - 1;
 /// count shares a word with two flags, and the time waited is kept to the millisecond.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Run<'r, C> {
-    retry: &'r Retry<C>,
+pub struct Run<R> {
+    source: R,
     /// Read only when a turn or a literal budget needs it.
     started: Option<Instant>,
     waited_ms: u32,
     state: u32,
 }
 
-impl<'r, C: Clock> Run<'r, C> {
+/// Where a [`Run`] finds its [`Retry`]: a `&'static` one (the attribute's), or one it owns
+/// ([`Retry::run`]). Not public API.
+#[doc(hidden)]
+pub trait Source {
+    /// The clock of the retry.
+    type Clock: Clock;
+    /// The retry.
+    fn retry(&self) -> &Retry<Self::Clock>;
+}
+
+impl<C: Clock> Source for Retry<C> {
+    type Clock = C;
+    #[inline]
+    fn retry(&self) -> &Retry<C> {
+        self
+    }
+}
+
+impl<C: Clock> Source for &Retry<C> {
+    type Clock = C;
+    #[inline]
+    fn retry(&self) -> &Retry<C> {
+        self
+    }
+}
+
+impl<R: Source> Run<R> {
     /// Start a call. Reads the clock only inside a turn or under a literal budget.
     #[inline]
-    pub fn new(retry: &'r Retry<C>) -> Self {
+    pub fn new(source: R) -> Self {
+        let retry = source.retry();
         let started = match retry.budget {
             Budget::Within(_) => Some(retry.clock.now()),
             Budget::Turn if turn::is_active() => Some(retry.clock.now()),
             Budget::Turn => None,
         };
         Run {
-            retry,
+            source,
             started,
             waited_ms: 0,
             state: 0,
         }
+    }
+
+    #[inline]
+    fn retry(&self) -> &Retry<R::Clock> {
+        self.source.retry()
     }
 
     /// The attempts made so far.
@@ -221,7 +264,8 @@ impl<'r, C: Clock> Run<'r, C> {
     #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
         let next = self.attempts().saturating_add(1).min(ATTEMPTS);
-        self.state = (self.state & !ATTEMPTS) | next;
+        // What nested ladders did in an earlier attempt says nothing about this one.
+        self.state = (self.state & !(ATTEMPTS | INNER)) | next;
         Attempt {
             frame: nesting::Frame::default(),
             future,
@@ -231,8 +275,9 @@ impl<'r, C: Clock> Run<'r, C> {
     /// Take one attempt's output, noting whether a ladder nested inside it gave up.
     #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
-        if attempted.inner_gave_up {
-            self.state |= INNER_GAVE_UP;
+        if let Some(class) = attempted.inner_exhausted {
+            // At most 9 classes: the index + 1 fits the four bits.
+            self.state |= ((class.index() as u32 + 1) << INNER_SHIFT) & INNER;
         }
         attempted.output
     }
@@ -258,7 +303,7 @@ impl<'r, C: Clock> Run<'r, C> {
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        if self.retry.quota.is_some() || self.started.is_some() {
+        if self.retry().quota.is_some() || self.started.is_some() {
             self.finish(None);
         }
     }
@@ -274,18 +319,23 @@ impl<'r, C: Clock> Run<'r, C> {
             Err((class, reason)) => return Err(self.give_up(error, class, reason)),
         };
         // Only the error, the start of the wait and one box live across the `.await`.
-        let waiting_since = self.started.map(|_| self.retry.clock.now());
-        let cancelled = turn::sleep_or_cancel(self.retry.clock.sleep(wait)).await;
+        let waiting_since = self.started.map(|_| self.retry().clock.now());
+        let cancelled = turn::sleep_or_cancel(self.retry().clock.sleep(wait)).await;
         // Where the clock is read anyway (a turn, a literal budget), report the time actually
         // spent, timer granularity included; elsewhere the wait as chosen.
         let waited = waiting_since.map_or(wait, |since| {
-            self.retry.clock.now().saturating_duration_since(since)
+            self.retry().clock.now().saturating_duration_since(since)
         });
         self.add_waited(waited);
+        let class = error.classify();
         if cancelled {
-            let class = error.classify();
+            // The retry the quota paid for was never made.
+            if let Some(quota) = self.retry().quota {
+                quota.refund(class);
+            }
             return Err(self.give_up(error, class, StopReason::Cancelled));
         }
+        turn::record_retry(class);
         Ok(())
     }
 
@@ -296,7 +346,6 @@ impl<'r, C: Clock> Run<'r, C> {
         match self.next_step(class) {
             Step::Retry { wait } => {
                 self.notify(error, class, Action::Retry { backoff: wait });
-                turn::record_retry(class);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.state |= RATE_LIMITED;
                 }
@@ -307,9 +356,9 @@ impl<'r, C: Clock> Run<'r, C> {
     }
 
     fn next_step(&mut self, class: Class) -> Step {
-        let policy = &self.retry.policy;
-        if self.state & INNER_GAVE_UP != 0 && class.is_transient() {
-            nesting::warn_nested(self.retry.op);
+        let policy = &self.retry().policy;
+        if self.inner_exhausted() == Some(class.index()) && class.is_transient() {
+            nesting::warn_nested(self.retry().op);
             return Step::Stop(StopReason::Nested);
         }
         if self.attempts() >= ATTEMPTS {
@@ -324,24 +373,37 @@ impl<'r, C: Clock> Run<'r, C> {
             // Decided by class and count alone: no clock, no draw.
             return ladder::next_step(policy, self.failure(class, None), Draw::IDEAL);
         }
-        let remaining = match self.deadline() {
+        if turn::is_cancelled() {
+            return Step::Stop(StopReason::Cancelled);
+        }
+        let turn_deadline = turn::deadline();
+        let remaining = match self.deadline(turn_deadline) {
             Some(deadline) => {
-                let now = self.retry.clock.now();
-                if now >= deadline || turn::is_cancelled() {
+                let now = self.retry().clock.now();
+                if turn_deadline.is_some_and(|turn| now >= turn) {
+                    // The turn's budget is gone: that is a cancelled turn, not a long wait.
                     return Step::Stop(StopReason::Cancelled);
                 }
-                Some(deadline - now)
+                // Past the call's own budget, nothing remains: the ladder reports `Budget`.
+                Some(deadline.saturating_duration_since(now))
             }
-            None if turn::is_cancelled() => return Step::Stop(StopReason::Cancelled),
             None => None,
         };
-        let draw = self.retry.clock.draw();
+        let draw = self.retry().clock.draw();
         let step = ladder::next_step(policy, self.failure(class, remaining), draw);
-        match (step, self.retry.quota) {
+        match (step, self.retry().quota) {
             (Step::Retry { .. }, Some(quota)) if !quota.withdraw(class) => {
                 Step::Stop(StopReason::Quota)
             }
             _ => step,
+        }
+    }
+
+    /// The class index of the failure an inner ladder ran out on in this attempt.
+    fn inner_exhausted(&self) -> Option<usize> {
+        match (self.state & INNER) >> INNER_SHIFT {
+            0 => None,
+            index => Some(index as usize - 1),
         }
     }
 
@@ -354,19 +416,23 @@ impl<'r, C: Clock> Run<'r, C> {
         }
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        let own = match (self.retry.budget, self.started) {
+    fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
+        let own = match (self.retry().budget, self.started) {
             (Budget::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
-        match (own, turn::deadline()) {
+        match (own, turn) {
             (Some(own), Some(turn)) => Some(own.min(turn)),
             (own, turn) => own.or(turn),
         }
     }
 
     fn add_waited(&mut self, waited: Duration) {
-        let millis = u32::try_from(waited.as_millis()).unwrap_or(u32::MAX);
+        // To the nearest millisecond: `Run` keeps four words, and a wait is rarely below one.
+        let millis = waited
+            .saturating_add(Duration::from_micros(500))
+            .as_millis();
+        let millis = u32::try_from(millis).unwrap_or(u32::MAX);
         self.waited_ms = self.waited_ms.saturating_add(millis);
     }
 
@@ -381,8 +447,18 @@ impl<'r, C: Clock> Run<'r, C> {
         reason: StopReason,
     ) -> GaveUp<E> {
         self.notify(&error, class, Action::GiveUp { reason });
-        if class.is_transient() {
-            nesting::mark_gave_up();
+        // Only a ladder that ran out tells the one around it: a failure it declined to retry
+        // (another policy may) or a cancelled turn (the outer ladder sees that itself) does not.
+        if class.is_transient()
+            && matches!(
+                reason,
+                StopReason::Exhausted { .. }
+                    | StopReason::Budget { .. }
+                    | StopReason::RetryAfterTooLong { .. }
+                    | StopReason::Nested
+            )
+        {
+            nesting::mark_exhausted(class);
         }
         self.finish(Some(reason));
         GaveUp::new(error, reason, self.attempts(), self.waited())
@@ -391,14 +467,14 @@ impl<'r, C: Clock> Run<'r, C> {
     /// Account for the finished call: the quota refill and the turn's report.
     fn finish(&self, gave_up: Option<StopReason>) {
         if gave_up.is_none()
-            && let Some(quota) = self.retry.quota
+            && let Some(quota) = self.retry().quota
         {
             quota.deposit();
         }
         if let Some(started) = self.started {
-            let elapsed = self.retry.clock.now().saturating_duration_since(started);
+            let elapsed = self.retry().clock.now().saturating_duration_since(started);
             turn::record_call(turn::Call {
-                op: self.retry.op,
+                op: self.retry().op,
                 attempts: self.attempts(),
                 waiting: self.waited(),
                 working: elapsed.saturating_sub(self.waited()),
@@ -409,10 +485,10 @@ impl<'r, C: Clock> Run<'r, C> {
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
         notice::emit(&RetryEvent {
-            op: self.retry.op,
-            policy: self.retry.policy.name(),
+            op: self.retry().op,
+            policy: self.retry().policy.name(),
             attempt: self.attempts(),
-            total: self.retry.policy.attempts().max(1),
+            total: self.retry().policy.attempts().max(1),
             class,
             error,
             action,
@@ -440,7 +516,7 @@ pin_project_lite::pin_project! {
 #[derive(Debug)]
 pub struct Attempted<T> {
     output: T,
-    inner_gave_up: bool,
+    inner_exhausted: Option<Class>,
 }
 
 impl<F: Future> Future for Attempt<F> {
@@ -452,7 +528,7 @@ impl<F: Future> Future for Attempt<F> {
         let frame = this.frame;
         nesting::enter(frame, || this.future.poll(cx)).map(|output| Attempted {
             output,
-            inner_gave_up: frame.inner_gave_up(),
+            inner_exhausted: frame.exhausted(),
         })
     }
 }

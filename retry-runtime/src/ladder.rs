@@ -257,8 +257,9 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
         }
         _ => ladder_wait(policy, failure.attempt, draw),
     };
+    // Past the deadline (nothing remains), even a zero wait would start the next attempt late.
     if let Some(remaining) = failure.remaining
-        && wait.as_nanos() > remaining.as_nanos()
+        && (wait.as_nanos() > remaining.as_nanos() || remaining.is_zero())
     {
         return Step::Stop(StopReason::Budget {
             wanted: wait,

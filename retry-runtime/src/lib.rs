@@ -116,7 +116,7 @@ pub use ladder::Draw;
 pub use notice::{Action, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
-pub use turn::{Canceller, Turn, TurnReport};
+pub use turn::{Canceller, Turn, TurnHandle, TurnReport};
 pub use verdict::{GaveUp, StopReason};
 
 /// Used by `#[retry]`'s expansion, not public API.
@@ -149,12 +149,12 @@ pub mod __private {
         /// what the function returns: its own error, unchanged, once the ladder stops.
         fn settle(
             self,
-            run: &mut Run<'static, TokioClock>,
+            run: &mut Run<&'static Retry<TokioClock>>,
         ) -> impl ::core::future::Future<Output = ControlFlow<Self>>;
     }
 
     impl<T, E: Classify + ::core::fmt::Display> Fallible for ::core::result::Result<T, E> {
-        async fn settle(self, run: &mut Run<'static, TokioClock>) -> ControlFlow<Self> {
+        async fn settle(self, run: &mut Run<&'static Retry<TokioClock>>) -> ControlFlow<Self> {
             match self {
                 Ok(value) => {
                     run.succeeded();

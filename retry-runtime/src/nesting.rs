@@ -5,21 +5,23 @@
 //! task-locals are), so it follows the task across threads and costs no allocation.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::class::Class;
 
 thread_local! {
     static CURRENT: Cell<Option<Frame>> = const { Cell::new(None) };
 }
 
-/// What an attempt learns from the retried calls nested inside it.
+/// What an attempt learns from the retried calls nested inside it: the class of the last
+/// failure an inner ladder ran out on, if one did.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Frame {
-    inner_gave_up: bool,
+    exhausted: Option<Class>,
 }
 
 impl Frame {
-    pub(crate) fn inner_gave_up(&self) -> bool {
-        self.inner_gave_up
+    pub(crate) fn exhausted(&self) -> Option<Class> {
+        self.exhausted
     }
 }
 
@@ -44,29 +46,23 @@ pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
     poll()
 }
 
-/// Tell the enclosing attempt, if there is one, that a ladder inside it gave up on a
-/// transient failure.
-pub(crate) fn mark_gave_up() {
+/// Tell the enclosing attempt, if there is one, that a ladder inside it ran out on a failure
+/// of `class`.
+pub(crate) fn mark_exhausted(class: Class) {
     CURRENT.with(|current| {
         if let Some(mut frame) = current.get() {
-            frame.inner_gave_up = true;
+            frame.exhausted = Some(class);
             current.set(Some(frame));
         }
     });
 }
 
-static WARNED: AtomicBool = AtomicBool::new(false);
-
-/// Log that retry layers are nested: in full the first time in the process, briefly after.
+/// Log that retry layers are nested, once for each ladder that stops because of it.
 pub(crate) fn warn_nested(op: &'static str) {
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        tracing::warn!(
-            target: "retry",
-            op,
-            "retried calls are nested: an inner call already gave up on this failure, so `{op}` \
-             does not retry it again; retry at one layer (remove one of the two ladders)"
-        );
-    } else {
-        tracing::debug!(target: "retry", op, "nested retry: not retrying a failure an inner call gave up on");
-    }
+    tracing::warn!(
+        target: "retry",
+        op,
+        "retried calls are nested: an inner call already retried this failure and gave up, so \
+         `{op}` does not retry it again; retry at one layer (remove one of the two ladders)"
+    );
 }

@@ -143,7 +143,7 @@ pub fn clear_process_hook() {
 /// Emit `event` to tracing and to the turn's and the process's hooks.
 pub(crate) fn emit(event: &RetryEvent<'_>) {
     trace(event);
-    if let Some(hook) = turn::hook() {
+    for hook in turn::hooks() {
         call(&hook, event);
     }
     let process = PROCESS_HOOK

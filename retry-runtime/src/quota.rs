@@ -57,10 +57,7 @@ impl Quota {
     /// Take the cost of retrying a failure of `class`; false, taking nothing, if too few
     /// tokens are left.
     pub fn withdraw(&self, class: Class) -> bool {
-        let cost = match class {
-            Class::Timeout => self.timeout_cost,
-            _ => self.retry_cost,
-        };
+        let cost = self.cost(class);
         self.tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tokens| {
                 tokens.checked_sub(cost)
@@ -68,16 +65,29 @@ impl Quota {
             .is_ok()
     }
 
+    /// Give back what [`withdraw`](Self::withdraw) took for `class`, up to the capacity (a
+    /// retry that was paid for and then not made).
+    pub fn refund(&self, class: Class) {
+        self.add(self.cost(class));
+    }
+
     /// Return a success's refill, up to the capacity.
     pub fn deposit(&self) {
+        self.add(self.success_refill);
+    }
+
+    fn cost(&self, class: Class) -> u32 {
+        match class {
+            Class::Timeout => self.timeout_cost,
+            _ => self.retry_cost,
+        }
+    }
+
+    fn add(&self, tokens: u32) {
         let _ = self
             .tokens
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tokens| {
-                (tokens < self.capacity).then(|| {
-                    tokens
-                        .saturating_add(self.success_refill)
-                        .min(self.capacity)
-                })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held < self.capacity).then(|| held.saturating_add(tokens).min(self.capacity))
             });
     }
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -18,14 +18,26 @@ use crate::notice::{Hook, RetryEvent};
 use crate::verdict::StopReason;
 
 tokio::task_local! {
-    static TURN: Scope;
+    static TURN: Arc<Scope>;
 }
 
+/// One running turn. Shared (`Arc`) so a nested turn can reach the one around it and a
+/// spawned task can carry it ([`TurnHandle`]).
 struct Scope {
-    deadline: Instant,
+    /// Already the sooner of this turn's own deadline and the enclosing turn's; `None` when a
+    /// budget is too large to be an instant (no deadline at all).
+    deadline: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
     report: Mutex<TurnReport>,
+    parent: Option<Arc<Scope>>,
+}
+
+impl Scope {
+    /// This turn and every turn around it, innermost first.
+    fn chain(self: &Arc<Self>) -> impl Iterator<Item = &Scope> {
+        std::iter::successors(Some(&**self), |scope| scope.parent.as_deref())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +56,11 @@ struct Cancel {
 /// The turn does not abort an attempt that is still running when the deadline passes: that
 /// attempt's own deadline is the caller's (give it a timeout). When it returns a failure, the
 /// ladder sees the expired turn and gives up with [`StopReason::Cancelled`].
+///
+/// A turn run inside another is bounded by it too: its deadline is the sooner of the two,
+/// cancelling the outer turn cancels it, and its retries count in both reports and reach both
+/// hooks. A task spawned inside a turn is outside it (task-locals do not follow
+/// `tokio::spawn`): carry the turn with [`TurnHandle::scope`].
 ///
 /// ```
 /// use retry_runtime::{testing, Class, Policy, Retry, StopReason, Turn};
@@ -95,21 +112,75 @@ impl Turn {
 
     /// Run `work` within this turn; return its output and the report of its retries.
     pub async fn run<F: Future>(self, work: F) -> (F::Output, TurnReport) {
-        let scope = Scope {
-            deadline: TokioClock.now() + self.budget,
+        let parent = TURN.try_with(Arc::clone).ok();
+        let own = TokioClock.now().checked_add(self.budget);
+        let deadline = match (own, parent.as_ref().and_then(|p| p.deadline)) {
+            (Some(own), Some(outer)) => Some(own.min(outer)),
+            (own, outer) => own.or(outer),
+        };
+        let scope = Arc::new(Scope {
+            deadline,
             hook: self.hook,
             cancel: self.cancel,
             report: Mutex::new(TurnReport::default()),
-        };
-        let mut scoped = pin!(TURN.scope(scope, work));
-        let output = scoped.as_mut().await;
-        let report = scoped
-            .as_mut()
-            .take_value()
-            .map(|scope| scope.report.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .unwrap_or_default();
+            parent,
+        });
+        let output = TURN.scope(Arc::clone(&scope), work).await;
+        let report = std::mem::take(&mut *lock(&scope.report));
         (output, report)
     }
+}
+
+/// The turn a task is running in, to carry into a task it spawns.
+///
+/// ```
+/// use retry_runtime::{testing, turn, Class, Policy, Retry, Turn};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let ((result, report), _) = testing::scope(Turn::new(Duration::from_secs(10)).run(async {
+///     let handle = turn::current().expect("inside a turn");
+///     let job = Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable));
+///     // Without the handle, the spawned ladder would wait its full 65 s.
+///     tokio::spawn(handle.scope(job)).await.unwrap()
+/// }))
+/// .await;
+/// assert_eq!(result.unwrap_err().attempts(), 2); // 5 s fit in the 10 s turn; 15 s did not
+/// assert_eq!(report.retries(), 1);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct TurnHandle {
+    scope: Arc<Scope>,
+}
+
+impl TurnHandle {
+    /// Run `work` inside the turn this handle was taken from: its deadline, cancellation,
+    /// hooks and report.
+    pub async fn scope<F: Future>(self, work: F) -> F::Output {
+        TURN.scope(self.scope, work).await
+    }
+}
+
+impl fmt::Debug for TurnHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TurnHandle")
+            .field("deadline", &self.scope.deadline)
+            .finish()
+    }
+}
+
+/// The turn the current task runs in, if any.
+pub fn current() -> Option<TurnHandle> {
+    TURN.try_with(|scope| TurnHandle {
+        scope: Arc::clone(scope),
+    })
+    .ok()
+}
+
+fn lock(report: &Mutex<TurnReport>) -> std::sync::MutexGuard<'_, TurnReport> {
+    report.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl fmt::Debug for Turn {
@@ -231,28 +302,41 @@ pub(crate) fn is_active() -> bool {
 }
 
 pub(crate) fn deadline() -> Option<Instant> {
-    TURN.try_with(|scope| scope.deadline).ok()
+    TURN.try_with(|scope| scope.deadline).ok().flatten()
 }
 
+/// Whether this turn, or one around it, was cancelled.
 pub(crate) fn is_cancelled() -> bool {
-    TURN.try_with(|scope| scope.cancel.cancelled.load(Ordering::Acquire))
-        .unwrap_or(false)
+    TURN.try_with(|scope| {
+        scope
+            .chain()
+            .any(|turn| turn.cancel.cancelled.load(Ordering::Acquire))
+    })
+    .unwrap_or(false)
 }
 
-pub(crate) fn hook() -> Option<Hook> {
-    TURN.try_with(|scope| scope.hook.clone()).ok().flatten()
+/// The hooks of this turn and of those around it, innermost first.
+pub(crate) fn hooks() -> Vec<Hook> {
+    TURN.try_with(|scope| scope.chain().filter_map(|turn| turn.hook.clone()).collect())
+        .unwrap_or_default()
+}
+
+fn record(update: impl Fn(&mut TurnReport)) {
+    let _ = TURN.try_with(|scope| {
+        for turn in scope.chain() {
+            update(&mut lock(&turn.report));
+        }
+    });
 }
 
 pub(crate) fn record_retry(class: Class) {
-    let _ = TURN.try_with(|scope| {
-        let mut report = scope.report.lock().unwrap_or_else(|e| e.into_inner());
+    record(|report| {
         report.retries[class.index()] = report.retries[class.index()].saturating_add(1);
     });
 }
 
 pub(crate) fn record_call(call: Call) {
-    let _ = TURN.try_with(|scope| {
-        let mut report = scope.report.lock().unwrap_or_else(|e| e.into_inner());
+    record(|report| {
         report.calls = report.calls.saturating_add(1);
         report.attempts = report.attempts.saturating_add(call.attempts);
         report.waiting = report.waiting.saturating_add(call.waiting);
@@ -267,24 +351,36 @@ pub(crate) fn record_call(call: Call) {
     });
 }
 
-/// Sleep, unless the turn is cancelled first; resolves to true if it was. Boxed: it is made
-/// only when a retry waits, and keeps the cancellation machinery out of the caller's future.
+/// Sleep, unless the turn (or one around it) is cancelled first; resolves to true if it was.
+/// Boxed: it is made only when a retry waits, and keeps the cancellation machinery out of the
+/// caller's future.
 pub(crate) fn sleep_or_cancel(mut sleep: Sleep) -> Pin<Box<dyn Future<Output = bool> + Send>> {
-    let Some(cancel) = TURN.try_with(|scope| Arc::clone(&scope.cancel)).ok() else {
+    let cancels: Vec<Arc<Cancel>> = TURN
+        .try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
+        .unwrap_or_default();
+    if cancels.is_empty() {
         return Box::pin(async move {
             sleep.await;
             false
         });
-    };
+    }
     Box::pin(async move {
-        let mut notified = pin!(cancel.notify.notified());
-        // Register before reading the flag, so a cancel between the two is not missed.
-        notified.as_mut().enable();
-        if cancel.cancelled.load(Ordering::Acquire) {
+        let mut notified: Vec<_> = cancels
+            .iter()
+            .map(|cancel| Box::pin(cancel.notify.notified()))
+            .collect();
+        // Register before reading the flags, so a cancel between the two is not missed.
+        for waiter in &mut notified {
+            waiter.as_mut().enable();
+        }
+        if cancels.iter().any(|c| c.cancelled.load(Ordering::Acquire)) {
             return true;
         }
         poll_fn(|cx| {
-            if notified.as_mut().poll(cx).is_ready() {
+            if notified
+                .iter_mut()
+                .any(|waiter| waiter.as_mut().poll(cx).is_ready())
+            {
                 return Poll::Ready(true);
             }
             sleep.as_mut().poll(cx).map(|()| false)

@@ -49,7 +49,8 @@ pub enum StopReason {
     },
     /// The cross-call retry quota is spent: the call made its attempt but may not retry.
     Quota,
-    /// The work was cancelled, or its turn expired.
+    /// The work was cancelled, or its turn expired. (A call's own literal budget running out
+    /// is [`StopReason::Budget`].)
     Cancelled,
     /// An inner retried call already gave up on this failure; retrying at two layers would
     /// multiply the attempts.

@@ -75,7 +75,7 @@ async fn an_injected_clock_chooses_the_draws_and_receives_the_waits() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_literal_budget_reads_the_clock_once_at_the_start_of_a_success() {
+async fn a_literal_budget_reads_the_clock_at_the_start_and_the_end_of_a_success() {
     let clock = Counting::default();
     let _ = Retry::new(&Policy::AVAILABILITY)
         .within(Budget::Within(Duration::from_secs(2)))

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use retry_runtime::{Budget, Class, Policy, Retry, StopReason, Turn, testing};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use retry_runtime::{Budget, Class, Policy, Quota, Retry, StopReason, Turn, testing, turn};
 use tokio::time::Instant;
 
 const TURN: Duration = Duration::from_secs(180);
@@ -194,20 +197,173 @@ async fn a_turn_cancelled_mid_wait_stops_the_ladder_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_cancelled_turn_leaks_no_task() {
+async fn nothing_runs_on_after_a_cancelled_turn_returns() {
+    let attempts = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&attempts);
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
-    let work = tokio::spawn(
-        turn.run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable))),
-    );
+    let work = tokio::spawn(turn.run(Retry::new(&Policy::OUTAGE).run(async move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Err::<(), _>(Class::Unavailable)
+    })));
     tokio::time::sleep(Duration::from_secs(1)).await;
     canceller.cancel();
     let (result, _) = work.await.unwrap();
     assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
 
-    // The ladder waited on its own task: nothing is left running once it returned.
-    let metrics = tokio::runtime::Handle::current().metrics();
-    assert_eq!(metrics.num_alive_tasks(), 0);
+    // Long past every wait the ladder had planned: no attempt was made behind our back, and
+    // no task or timer of the ladder's is left.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks(),
+        0
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_wait_is_not_counted_as_a_retry_and_refunds_the_quota() {
+    static QUOTA: Quota = Quota::new(100);
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let work = turn.run(
+        Retry::new(&Policy::OUTAGE)
+            .with_quota(&QUOTA)
+            .run(async |_| Err::<(), _>(Class::Unavailable)),
+    );
+    let cancel = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        canceller.cancel();
+    };
+    let ((result, report), ()) = tokio::join!(work, cancel);
+
+    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert_eq!(report.retries(), 0);
+    assert_eq!(report.attempts(), 1);
+    assert_eq!(QUOTA.available(), 100);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_inside_a_turn_keeps_the_outer_deadline() {
+    let outer = Turn::new(Duration::from_secs(10));
+    let ((result, outer_report), recorded) = testing::scope(outer.run(async {
+        let inner = Turn::new(Duration::from_secs(3600));
+        let (result, _) = inner
+            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
+            .await;
+        result
+    }))
+    .await;
+
+    // 5 s fits in the outer turn's 10 s; 15 s does not, whatever the inner turn allows.
+    assert_eq!(recorded.waits(), [Duration::from_secs(5)]);
+    assert!(matches!(
+        result.unwrap_err().reason(),
+        StopReason::Budget { .. }
+    ));
+    // The inner turn's call counts in the outer report too.
+    assert_eq!(outer_report.calls(), 1);
+    assert_eq!(outer_report.retries(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_outer_turn_stops_a_ladder_in_an_inner_turn() {
+    let outer = Turn::new(TURN);
+    let canceller = outer.canceller();
+    let work = outer.run(async {
+        Turn::new(TURN)
+            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
+            .await
+            .0
+    });
+    let cancel = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        canceller.cancel();
+    };
+    let started = Instant::now();
+    let ((result, _), ()) = tokio::join!(work, cancel);
+
+    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inner_turns_hook_and_the_outer_turns_hook_both_hear_a_retry() {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let (outer_heard, inner_heard) = (Arc::clone(&heard), Arc::clone(&heard));
+    let outer =
+        Turn::new(TURN).on_notice(move |e| outer_heard.lock().unwrap().push(("outer", e.attempt)));
+    let ((_, _), _) = testing::scope(outer.run(async {
+        Turn::new(TURN)
+            .on_notice(move |e| inner_heard.lock().unwrap().push(("inner", e.attempt)))
+            .run(Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
+                if attempt == 1 {
+                    Err(Class::Transport)
+                } else {
+                    Ok(())
+                }
+            }))
+            .await
+    }))
+    .await;
+
+    assert_eq!(*heard.lock().unwrap(), [("inner", 1), ("outer", 1)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spawned_task_is_outside_the_turn_unless_it_carries_the_handle() {
+    let ((waits_without, waits_with), _) = Turn::new(Duration::from_secs(10))
+        .run(async {
+            let job =
+                || Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable));
+            let without = tokio::spawn(testing::scope(job())).await.unwrap().1;
+            let handle = turn::current().expect("inside a turn");
+            let with = tokio::spawn(testing::scope(handle.scope(job())))
+                .await
+                .unwrap()
+                .1;
+            (without.total(), with.total())
+        })
+        .await;
+
+    assert_eq!(waits_without, Duration::from_secs(65));
+    assert_eq!(waits_with, Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_too_long_to_be_an_instant_has_no_deadline() {
+    let ((result, _), recorded) = testing::scope(
+        Turn::new(Duration::MAX)
+            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable))),
+    )
+    .await;
+
+    assert_eq!(
+        result.unwrap_err().reason(),
+        StopReason::Exhausted { attempts: 4 }
+    );
+    assert_eq!(recorded.total(), Duration::from_secs(65));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_literal_budget_is_reported_as_budget_not_cancelled() {
+    let bounded = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
+    let result = bounded
+        .run(async |_| {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Err::<(), _>(Class::Unavailable)
+        })
+        .await;
+
+    let gave_up = result.unwrap_err();
+    assert!(
+        matches!(gave_up.reason(), StopReason::Budget { remaining, .. } if remaining.is_zero()),
+        "{:?}",
+        gave_up.reason()
+    );
+    assert_eq!(gave_up.attempts(), 1);
 }
 
 #[tokio::test(start_paused = true)]
