@@ -275,10 +275,8 @@ impl<R: Source> Run<R> {
     /// Take one attempt's output, noting whether a ladder nested inside it gave up.
     #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
-        if let Some(class) = attempted.inner_exhausted {
-            // At most 9 classes: the index + 1 fits the four bits.
-            self.state |= ((class.index() as u32 + 1) << INNER_SHIFT) & INNER;
-        }
+        // At most 9 classes: the index + 1 fits the four bits.
+        self.state |= (u32::from(attempted.inner_exhausted) << INNER_SHIFT) & INNER;
         attempted.output
     }
 
@@ -516,7 +514,8 @@ pin_project_lite::pin_project! {
 #[derive(Debug)]
 pub struct Attempted<T> {
     output: T,
-    inner_exhausted: Option<Class>,
+    /// The class index an inner ladder ran out on, + 1; 0 if none did.
+    inner_exhausted: u8,
 }
 
 impl<F: Future> Future for Attempt<F> {

@@ -13,14 +13,16 @@ thread_local! {
 }
 
 /// What an attempt learns from the retried calls nested inside it: the class of the last
-/// failure an inner ladder ran out on, if one did.
+/// failure an inner ladder ran out on, as its index + 1 (0: none). One byte, because it is
+/// swapped in and out of a thread-local on every poll of every attempt.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Frame {
-    exhausted: Option<Class>,
+    exhausted: u8,
 }
 
 impl Frame {
-    pub(crate) fn exhausted(&self) -> Option<Class> {
+    /// The class index an inner ladder ran out on, + 1; 0 if none did.
+    pub(crate) fn exhausted(&self) -> u8 {
         self.exhausted
     }
 }
@@ -51,7 +53,8 @@ pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
 pub(crate) fn mark_exhausted(class: Class) {
     CURRENT.with(|current| {
         if let Some(mut frame) = current.get() {
-            frame.exhausted = Some(class);
+            // At most 9 classes: the index + 1 fits a byte.
+            frame.exhausted = class.index() as u8 + 1;
             current.set(Some(frame));
         }
     });
