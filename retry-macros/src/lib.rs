@@ -153,7 +153,7 @@ use proc_macro::TokenStream;
 /// `async fn fetch(&self, id: u64) -> Result<Item, FetchError> { BODY }` expands to, in
 /// substance (the helpers live in `retry_runtime::__private`, not public API):
 ///
-/// ```ignore
+/// ```text
 /// async fn fetch(&self, id: u64) -> Result<Item, FetchError> {
 ///     const __RETRY_BASE: Policy = Policy::OUTAGE;
 ///     const __RETRY_POLICY: Policy = __RETRY_BASE.with_attempts(3);
