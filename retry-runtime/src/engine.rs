@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::class::{Class, Classify};
 use crate::clock::{Clock, TokioClock};
-use crate::ladder::{self, Draw, Failure, Step};
+use crate::ladder::{self, Failure, Step};
 use crate::nesting;
 use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
@@ -312,9 +312,10 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        let wait = match self.decide(&error) {
+        let class = error.classify();
+        let wait = match self.decide(&error, class) {
             Ok(wait) => wait,
-            Err((class, reason)) => return Err(self.give_up(error, class, reason)),
+            Err(reason) => return Err(self.give_up(error, class, reason)),
         };
         // Only the error, the start of the wait and one box live across the `.await`.
         let waiting_since = self.started.map(|_| self.retry().clock.now());
@@ -325,7 +326,6 @@ impl<R: Source> Run<R> {
             self.retry().clock.now().saturating_duration_since(since)
         });
         self.add_waited(waited);
-        let class = error.classify();
         if cancelled {
             // The retry the quota paid for was never made.
             if let Some(quota) = self.retry().quota {
@@ -337,10 +337,8 @@ impl<R: Source> Run<R> {
         Ok(())
     }
 
-    /// The wait before the next attempt, with the retry announced and counted; or the class
-    /// and the reason to stop.
-    fn decide(&mut self, error: &dyn Failed) -> Result<Duration, (Class, StopReason)> {
-        let class = error.classify();
+    /// The wait before the next attempt, with the retry announced; or the reason to stop.
+    fn decide(&mut self, error: &dyn fmt::Display, class: Class) -> Result<Duration, StopReason> {
         match self.next_step(class) {
             Step::Retry { wait } => {
                 self.notify(error, class, Action::Retry { backoff: wait });
@@ -349,7 +347,7 @@ impl<R: Source> Run<R> {
                 }
                 Ok(wait)
             }
-            Step::Stop(reason) => Err((class, reason)),
+            Step::Stop(reason) => Err(reason),
         }
     }
 
@@ -364,12 +362,9 @@ impl<R: Source> Run<R> {
                 attempts: self.attempts(),
             });
         }
-        if !policy.retries(&class)
-            || matches!(class, Class::Cancelled | Class::Definitive)
-            || self.attempts() >= policy.attempts()
-        {
-            // Decided by class and count alone: no clock, no draw.
-            return ladder::next_step(policy, self.failure(class, None), Draw::IDEAL);
+        // Decided by class and count alone: no clock, no draw.
+        if let Some(reason) = ladder::stop_before_waiting(policy, class, self.attempts()) {
+            return Step::Stop(reason);
         }
         if turn::is_cancelled() {
             return Step::Stop(StopReason::Cancelled);
@@ -419,10 +414,7 @@ impl<R: Source> Run<R> {
             (Budget::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
-        match (own, turn) {
-            (Some(own), Some(turn)) => Some(own.min(turn)),
-            (own, turn) => own.or(turn),
-        }
+        turn::sooner(own, turn)
     }
 
     fn add_waited(&mut self, waited: Duration) {
@@ -493,11 +485,6 @@ impl<R: Source> Run<R> {
         });
     }
 }
-
-/// A failure the engine can classify and show: what `notice` needs, as one object type.
-trait Failed: Classify + fmt::Display {}
-
-impl<E: Classify + fmt::Display> Failed for E {}
 
 pin_project_lite::pin_project! {
     /// One attempt's future, marked as running inside a retried call. Not public API.

@@ -209,26 +209,8 @@ pub struct Failure {
 /// ```
 pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
     let class = failure.class;
-    if matches!(class, Class::Cancelled) {
-        return Step::Stop(StopReason::Cancelled);
-    }
-    // An answer is never retried, whatever the policy's class list says (rule 1).
-    if matches!(class, Class::Definitive) {
-        return Step::Stop(StopReason::Definitive);
-    }
-    if !policy.retries(&class) {
-        return Step::Stop(match class {
-            Class::Definitive => StopReason::Definitive,
-            _ => StopReason::NotRetried { class },
-        });
-    }
-    let attempts = if policy.attempts() == 0 {
-        1
-    } else {
-        policy.attempts()
-    };
-    if failure.attempt >= attempts {
-        return Step::Stop(StopReason::Exhausted { attempts });
+    if let Some(reason) = stop_before_waiting(policy, class, failure.attempt) {
+        return Step::Stop(reason);
     }
     let wait = match class {
         Class::RateLimited { retry_after } => {
@@ -267,6 +249,45 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
         });
     }
     Step::Retry { wait }
+}
+
+/// The stops decided by the failure's class and the attempt count alone, before any wait is
+/// computed: a cancelled call, an answer, a class the policy does not retry, the last attempt.
+/// The engine asks this first, so such a failure reads neither the clock nor the RNG.
+///
+/// ```
+/// use retry_runtime::{ladder, Class, Policy, StopReason};
+/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::ServerError, 1),
+///            Some(StopReason::NotRetried { class: Class::ServerError }));
+/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable, 1), None);
+/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable, 4),
+///            Some(StopReason::Exhausted { attempts: 4 }));
+/// ```
+pub const fn stop_before_waiting(
+    policy: &Policy,
+    class: Class,
+    attempt: u32,
+) -> Option<StopReason> {
+    if matches!(class, Class::Cancelled) {
+        return Some(StopReason::Cancelled);
+    }
+    // An answer is never retried, whatever the policy's class list says (rule 1).
+    if matches!(class, Class::Definitive) {
+        return Some(StopReason::Definitive);
+    }
+    if !policy.retries(&class) {
+        return Some(StopReason::NotRetried { class });
+    }
+    // An `attempts` of 0 behaves as 1: the call is always made once.
+    let attempts = if policy.attempts() == 0 {
+        1
+    } else {
+        policy.attempts()
+    };
+    if attempt >= attempts {
+        return Some(StopReason::Exhausted { attempts });
+    }
+    None
 }
 
 /// The jittered ladder wait before retry `retry`.

@@ -114,10 +114,7 @@ impl Turn {
     pub async fn run<F: Future>(self, work: F) -> (F::Output, TurnReport) {
         let parent = TURN.try_with(Arc::clone).ok();
         let own = TokioClock.now().checked_add(self.budget);
-        let deadline = match (own, parent.as_ref().and_then(|p| p.deadline)) {
-            (Some(own), Some(outer)) => Some(own.min(outer)),
-            (own, outer) => own.or(outer),
-        };
+        let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
         let scope = Arc::new(Scope {
             deadline,
             hook: self.hook,
@@ -294,6 +291,14 @@ pub(crate) struct Call {
     pub(crate) waiting: Duration,
     pub(crate) working: Duration,
     pub(crate) gave_up: Option<StopReason>,
+}
+
+/// The sooner of two deadlines, where `None` is no deadline at all.
+pub(crate) fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 #[inline]

@@ -557,6 +557,31 @@ fn header_number<T: std::str::FromStr>(value: Option<&HeaderValue>) -> Option<T>
     value?.to_str().ok()?.trim().parse().ok()
 }
 
+/// Poll `future` once with a waker that does nothing; it must be ready (a first-try success
+/// never waits).
+pub fn poll_once<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+    {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => panic!("a first-try success completes on its first poll"),
+    }
+}
+
+/// A current-thread runtime whose first `block_on` has already run: that call sets up the
+/// runtime's thread-locals, a cost the runtime pays once and an allocation count must not
+/// charge to the call under test.
+pub fn warmed_runtime() -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("build a current-thread runtime");
+    runtime.block_on(async {});
+    runtime
+}
+
 pub mod capture {
     //! A tracing layer that records the fields of every event with target `retry`.
 

@@ -5,23 +5,8 @@
 //! (no other test names the crate) and counts the allocations of the current thread, so the
 //! test harness's own threads do not disturb the count.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use retry_runtime::{Class, Policy, Retry};
-
-/// Poll `future` once with a waker that does nothing; it must be ready.
-fn poll_once<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a first-try success completes on its first poll"),
-    }
-}
+use retry_tests::{poll_once, warmed_runtime};
 
 #[test]
 fn a_first_try_success_allocates_nothing() {
@@ -38,13 +23,7 @@ fn a_first_try_success_allocates_nothing() {
 
 #[test]
 fn a_first_try_success_on_a_tokio_runtime_allocates_nothing() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("build a current-thread runtime");
-    // The runtime's first `block_on` sets up its thread-locals; that is the runtime's cost,
-    // paid once, not the call's.
-    runtime.block_on(async {});
+    let runtime = warmed_runtime();
     let mut result = None;
 
     let counted = allocation_counter::measure(|| {

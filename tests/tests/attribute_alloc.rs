@@ -4,11 +4,8 @@
 //! counts the allocations of the current thread only; a test binary has one global allocator,
 //! so these tests live apart from `attribute.rs`.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use retry_runtime::{Class, retry};
+use retry_tests::{poll_once, warmed_runtime};
 
 #[retry]
 async fn answer(n: u32) -> Result<u32, Class> {
@@ -18,18 +15,6 @@ async fn answer(n: u32) -> Result<u32, Class> {
 #[retry(policy = "transient", budget = "30s")]
 async fn answer_within_a_budget(n: u32) -> Result<u32, Class> {
     Ok(n * 2)
-}
-
-/// Poll `future` once with a waker that does nothing; it must be ready.
-fn poll_once<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a first-try success completes on its first poll"),
-    }
 }
 
 #[test]
@@ -44,12 +29,7 @@ fn a_first_try_success_of_an_annotated_function_allocates_nothing() {
 
 #[test]
 fn a_first_try_success_under_a_literal_budget_allocates_nothing() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("build a current-thread runtime");
-    // The runtime's first `block_on` sets up its thread-locals: the runtime's cost, paid once.
-    runtime.block_on(async {});
+    let runtime = warmed_runtime();
     let mut result = None;
 
     let counted = allocation_counter::measure(|| {
