@@ -30,7 +30,7 @@ impl Classify for ModelError {
             ModelError::Transport(_) => Class::Transport,
             ModelError::Status(status) => match status.as_u16() {
                 429 => Class::RateLimited { retry_after: None },
-                502..=504 => Class::Unavailable,
+                502..=504 => Class::Unavailable { retry_after: None },
                 500 => Class::ServerError,
                 _ => Class::Definitive,
             },

@@ -55,7 +55,7 @@ impl Classify for Failure {
             // The command said "not now": the question stands.
             Failure::Exited {
                 retryable: true, ..
-            } => Class::Unavailable,
+            } => Class::Unavailable { retry_after: None },
             _ => Class::Definitive,
         }
     }

@@ -106,7 +106,7 @@ fn adjustments(config: &Config, private: &TokenStream) -> Vec<TokenStream> {
 
 fn class_value(class: &At<&'static str>, private: &TokenStream) -> TokenStream {
     let variant = Ident::new(class.value, class.span);
-    if class.value == "RateLimited" {
+    if matches!(class.value, "RateLimited" | "Unavailable") {
         quote!(#private::Class::#variant { retry_after: #private::core::option::Option::None })
     } else {
         quote!(#private::Class::#variant)

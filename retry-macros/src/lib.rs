@@ -41,7 +41,7 @@ use proc_macro::TokenStream;
 /// impl Classify for Status {
 ///     fn classify(&self) -> Class {
 ///         match self.0 {
-///             502..=504 => Class::Unavailable,
+///             502..=504 => Class::Unavailable { retry_after: None },
 ///             _ => Class::Definitive,
 ///         }
 ///     }

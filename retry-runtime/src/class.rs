@@ -12,7 +12,7 @@ use std::time::Duration;
 /// ```
 /// use retry_runtime::Class;
 ///
-/// assert!(Class::Unavailable.is_transient());
+/// assert!(Class::Unavailable { retry_after: None }.is_transient());
 /// assert!(!Class::Definitive.is_transient());
 /// assert_eq!(Class::RateLimited { retry_after: None }.name(), "rate_limited");
 /// ```
@@ -21,8 +21,12 @@ use std::time::Duration;
 pub enum Class {
     /// No server was reached and there is no status to read: refused, reset, DNS, dropped.
     Transport,
-    /// The far side is unwell and the question stands: 502, 503, 504.
-    Unavailable,
+    /// The far side is unwell or overloaded and the question stands: 502, 503, 504, 529, an
+    /// `overloaded_error`; maybe with a hint of when to come back (a `Retry-After` on a 503).
+    Unavailable {
+        /// How long the far side asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
     /// The far side failed, and it may be the request's fault: 500.
     ServerError,
     /// The attempt used up its own time.
@@ -45,10 +49,11 @@ pub enum Class {
 }
 
 impl Class {
-    /// Every class, with `RateLimited` carrying no hint; in the order of [`Class::index`].
+    /// Every class, with `Unavailable` and `RateLimited` carrying no hint; in the order of
+    /// [`Class::index`].
     pub const ALL: [Class; 9] = [
         Class::Transport,
-        Class::Unavailable,
+        Class::Unavailable { retry_after: None },
         Class::ServerError,
         Class::Timeout,
         Class::RateLimited { retry_after: None },
@@ -80,7 +85,7 @@ impl Class {
     pub const fn name(&self) -> &'static str {
         match self {
             Class::Transport => "transport",
-            Class::Unavailable => "unavailable",
+            Class::Unavailable { .. } => "unavailable",
             Class::ServerError => "server_error",
             Class::Timeout => "timeout",
             Class::RateLimited { .. } => "rate_limited",
@@ -100,7 +105,7 @@ impl Class {
     pub const fn index(&self) -> usize {
         match self {
             Class::Transport => 0,
-            Class::Unavailable => 1,
+            Class::Unavailable { .. } => 1,
             Class::ServerError => 2,
             Class::Timeout => 3,
             Class::RateLimited { .. } => 4,
@@ -111,6 +116,22 @@ impl Class {
         }
     }
 
+    /// The far side's hint of when to try again, carried by `Unavailable` and `RateLimited`.
+    ///
+    /// ```
+    /// use retry_runtime::Class;
+    /// use std::time::Duration;
+    /// let hint = Some(Duration::from_secs(3));
+    /// assert_eq!(Class::Unavailable { retry_after: hint }.retry_after(), hint);
+    /// assert_eq!(Class::Transport.retry_after(), None);
+    /// ```
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Class::Unavailable { retry_after } | Class::RateLimited { retry_after } => *retry_after,
+            _ => None,
+        }
+    }
+
     const fn bit(&self) -> u16 {
         1 << self.index()
     }
@@ -118,21 +139,20 @@ impl Class {
 
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Class::RateLimited {
-                retry_after: Some(hint),
-            } => write!(f, "rate_limited (retry after {} ms)", hint.as_millis()),
-            other => f.write_str(other.name()),
+        match self.retry_after() {
+            Some(hint) => write!(f, "{} (retry after {} ms)", self.name(), hint.as_millis()),
+            None => f.write_str(self.name()),
         }
     }
 }
 
-/// A set of classes, built in `const` context: which failures a policy retries.
+/// A set of classes, built in `const` context: which failures a policy retries. It holds kinds:
+/// a hint carried by `Unavailable` or `RateLimited` is ignored.
 ///
 /// ```
 /// use retry_runtime::{Class, ClassSet};
 ///
-/// const RETRIED: ClassSet = ClassSet::EMPTY.with(Class::Transport).with(Class::Unavailable);
+/// const RETRIED: ClassSet = ClassSet::EMPTY.with(Class::Transport).with(Class::Unavailable { retry_after: None });
 /// assert!(RETRIED.contains(&Class::Transport));
 /// assert!(!RETRIED.contains(&Class::ServerError));
 /// ```
@@ -143,7 +163,7 @@ impl ClassSet {
     /// No class.
     pub const EMPTY: ClassSet = ClassSet(0);
 
-    /// This set with `class` added (a `RateLimited` hint is ignored: the set holds kinds).
+    /// This set with `class` added (a hint is ignored: the set holds kinds).
     pub const fn with(self, class: Class) -> ClassSet {
         ClassSet(self.0 | class.bit())
     }
@@ -189,7 +209,7 @@ impl fmt::Debug for ClassSet {
 ///     fn classify(&self) -> Class {
 ///         match self {
 ///             ModelError::Connect => Class::Transport,
-///             ModelError::Status(502..=504) => Class::Unavailable,
+///             ModelError::Status(502..=504) => Class::Unavailable { retry_after: None },
 ///             ModelError::Status(429) => Class::RateLimited { retry_after: None },
 ///             ModelError::Status(500) => Class::ServerError,
 ///             ModelError::Status(_) => Class::Definitive,
@@ -197,7 +217,7 @@ impl fmt::Debug for ClassSet {
 ///     }
 /// }
 ///
-/// assert_eq!(ModelError::Status(503).classify(), Class::Unavailable);
+/// assert_eq!(ModelError::Status(503).classify(), Class::Unavailable { retry_after: None });
 /// assert_eq!(ModelError::Status(404).classify(), Class::Definitive);
 /// ```
 #[diagnostic::on_unimplemented(

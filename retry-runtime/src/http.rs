@@ -50,13 +50,13 @@ pub fn classify_response(status: StatusCode, headers: &HeaderMap, now: SystemTim
 /// ```
 /// use http::StatusCode;
 /// use retry_runtime::{http::classify_status, Class};
-/// assert_eq!(classify_status(StatusCode::BAD_GATEWAY), Class::Unavailable);
+/// assert_eq!(classify_status(StatusCode::BAD_GATEWAY), Class::Unavailable { retry_after: None });
 /// assert_eq!(classify_status(StatusCode::UNPROCESSABLE_ENTITY), Class::Definitive);
 /// ```
 pub const fn classify_status(status: StatusCode) -> Class {
     match status.as_u16() {
         429 => Class::RateLimited { retry_after: None },
-        502..=504 => Class::Unavailable,
+        502..=504 => Class::Unavailable { retry_after: None },
         408 => Class::Timeout,
         // 501 and 505 say the server will never do this: answers.
         501 | 505 => Class::Definitive,
@@ -210,7 +210,7 @@ mod tests {
             let status = StatusCode::from_u16(code).unwrap();
             let class = classify_status(status);
             assert_eq!(
-                class == Class::Unavailable,
+                class == Class::Unavailable { retry_after: None },
                 matches!(code, 502..=504),
                 "{code}"
             );

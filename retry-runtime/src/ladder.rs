@@ -191,15 +191,16 @@ pub struct Failure {
 /// Decide, from the policy and one failure, whether to wait and retry or to stop.
 ///
 /// This is the whole rule of the engine: classes the policy does not retry stop at once,
-/// attempts bound the ladder, a `Retry-After` replaces the doubling up to the policy's maximum,
-/// and a wait that would not fit in the remaining budget is not taken.
+/// attempts bound the ladder, a `Retry-After` hint (on `Unavailable` or `RateLimited`) is a
+/// floor under the ladder's own wait up to the policy's maximum, and a wait that would not fit
+/// in the remaining budget is not taken.
 ///
 /// ```
 /// use retry_runtime::ladder::{self, Failure, Step};
 /// use retry_runtime::{Class, Draw, Policy, StopReason};
 /// use std::time::Duration;
 ///
-/// let failure = Failure { attempt: 1, class: Class::Unavailable, rate_limited_before: false, remaining: None };
+/// let failure = Failure { attempt: 1, class: Class::Unavailable { retry_after: None }, rate_limited_before: false, remaining: None };
 /// assert_eq!(
 ///     ladder::next_step(&Policy::AVAILABILITY, failure, Draw::IDEAL),
 ///     Step::Retry { wait: Duration::from_millis(250) },
@@ -212,32 +213,31 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
     if let Some(reason) = stop_before_waiting(policy, class, failure.attempt) {
         return Step::Stop(reason);
     }
-    let wait = match class {
-        Class::RateLimited { retry_after } => {
-            let once = match policy.rate_limit() {
-                RateLimit::Once { wait } => Some(wait),
-                RateLimit::Ladder => None,
-            };
-            if once.is_some() && failure.rate_limited_before {
+    // The policy's own wait for this failure: the ladder's rung, or a rate limit's single wait.
+    let own = match (class, policy.rate_limit()) {
+        (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
+            if failure.rate_limited_before {
                 return Step::Stop(StopReason::Exhausted {
                     attempts: failure.attempt,
                 });
             }
-            match (retry_after, once) {
-                (Some(hint), _) => {
-                    if hint.as_nanos() > policy.max_retry_after().as_nanos() {
-                        return Step::Stop(StopReason::RetryAfterTooLong {
-                            wanted: hint,
-                            max: policy.max_retry_after(),
-                        });
-                    }
-                    hinted(hint, draw)
-                }
-                (None, Some(wait)) => hinted(wait, draw),
-                (None, None) => ladder_wait(policy, failure.attempt, draw),
-            }
+            hinted(wait, draw)
         }
         _ => ladder_wait(policy, failure.attempt, draw),
+    };
+    // A hint is a floor, never a shortcut: the longer of it (with its spread) and the policy's
+    // own wait. A hint of zero asks for nothing, so it is no hint at all.
+    let wait = match class.retry_after() {
+        Some(hint) if !hint.is_zero() => {
+            if hint.as_nanos() > policy.max_retry_after().as_nanos() {
+                return Step::Stop(StopReason::RetryAfterTooLong {
+                    wanted: hint,
+                    max: policy.max_retry_after(),
+                });
+            }
+            max_duration(hinted(hint, draw), own)
+        }
+        _ => own,
     };
     // Past the deadline (nothing remains), even a zero wait would start the next attempt late.
     if let Some(remaining) = failure.remaining
@@ -259,8 +259,8 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
 /// use retry_runtime::{ladder, Class, Policy, StopReason};
 /// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::ServerError, 1),
 ///            Some(StopReason::NotRetried { class: Class::ServerError }));
-/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable, 1), None);
-/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable, 4),
+/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable { retry_after: None }, 1), None);
+/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable { retry_after: None }, 4),
 ///            Some(StopReason::Exhausted { attempts: 4 }));
 /// ```
 pub const fn stop_before_waiting(
@@ -316,6 +316,10 @@ const fn to_duration(nanos: u128) -> Duration {
 const fn sat_add(a: u128, b: u128) -> u128 {
     let sum = a.saturating_add(b);
     if sum > MAX_NANOS { MAX_NANOS } else { sum }
+}
+
+const fn max_duration(a: Duration, b: Duration) -> Duration {
+    if a.as_nanos() >= b.as_nanos() { a } else { b }
 }
 
 const fn min_u128(a: u128, b: u128) -> u128 {

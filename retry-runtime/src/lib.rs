@@ -22,7 +22,7 @@
 //!     fn classify(&self) -> Class {
 //!         match self.0 {
 //!             429 => Class::RateLimited { retry_after: None },
-//!             502..=504 => Class::Unavailable,
+//!             502..=504 => Class::Unavailable { retry_after: None },
 //!             500 => Class::ServerError,
 //!             _ => Class::Definitive,
 //!         }

@@ -46,7 +46,7 @@ pub enum Action {
 ///     .on_notice(move |event| sink.lock().unwrap().push(event.to_string()));
 /// let model = Retry::new(&Policy::AVAILABILITY).named("model");
 /// testing::scope(turn.run(model.run(async |attempt| {
-///     if attempt < 3 { Err(Class::Unavailable) } else { Ok(()) }
+///     if attempt < 3 { Err(Class::Unavailable { retry_after: None }) } else { Ok(()) }
 /// })))
 /// .await;
 /// assert_eq!(*told.lock().unwrap(), [
@@ -92,7 +92,7 @@ impl fmt::Display for RetryEvent<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.class {
             Class::Transport => "could not be reached",
-            Class::Unavailable => "is unavailable",
+            Class::Unavailable { .. } => "is unavailable",
             Class::ServerError => "failed on its side",
             Class::Timeout => "timed out",
             Class::RateLimited { .. } => "is rate limited",

@@ -122,7 +122,7 @@ impl Policy {
         name: "availability",
         retried: ClassSet::EMPTY
             .with(Class::Transport)
-            .with(Class::Unavailable)
+            .with(Class::Unavailable { retry_after: None })
             .with(Class::RateLimited { retry_after: None }),
         attempts: 4,
         base: Duration::from_millis(250),
@@ -140,7 +140,7 @@ impl Policy {
         name: "outage",
         retried: ClassSet::EMPTY
             .with(Class::Transport)
-            .with(Class::Unavailable)
+            .with(Class::Unavailable { retry_after: None })
             .with(Class::RateLimited { retry_after: None }),
         attempts: 4,
         base: Duration::from_secs(5),
@@ -160,7 +160,7 @@ impl Policy {
         name: "transient",
         retried: ClassSet::EMPTY
             .with(Class::Transport)
-            .with(Class::Unavailable)
+            .with(Class::Unavailable { retry_after: None })
             .with(Class::ServerError)
             .with(Class::Timeout)
             .with(Class::RateLimited { retry_after: None }),

@@ -13,9 +13,9 @@ use crate::class::Class;
 /// use retry_runtime::{Class, Quota};
 ///
 /// static MODEL_QUOTA: Quota = Quota::new(10);
-/// assert!(MODEL_QUOTA.withdraw(Class::Unavailable)); // costs 5
+/// assert!(MODEL_QUOTA.withdraw(Class::Unavailable { retry_after: None })); // costs 5
 /// assert!(MODEL_QUOTA.withdraw(Class::Transport)); // costs 5
-/// assert!(!MODEL_QUOTA.withdraw(Class::Unavailable)); // empty: no retry
+/// assert!(!MODEL_QUOTA.withdraw(Class::Unavailable { retry_after: None })); // empty: no retry
 /// MODEL_QUOTA.deposit();
 /// assert_eq!(MODEL_QUOTA.available(), 1);
 /// ```

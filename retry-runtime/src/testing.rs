@@ -8,7 +8,7 @@
 //! # async fn main() {
 //! let (result, waits) = testing::scope(async {
 //!     Retry::new(&Policy::AVAILABILITY)
-//!         .run(async |_| Err::<(), _>(Class::Unavailable))
+//!         .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
 //!         .await
 //! })
 //! .await;

@@ -70,7 +70,7 @@ struct Cancel {
 /// # async fn main() {
 /// let turn = Turn::new(Duration::from_secs(60)).on_notice(|event| eprintln!("{event}"));
 /// let ((result, report), _) = testing::scope(turn.run(async {
-///     Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)).await
+///     Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })).await
 /// }))
 /// .await;
 /// // 5 + 15 s fit in the minute; the 45 s wait would not.
@@ -138,7 +138,7 @@ impl Turn {
 /// # async fn main() {
 /// let ((result, report), _) = testing::scope(Turn::new(Duration::from_secs(10)).run(async {
 ///     let handle = turn::current().expect("inside a turn");
-///     let job = Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable));
+///     let job = Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }));
 ///     // Without the handle, the spawned ladder would wait its full 65 s.
 ///     tokio::spawn(handle.scope(job)).await.unwrap()
 /// }))

@@ -118,13 +118,13 @@ impl fmt::Display for StopReason {
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let gave_up = Retry::new(&Policy::AVAILABILITY)
-///     .run(async |_attempt| Err::<(), _>(Class::Unavailable))
+///     .run(async |_attempt| Err::<(), _>(Class::Unavailable { retry_after: None }))
 ///     .await
 ///     .unwrap_err();
 /// assert_eq!(gave_up.reason(), StopReason::Exhausted { attempts: 4 });
 /// assert_eq!(gave_up.attempts(), 4);
 /// assert!(gave_up.is_undetermined());
-/// assert_eq!(gave_up.into_error(), Class::Unavailable);
+/// assert_eq!(gave_up.into_error(), Class::Unavailable { retry_after: None });
 /// # }
 /// ```
 #[derive(Debug)]

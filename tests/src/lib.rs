@@ -456,7 +456,7 @@ impl Classify for HttpError {
                 ratelimit_remaining,
                 ..
             } => match status {
-                502..=504 => Class::Unavailable,
+                502..=504 => Class::Unavailable { retry_after: None },
                 500..=599 => Class::ServerError,
                 429 => Class::RateLimited {
                     retry_after: *retry_after,

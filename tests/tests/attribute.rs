@@ -32,7 +32,7 @@ impl fmt::Display for Failure {
 impl Classify for Failure {
     fn classify(&self) -> Class {
         match self.status {
-            502..=504 => Class::Unavailable,
+            502..=504 => Class::Unavailable { retry_after: None },
             500 => Class::ServerError,
             429 => Class::RateLimited { retry_after: None },
             _ => Class::Definitive,

@@ -93,7 +93,7 @@ async fn real_waits_run_on_tokio_time() {
     let (result, report) = Turn::new(Duration::from_secs(180))
         .run(Retry::new(&Policy::OUTAGE).run(async |attempt| {
             if attempt < 3 {
-                Err(Class::Unavailable)
+                Err(Class::Unavailable { retry_after: None })
             } else {
                 Ok(())
             }

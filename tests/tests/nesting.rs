@@ -13,7 +13,7 @@ async fn inner(reached: &AtomicU32) -> Result<(), GaveUp<Class>> {
         .named("inner")
         .run(async |_| {
             reached.fetch_add(1, Ordering::SeqCst);
-            Err::<(), _>(Class::Unavailable)
+            Err::<(), _>(Class::Unavailable { retry_after: None })
         })
         .await
 }
@@ -111,7 +111,7 @@ fn the_nesting_marker_follows_the_task_across_threads() {
         YieldOnce(false).await;
         let inner = Retry::new(&Policy::AVAILABILITY).run(|_| async move {
             REACHED.fetch_add(1, Ordering::SeqCst);
-            Err::<(), _>(Class::Unavailable)
+            Err::<(), _>(Class::Unavailable { retry_after: None })
         });
         let result = inner.await.map_err(GaveUp::into_error);
         YieldOnce(false).await;

@@ -20,7 +20,7 @@ impl fmt::Display for Status {
 impl retry_runtime::Classify for Status {
     fn classify(&self) -> Class {
         match self.0 {
-            502..=504 => Class::Unavailable,
+            502..=504 => Class::Unavailable { retry_after: None },
             _ => Class::Definitive,
         }
     }
@@ -155,9 +155,30 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            ("model", 1, 4, ms(250), Class::Unavailable, error()),
-            ("model", 2, 4, ms(500), Class::Unavailable, error()),
-            ("model", 3, 4, ms(1000), Class::Unavailable, error()),
+            (
+                "model",
+                1,
+                4,
+                ms(250),
+                Class::Unavailable { retry_after: None },
+                error()
+            ),
+            (
+                "model",
+                2,
+                4,
+                ms(500),
+                Class::Unavailable { retry_after: None },
+                error()
+            ),
+            (
+                "model",
+                3,
+                4,
+                ms(1000),
+                Class::Unavailable { retry_after: None },
+                error()
+            ),
         ]
     );
 }

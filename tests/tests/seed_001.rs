@@ -52,7 +52,7 @@ async fn an_outage_that_outlasts_the_ladder_is_reported_exhausted_and_still_unde
     assert_eq!(gave_up.attempts(), 4);
     assert_eq!(gave_up.waited(), secs(65));
     assert!(gave_up.is_undetermined());
-    assert_eq!(gave_up.class(), Class::Unavailable);
+    assert_eq!(gave_up.class(), Class::Unavailable { retry_after: None });
     assert_eq!(
         gave_up.into_error(),
         HttpError::Status {
@@ -194,7 +194,20 @@ async fn a_second_429_is_not_retried() {
 }
 
 #[tokio::test]
-async fn a_429_with_retry_after_waits_the_hint_instead_of_20_s() {
+async fn a_429_with_a_longer_retry_after_waits_the_hint_instead_of_20_s() {
+    let server = Server::start([Step::rate_limited_for(30), Step::ok("reply")]).await;
+    let client = server.client();
+
+    let (result, recorded) =
+        testing::scope(Retry::new(&Policy::OUTAGE).run(async |_| client.get().await)).await;
+
+    assert_eq!(result.unwrap().body, "reply");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(recorded.waits(), [secs(30)]);
+}
+
+#[tokio::test]
+async fn a_429_with_a_shorter_retry_after_still_waits_20_s_because_a_hint_is_a_floor() {
     let server = Server::start([Step::rate_limited_for(7), Step::ok("reply")]).await;
     let client = server.client();
 
@@ -203,7 +216,7 @@ async fn a_429_with_retry_after_waits_the_hint_instead_of_20_s() {
 
     assert_eq!(result.unwrap().body, "reply");
     assert_eq!(server.requests(), 2);
-    assert_eq!(recorded.waits(), [secs(7)]);
+    assert_eq!(recorded.waits(), [secs(20)]);
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ async fn a_wait_that_would_cross_the_deadline_is_not_taken() {
     let turn = Turn::new(Duration::from_secs(60));
     let ((result, report), recorded) = testing::scope(turn.run(async {
         Retry::new(&Policy::OUTAGE)
-            .run(async |_| Err::<(), _>(Class::Unavailable))
+            .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
             .await
     }))
     .await;
@@ -47,7 +47,7 @@ async fn the_report_separates_waiting_from_working() {
                 // Each attempt takes the far side two seconds of (virtual) time.
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 if attempt <= 3 {
-                    Err(Class::Unavailable)
+                    Err(Class::Unavailable { retry_after: None })
                 } else {
                     Ok("reply")
                 }
@@ -60,7 +60,10 @@ async fn the_report_separates_waiting_from_working() {
     assert_eq!(report.waiting(), Duration::from_secs(65));
     assert_eq!(report.working(), Duration::from_secs(8));
     assert_eq!(report.attempts(), 4);
-    assert_eq!(report.retries_of(Class::Unavailable), 3);
+    assert_eq!(
+        report.retries_of(Class::Unavailable { retry_after: None }),
+        3
+    );
     assert!(report.gave_up().is_empty());
 }
 
@@ -94,9 +97,11 @@ async fn the_report_lists_each_ladder_that_gave_up_with_its_reason() {
 #[tokio::test(start_paused = true)]
 async fn outside_a_turn_only_attempts_bound_the_ladder() {
     // The outage ladder waits 65 s; with no turn around it, nothing cuts it short.
-    let (result, recorded) =
-        testing::scope(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
-            .await;
+    let (result, recorded) = testing::scope(
+        Retry::new(&Policy::OUTAGE)
+            .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
+    )
+    .await;
 
     assert_eq!(
         result.unwrap_err().reason(),
@@ -148,7 +153,7 @@ async fn an_attempt_that_outlives_the_turn_is_not_cut_short_and_not_retried() {
         Retry::new(&Policy::AVAILABILITY)
             .run(async |_| {
                 tokio::time::sleep(Duration::from_secs(200)).await;
-                Err::<(), _>(Class::Unavailable)
+                Err::<(), _>(Class::Unavailable { retry_after: None })
             })
             .await
     }))
@@ -179,8 +184,10 @@ async fn a_turn_cancelled_mid_wait_stops_the_ladder_at_once() {
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
     let started = Instant::now();
-    let work =
-        turn.run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)));
+    let work = turn.run(
+        Retry::new(&Policy::OUTAGE)
+            .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
+    );
     let cancel = async {
         // One second into the first 5 s wait.
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -204,7 +211,7 @@ async fn nothing_runs_on_after_a_cancelled_turn_returns() {
     let canceller = turn.canceller();
     let work = tokio::spawn(turn.run(Retry::new(&Policy::OUTAGE).run(async move |_| {
         counted.fetch_add(1, Ordering::SeqCst);
-        Err::<(), _>(Class::Unavailable)
+        Err::<(), _>(Class::Unavailable { retry_after: None })
     })));
     tokio::time::sleep(Duration::from_secs(1)).await;
     canceller.cancel();
@@ -231,7 +238,7 @@ async fn a_cancelled_wait_is_not_counted_as_a_retry_and_refunds_the_quota() {
     let work = turn.run(
         Retry::new(&Policy::OUTAGE)
             .with_quota(&QUOTA)
-            .run(async |_| Err::<(), _>(Class::Unavailable)),
+            .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
     );
     let cancel = async {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -251,7 +258,10 @@ async fn a_turn_inside_a_turn_keeps_the_outer_deadline() {
     let ((result, outer_report), recorded) = testing::scope(outer.run(async {
         let inner = Turn::new(Duration::from_secs(3600));
         let (result, _) = inner
-            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
+            .run(
+                Retry::new(&Policy::OUTAGE)
+                    .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
+            )
             .await;
         result
     }))
@@ -274,7 +284,10 @@ async fn cancelling_the_outer_turn_stops_a_ladder_in_an_inner_turn() {
     let canceller = outer.canceller();
     let work = outer.run(async {
         Turn::new(TURN)
-            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable)))
+            .run(
+                Retry::new(&Policy::OUTAGE)
+                    .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
+            )
             .await
             .0
     });
@@ -316,8 +329,10 @@ async fn an_inner_turns_hook_and_the_outer_turns_hook_both_hear_a_retry() {
 async fn a_spawned_task_is_outside_the_turn_unless_it_carries_the_handle() {
     let ((waits_without, waits_with), _) = Turn::new(Duration::from_secs(10))
         .run(async {
-            let job =
-                || Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable));
+            let job = || {
+                Retry::new(&Policy::OUTAGE)
+                    .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
+            };
             let without = tokio::spawn(testing::scope(job())).await.unwrap().1;
             let handle = turn::current().expect("inside a turn");
             let with = tokio::spawn(testing::scope(handle.scope(job())))
@@ -335,8 +350,10 @@ async fn a_spawned_task_is_outside_the_turn_unless_it_carries_the_handle() {
 #[tokio::test(start_paused = true)]
 async fn a_turn_too_long_to_be_an_instant_has_no_deadline() {
     let ((result, _), recorded) = testing::scope(
-        Turn::new(Duration::MAX)
-            .run(Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable))),
+        Turn::new(Duration::MAX).run(
+            Retry::new(&Policy::OUTAGE)
+                .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
+        ),
     )
     .await;
 
@@ -353,7 +370,7 @@ async fn an_expired_literal_budget_is_reported_as_budget_not_cancelled() {
     let result = bounded
         .run(async |_| {
             tokio::time::sleep(Duration::from_secs(3)).await;
-            Err::<(), _>(Class::Unavailable)
+            Err::<(), _>(Class::Unavailable { retry_after: None })
         })
         .await;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 // `budget = "turn"` (the default, spelled out): the enclosing turn bounds the ladder.
 #[retry(policy = "outage", budget = "turn")]
 async fn wait_out() -> Result<(), Class> {
-    Err(Class::Unavailable)
+    Err(Class::Unavailable { retry_after: None })
 }
 
 #[tokio::main(flavor = "current_thread")]
