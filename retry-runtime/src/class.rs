@@ -248,22 +248,24 @@ impl Classify for Class {
     }
 }
 
-/// I/O errors by kind.
+/// I/O errors by kind. Failing to reach a server is never an answer.
 ///
-/// - `Transport`: the connection could not be made or was lost (`ConnectionRefused`,
-///   `ConnectionReset`, `ConnectionAborted`, `NotConnected`, `BrokenPipe`, `UnexpectedEof`,
-///   `HostUnreachable`, `NetworkUnreachable`, `NetworkDown`, `AddrNotAvailable`, `Interrupted`,
-///   `WouldBlock`): no server answered, so the question stands.
+/// - `Transport`: the network did not carry the call (`ConnectionRefused`, `ConnectionReset`,
+///   `ConnectionAborted`, `NotConnected`, `BrokenPipe`, `UnexpectedEof`, `HostUnreachable`,
+///   `NetworkUnreachable`, `NetworkDown`, `AddrNotAvailable`, `Interrupted`, `WouldBlock`),
+///   and `Other` or an uncategorized kind, which is what a failed name lookup gives: no server
+///   answered, so the question stands.
 /// - `Timeout`: `TimedOut`; the attempt had its time.
-/// - `Definitive`: everything else (`NotFound`, `PermissionDenied`, `InvalidInput`,
-///   `InvalidData`, `AlreadyExists`, `Unsupported`, `OutOfMemory`, ...): the same call gets
-///   the same answer.
+/// - `Definitive`: the local kinds (`NotFound`, `PermissionDenied`, `InvalidInput`,
+///   `InvalidData`, `AlreadyExists`, `Unsupported`, `OutOfMemory`, `StorageFull`, the
+///   file-system kinds, ...): the same call gets the same answer.
 ///
 /// ```
 /// use retry_runtime::{Class, Classify};
 /// use std::io::{Error, ErrorKind};
 ///
 /// assert_eq!(Error::from(ErrorKind::ConnectionRefused).classify(), Class::Transport);
+/// assert_eq!(Error::other("failed to lookup address information").classify(), Class::Transport);
 /// assert_eq!(Error::from(ErrorKind::TimedOut).classify(), Class::Timeout);
 /// assert_eq!(Error::from(ErrorKind::NotFound).classify(), Class::Definitive);
 /// ```
@@ -271,11 +273,34 @@ impl Classify for io::Error {
     fn classify(&self) -> Class {
         use io::ErrorKind::*;
         match self.kind() {
-            ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | BrokenPipe
-            | UnexpectedEof | HostUnreachable | NetworkUnreachable | NetworkDown
-            | AddrNotAvailable | Interrupted | WouldBlock => Class::Transport,
             TimedOut => Class::Timeout,
-            _ => Class::Definitive,
+            NotFound
+            | PermissionDenied
+            | InvalidInput
+            | InvalidData
+            | AlreadyExists
+            | Unsupported
+            | OutOfMemory
+            | StorageFull
+            | WriteZero
+            | NotADirectory
+            | IsADirectory
+            | DirectoryNotEmpty
+            | ReadOnlyFilesystem
+            | StaleNetworkFileHandle
+            | NotSeekable
+            | QuotaExceeded
+            | FileTooLarge
+            | ResourceBusy
+            | ExecutableFileBusy
+            | Deadlock
+            | CrossesDevices
+            | TooManyLinks
+            | InvalidFilename
+            | ArgumentListTooLong => Class::Definitive,
+            // The network kinds, `Other`, and the uncategorized kind a failed name lookup
+            // produces (which cannot be named).
+            _ => Class::Transport,
         }
     }
 }

@@ -1,22 +1,106 @@
-//! HTTP: a status and its headers say what a failure means (features `http` and `reqwest`).
+//! HTTP and model APIs: one classification table for a failed response, the hints it carries,
+//! and the error that keeps them (features `http` and `reqwest`).
 //!
-//! | status | class |
+//! The rules apply in this order; the first that matches decides:
+//!
+//! | what the response says | class |
 //! |---|---|
-//! | 429 | `RateLimited`, with the `Retry-After` / `retry-after-ms` hint |
-//! | 403 with `x-ratelimit-remaining: 0` | `QuotaExhausted`: the reset outlives any backoff |
-//! | 502, 503, 504 | `Unavailable` |
-//! | 500 and other 5xx but 501, 505 | `ServerError` |
+//! | `x-should-retry: true` | `Unavailable` (with its hint), whatever the status |
+//! | `x-should-retry: false` | `Definitive`: the server says the same request gets the same answer |
+//! | body error type `overloaded_error` | `Unavailable` (with its hint), whatever the status |
+//! | body type or code `insufficient_quota`, `billing_hard_limit_reached`, `billing_not_active` | `QuotaExhausted`: no wait clears it |
+//! | 400 or 413 whose body is `context_length_exceeded` or "prompt is too long" | `Definitive`, and [`HttpError::is_context_overflow`] says so |
+//! | 502, 503, 504, 529 | `Unavailable`, with the `Retry-After` hint |
+//! | 429 | `RateLimited`, with the `Retry-After` hint |
+//! | 403 with `x-ratelimit-remaining: 0` | `QuotaExhausted`: its reset outlives any backoff |
 //! | 408 | `Timeout` |
-//! | everything else, 501 and 505 included | `Definitive`: an answer |
+//! | 500 and other 5xx but 501 and 505 | `ServerError`: may be the request's fault |
+//! | 501, 505 | `Definitive`: the server will never do this |
+//! | every other status (400, 401, 403, 404, 409, 413, 422, ...) | `Definitive`: an answer |
+//!
+//! A hint is `retry-after-ms` (milliseconds), else `Retry-After` (seconds, or an HTTP date); a
+//! hint of zero, or a date now or past, is no hint.
+//!
+//! ```
+//! use http::{HeaderMap, HeaderValue, StatusCode};
+//! use retry_runtime::http::HttpError;
+//! use retry_runtime::{Class, Classify};
+//! use std::time::Duration;
+//!
+//! let mut headers = HeaderMap::new();
+//! headers.insert("retry-after", HeaderValue::from_static("3"));
+//! let overloaded = HttpError::new(StatusCode::SERVICE_UNAVAILABLE, &headers, b"");
+//! assert_eq!(overloaded.classify(), Class::Unavailable { retry_after: Some(Duration::from_secs(3)) });
+//!
+//! let billing = br#"{"error": {"type": "insufficient_quota", "message": "You exceeded your current quota"}}"#;
+//! let refused = HttpError::new(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), billing);
+//! assert_eq!(refused.classify(), Class::QuotaExhausted);
+//! ```
 
-use std::time::{Duration, SystemTime};
+mod error;
+mod headers;
+#[cfg(feature = "reqwest")]
+mod reqwest;
 
-use http::{HeaderMap, StatusCode};
+use std::time::SystemTime;
+
+use ::http::{HeaderMap, StatusCode};
 
 use crate::class::{Class, Classify};
 
-/// The class of a failed response with this status and these headers; `now` dates an
-/// HTTP-date `Retry-After`.
+pub use error::HttpError;
+pub use headers::{parse_retry_after, retry_after};
+#[cfg(feature = "reqwest")]
+pub use reqwest::ResponseExt;
+
+/// What an error body said, in the terms the table reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum BodySays {
+    /// Nothing the table reads.
+    #[default]
+    Nothing,
+    /// The far side is overloaded (`overloaded_error`).
+    Overloaded,
+    /// A billing or hard-limit refusal (`insufficient_quota`, ...).
+    QuotaRefused,
+    /// The prompt does not fit the model's context.
+    ContextOverflow,
+}
+
+/// The one table: the class of a failed response from its status, its headers (read through
+/// `should_retry`, `hint` and `quota_spent`) and what its body said.
+pub(crate) const fn classify_parts(
+    status: u16,
+    should_retry: Option<bool>,
+    hint: Option<std::time::Duration>,
+    quota_spent: bool,
+    body: BodySays,
+) -> Class {
+    match should_retry {
+        Some(true) => return Class::Unavailable { retry_after: hint },
+        Some(false) => return Class::Definitive,
+        None => {}
+    }
+    match body {
+        BodySays::Overloaded => return Class::Unavailable { retry_after: hint },
+        BodySays::QuotaRefused => return Class::QuotaExhausted,
+        BodySays::ContextOverflow => return Class::Definitive,
+        BodySays::Nothing => {}
+    }
+    match status {
+        502..=504 | 529 => Class::Unavailable { retry_after: hint },
+        429 => Class::RateLimited { retry_after: hint },
+        403 if quota_spent => Class::QuotaExhausted,
+        408 => Class::Timeout,
+        // 501 and 505 say the server will never do this: answers.
+        501 | 505 => Class::Definitive,
+        500..=599 => Class::ServerError,
+        _ => Class::Definitive,
+    }
+}
+
+/// The class of a failed response with this status and these headers (the body unread); `now`
+/// dates an HTTP-date `Retry-After`. [`HttpError`] applies the same table with the body.
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
@@ -36,100 +120,26 @@ use crate::class::{Class, Classify};
 /// assert_eq!(classify_response(StatusCode::FORBIDDEN, &HeaderMap::new(), SystemTime::now()), Class::Definitive);
 /// ```
 pub fn classify_response(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Class {
-    match status.as_u16() {
-        429 => Class::RateLimited {
-            retry_after: retry_after(headers, now),
-        },
-        403 if quota_spent(headers) => Class::QuotaExhausted,
-        _ => classify_status(status),
-    }
+    classify_parts(
+        status.as_u16(),
+        headers::should_retry(headers),
+        retry_after(headers, now),
+        headers::quota_spent(headers),
+        BodySays::Nothing,
+    )
 }
 
-/// The class of a status alone (a 429 without its headers carries no hint).
+/// The class of a status alone (no hint, no header, no body).
 ///
 /// ```
 /// use http::StatusCode;
 /// use retry_runtime::{http::classify_status, Class};
 /// assert_eq!(classify_status(StatusCode::BAD_GATEWAY), Class::Unavailable { retry_after: None });
+/// assert_eq!(classify_status(StatusCode::from_u16(529).unwrap()), Class::Unavailable { retry_after: None });
 /// assert_eq!(classify_status(StatusCode::UNPROCESSABLE_ENTITY), Class::Definitive);
 /// ```
 pub const fn classify_status(status: StatusCode) -> Class {
-    match status.as_u16() {
-        429 => Class::RateLimited { retry_after: None },
-        502..=504 => Class::Unavailable { retry_after: None },
-        408 => Class::Timeout,
-        // 501 and 505 say the server will never do this: answers.
-        501 | 505 => Class::Definitive,
-        500..=599 => Class::ServerError,
-        _ => Class::Definitive,
-    }
-}
-
-/// The wait the far side asked for: `retry-after-ms` (milliseconds), else `Retry-After` in
-/// seconds or as an HTTP date (a date in the past asks for no wait). Malformed values are
-/// ignored; the ladder's own wait applies then.
-///
-/// ```
-/// use http::{HeaderMap, HeaderValue};
-/// use retry_runtime::http::retry_after;
-/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
-///
-/// let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
-/// let mut headers = HeaderMap::new();
-/// headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:30 GMT"));
-/// assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
-/// headers.insert("retry-after-ms", HeaderValue::from_static("1500"));
-/// assert_eq!(retry_after(&headers, now), Some(Duration::from_millis(1500)));
-/// ```
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = headers
-        .get("retry-after-ms")
-        .and_then(|v| parse_millis(v.as_bytes()))
-    {
-        return Some(ms);
-    }
-    headers
-        .get(http::header::RETRY_AFTER)
-        .and_then(|v| parse_retry_after(v.as_bytes(), now))
-}
-
-/// Parse one `Retry-After` value: delay-seconds or an HTTP date. Any bytes are accepted; what
-/// is not a valid value gives `None`.
-///
-/// ```
-/// use retry_runtime::http::parse_retry_after;
-/// use std::time::{Duration, SystemTime};
-/// assert_eq!(parse_retry_after(b"120", SystemTime::now()), Some(Duration::from_secs(120)));
-/// assert_eq!(parse_retry_after(b"soon", SystemTime::now()), None);
-/// assert_eq!(parse_retry_after(b"99999999999999999999999", SystemTime::now()), Some(Duration::MAX));
-/// ```
-pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        // A huge number is a very long wait, not an error: the policy's maximum rejects it.
-        return Some(
-            text.parse::<u64>()
-                .map_or(Duration::MAX, Duration::from_secs),
-        );
-    }
-    let date = httpdate::parse_http_date(text).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-fn parse_millis(value: &[u8]) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    let millis: f64 = text.parse().ok()?;
-    if !millis.is_finite() || millis < 0.0 {
-        return None;
-    }
-    Some(Duration::try_from_secs_f64(millis / 1000.0).unwrap_or(Duration::MAX))
-}
-
-fn quota_spent(headers: &HeaderMap) -> bool {
-    headers
-        .get("x-ratelimit-remaining")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim() == "0")
+    classify_parts(status.as_u16(), None, None, false, BodySays::Nothing)
 }
 
 /// A status says its class; see [`classify_status`].
@@ -140,69 +150,15 @@ impl Classify for StatusCode {
 }
 
 /// A response says its class by its status and headers; see [`classify_response`].
-impl<B> Classify for http::Response<B> {
+impl<B> Classify for ::http::Response<B> {
     fn classify(&self) -> Class {
         classify_response(self.status(), self.headers(), SystemTime::now())
-    }
-}
-
-/// `reqwest` errors by what failed: a timeout is `Timeout`; a connection that could not be made
-/// or broke mid-request or mid-body is `Transport`; a status from `error_for_status` is
-/// classified by [`classify_status`] (the headers are gone by then: classify the response
-/// before `error_for_status` to keep a `Retry-After`); a body that does not decode is
-/// `InvalidOutput`; a request that cannot be built or redirected is `Definitive`.
-#[cfg(feature = "reqwest")]
-impl Classify for reqwest::Error {
-    fn classify(&self) -> Class {
-        if self.is_timeout() {
-            Class::Timeout
-        } else if let Some(status) = self.status() {
-            classify_status(status)
-        } else if self.is_decode() {
-            Class::InvalidOutput
-        } else if self.is_builder() || self.is_redirect() {
-            Class::Definitive
-        } else {
-            // Connect, request and body errors: no status was read.
-            Class::Transport
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn retry_after_takes_any_bytes_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let _ = parse_retry_after(&bytes, SystemTime::now());
-            let _ = parse_millis(&bytes);
-        }
-
-        #[test]
-        fn delay_seconds_round_trip(seconds in any::<u64>()) {
-            let text = seconds.to_string();
-            prop_assert_eq!(parse_retry_after(text.as_bytes(), SystemTime::now()), Some(Duration::from_secs(seconds)));
-        }
-    }
-
-    #[test]
-    fn a_date_in_the_past_asks_for_no_wait() {
-        let now = SystemTime::now();
-        assert_eq!(
-            parse_retry_after(b"Wed, 21 Oct 2015 07:28:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-    }
-
-    #[test]
-    fn negative_or_nan_milliseconds_are_ignored() {
-        assert_eq!(parse_millis(b"-5"), None);
-        assert_eq!(parse_millis(b"NaN"), None);
-        assert_eq!(parse_millis(b"250.5"), Some(Duration::from_micros(250_500)));
-    }
 
     #[test]
     fn every_status_has_a_class_and_only_availability_statuses_are_unavailable() {
@@ -210,10 +166,18 @@ mod tests {
             let status = StatusCode::from_u16(code).unwrap();
             let class = classify_status(status);
             assert_eq!(
-                class == Class::Unavailable { retry_after: None },
-                matches!(code, 502..=504),
+                matches!(class, Class::Unavailable { .. }),
+                matches!(code, 502..=504 | 529),
                 "{code}"
             );
         }
+    }
+
+    #[test]
+    fn x_should_retry_overrides_the_status_both_ways() {
+        let retry = classify_parts(400, Some(true), None, false, BodySays::Nothing);
+        assert_eq!(retry, Class::Unavailable { retry_after: None });
+        let stop = classify_parts(503, Some(false), None, false, BodySays::Nothing);
+        assert_eq!(stop, Class::Definitive);
     }
 }

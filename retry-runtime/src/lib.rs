@@ -61,7 +61,7 @@
 //! | [`quota`] | [`Quota`], the cross-call retry budget |
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
 //! | [`testing`] | a scope where waits are recorded, not slept |
-//! | `http` | (feature `http`) statuses, `Retry-After`, rate-limit headers; (feature `reqwest`) `reqwest::Error` |
+//! | `http` | (feature `http`) the one HTTP table, `HttpError`, `Retry-After`; (feature `reqwest`) `ResponseExt::check_status` and `reqwest::Error` |
 
 #![forbid(unsafe_code)]
 

@@ -6,8 +6,8 @@
 //!   dropped ones included, so a test asserts how many attempts the far side saw.
 //! - [`Client`] is a real `reqwest` client with its own retries turned off (so the only retries
 //!   are the engine's) and no connection reuse (so each attempt is one connection).
-//! - [`HttpError`] is the client's error; it implements [`Classify`] by reading the status
-//!   number and headers, never the text, as the seeds ask.
+//! - [`CallError`] is the client's error; it classifies with the library's own classifiers
+//!   (its [`HttpError`] and `Classify for reqwest::Error`), never a copy of the table.
 //!
 //! ```no_run
 //! use retry_runtime::{testing, Policy, Retry};
@@ -38,8 +38,9 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use retry_runtime::http::{HttpError, ResponseExt};
 use retry_runtime::{Class, Classify};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -71,6 +72,9 @@ pub enum Step {
     Drop,
     /// Read the request and never answer: the client's own timeout ends the attempt.
     Stall,
+    /// Read the request, send a `200 OK` head that promises a longer body than follows,
+    /// send the start of it, and close: the body is cut off mid-read.
+    CutOff,
 }
 
 impl Step {
@@ -103,7 +107,7 @@ impl Step {
         vec![self; count]
     }
 
-    /// This answer with one more header (no effect on [`Step::Drop`] and [`Step::Stall`]).
+    /// This answer with one more header (no effect on the steps that are not answers).
     pub fn with_header(mut self, name: &str, value: &str) -> Step {
         if let Step::Answer { headers, .. } = &mut self {
             headers.push((name.to_owned(), value.to_owned()));
@@ -111,7 +115,7 @@ impl Step {
         self
     }
 
-    /// This answer with this body (no effect on [`Step::Drop`] and [`Step::Stall`]).
+    /// This answer with this body (no effect on the steps that are not answers).
     pub fn with_body(mut self, text: &str) -> Step {
         if let Step::Answer { body, .. } = &mut self {
             text.clone_into(body);
@@ -128,14 +132,14 @@ struct Script {
 }
 
 impl Script {
-    /// Whether the next request is to be dropped.
-    fn next_is_drop(&self) -> bool {
+    /// Whether the next request is to be answered at the socket, before axum sees it.
+    fn next_is_raw(&self) -> bool {
         matches!(
             self.steps
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .front(),
-            Some(Step::Drop)
+            Some(Step::Drop | Step::CutOff)
         )
     }
 
@@ -179,13 +183,18 @@ impl axum::serve::Listener for ScriptedListener {
                 tokio::task::yield_now().await;
                 continue;
             };
-            if !self.script.next_is_drop() {
+            if !self.script.next_is_raw() {
                 return (stream, addr);
             }
             // The request reaches the server (it is read in full, so closing does not reset
-            // the connection), is counted, and gets no answer.
+            // the connection), is counted, and gets no answer or a cut-off one.
             read_request_head(&mut stream).await;
-            let _ = self.script.take();
+            if let (_, Step::CutOff) = self.script.take() {
+                let head = "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(b"{\"partial\": ").await;
+                let _ = stream.flush().await;
+            }
             drop(stream);
         }
     }
@@ -216,12 +225,12 @@ async fn answer(State(script): State<Arc<Script>>) -> Response {
             body,
         } => (status, headers, body),
         Step::Stall => std::future::pending().await,
-        // The listener drops these before axum sees them; reaching here means a connection
+        // The listener answers these before axum sees them; reaching here means a connection
         // carried a second request, which the script cannot serve in order.
-        Step::Drop => (
+        Step::Drop | Step::CutOff => (
             500,
             Vec::new(),
-            "a dropped connection was scripted for a reused connection".to_owned(),
+            "a raw answer was scripted for a reused connection".to_owned(),
         ),
     };
     let mut response = Response::new(Body::from(body));
@@ -348,11 +357,11 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// This reply if its body has content, else [`HttpError::InvalidOutput`]: an answer came
+    /// This reply if its body has content, else [`CallError::InvalidOutput`]: an answer came
     /// back, but unusable (seed 002's empty output).
-    pub fn nonempty(self) -> Result<Reply, HttpError> {
+    pub fn nonempty(self) -> Result<Reply, CallError> {
         if self.body.trim().is_empty() {
-            Err(HttpError::InvalidOutput {
+            Err(CallError::InvalidOutput {
                 request: self.request,
                 detail: "the answer's body is empty".to_owned(),
             })
@@ -362,42 +371,22 @@ impl Reply {
     }
 }
 
-/// A failed request, classified by its status number and headers.
-///
-/// | failure | class |
-/// |---|---|
-/// | 502, 503, 504 | `Unavailable` |
-/// | 500 and other 5xx | `ServerError` |
-/// | 429 | `RateLimited`, with its `Retry-After` in seconds |
-/// | 403 with `x-ratelimit-remaining: 0` | `QuotaExhausted` |
-/// | any other status (400, 401, 403, 404, 413, 422, ...) | `Definitive` |
-/// | refused, reset, dropped connection | `Transport` |
-/// | the client's timeout | `Timeout` |
-/// | a 2xx whose body is unusable | `InvalidOutput` |
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HttpError {
+/// A failed request. It classifies with the shipped classifiers only: the library's
+/// [`HttpError`] for a status, and its `Classify for reqwest::Error` for a failure with no
+/// status, so the tests prove the table users get, not a copy of it.
+#[derive(Debug)]
+pub enum CallError {
     /// The server answered with a status that is not a success.
-    Status {
-        /// The status code.
-        status: u16,
-        /// The `Retry-After` header, in whole seconds, if it had one.
-        retry_after: Option<Duration>,
-        /// The `x-ratelimit-remaining` header, if it had one.
-        ratelimit_remaining: Option<u64>,
+    Http {
+        /// The library's error, made by [`ResponseExt::check_status`].
+        error: HttpError,
         /// The number of the request, as the server counted it ([`REQUEST_NUMBER`]).
         request: Option<u32>,
     },
-    /// No status to read: the connection was refused, reset or dropped.
-    Transport {
-        /// What the client said.
-        detail: String,
-    },
-    /// The request used up the client's timeout.
-    Timeout {
-        /// What the client said.
-        detail: String,
-    },
-    /// A success whose content is unusable.
+    /// The client failed with no status to read: refused, dropped, timed out, cut off,
+    /// malformed.
+    Request(reqwest::Error),
+    /// A success whose content is unusable: the caller's own check (seed 002's empty output).
     InvalidOutput {
         /// The number of the request, as the server counted it.
         request: Option<u32>,
@@ -406,11 +395,11 @@ pub enum HttpError {
     },
 }
 
-impl HttpError {
+impl CallError {
     /// The status code, if the server answered with one.
     pub fn status(&self) -> Option<u16> {
         match self {
-            HttpError::Status { status, .. } => Some(*status),
+            CallError::Http { error, .. } => Some(error.status().as_u16()),
             _ => None,
         }
     }
@@ -418,22 +407,57 @@ impl HttpError {
     /// The number of the request this error answers, if the server answered.
     pub fn request(&self) -> Option<u32> {
         match self {
-            HttpError::Status { request, .. } | HttpError::InvalidOutput { request, .. } => {
-                *request
-            }
-            HttpError::Transport { .. } | HttpError::Timeout { .. } => None,
+            CallError::Http { request, .. } | CallError::InvalidOutput { request, .. } => *request,
+            CallError::Request(_) => None,
         }
     }
 
-    fn from_reqwest(error: &reqwest::Error) -> HttpError {
-        let detail = error_chain(error);
-        if error.is_timeout() {
-            HttpError::Timeout { detail }
-        } else {
-            HttpError::Transport { detail }
+    /// The library's [`HttpError`], if the server answered with a status.
+    pub fn http(&self) -> Option<&HttpError> {
+        match self {
+            CallError::Http { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the client timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, CallError::Request(error) if error.is_timeout())
+    }
+
+    /// Whether no status was read: the request failed in the client.
+    pub fn is_request(&self) -> bool {
+        matches!(self, CallError::Request(_))
+    }
+}
+
+impl Classify for CallError {
+    fn classify(&self) -> Class {
+        match self {
+            CallError::Http { error, .. } => error.classify(),
+            CallError::Request(error) => error.classify(),
+            CallError::InvalidOutput { .. } => Class::InvalidOutput,
         }
     }
 }
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Http { error, request } => {
+                write!(f, "{error}")?;
+                if let Some(request) = request {
+                    write!(f, " (request {request})")?;
+                }
+                Ok(())
+            }
+            CallError::Request(error) => write!(f, "no answer: {}", error_chain(error)),
+            CallError::InvalidOutput { detail, .. } => write!(f, "unusable answer: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
 
 /// An error and its sources, joined: hyper's "connection closed" sits a few levels down.
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -446,51 +470,6 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
-
-impl Classify for HttpError {
-    fn classify(&self) -> Class {
-        match self {
-            HttpError::Status {
-                status,
-                retry_after,
-                ratelimit_remaining,
-                ..
-            } => match status {
-                502..=504 => Class::Unavailable { retry_after: None },
-                500..=599 => Class::ServerError,
-                429 => Class::RateLimited {
-                    retry_after: *retry_after,
-                },
-                403 if *ratelimit_remaining == Some(0) => Class::QuotaExhausted,
-                _ => Class::Definitive,
-            },
-            HttpError::Transport { .. } => Class::Transport,
-            HttpError::Timeout { .. } => Class::Timeout,
-            HttpError::InvalidOutput { .. } => Class::InvalidOutput,
-        }
-    }
-}
-
-impl fmt::Display for HttpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HttpError::Status {
-                status, request, ..
-            } => {
-                write!(f, "HTTP {status}")?;
-                if let Some(request) = request {
-                    write!(f, " (request {request})")?;
-                }
-                Ok(())
-            }
-            HttpError::Transport { detail } => write!(f, "no answer: {detail}"),
-            HttpError::Timeout { detail } => write!(f, "timed out: {detail}"),
-            HttpError::InvalidOutput { detail, .. } => write!(f, "unusable answer: {detail}"),
-        }
-    }
-}
-
-impl std::error::Error for HttpError {}
 
 /// A real `reqwest` client for one URL: its own retries off, no idle connections kept.
 #[derive(Debug, Clone)]
@@ -520,35 +499,37 @@ impl Client {
         }
     }
 
-    /// `GET` the URL: a 2xx is a [`Reply`], anything else an [`HttpError`].
-    pub async fn get(&self) -> Result<Reply, HttpError> {
-        let response = self
-            .http
-            .get(&self.url)
-            .send()
-            .await
-            .map_err(|error| HttpError::from_reqwest(&error))?;
+    /// `GET` the URL: a 2xx is a [`Reply`], anything else a [`CallError`].
+    pub async fn get(&self) -> Result<Reply, CallError> {
+        let response = self.send().await?;
         let status = response.status().as_u16();
-        let headers = response.headers();
-        let request = header_number(headers.get(REQUEST_NUMBER));
-        if !response.status().is_success() {
-            return Err(HttpError::Status {
-                status,
-                retry_after: header_number(headers.get(header::RETRY_AFTER))
-                    .map(Duration::from_secs),
-                ratelimit_remaining: header_number(headers.get("x-ratelimit-remaining")),
-                request,
-            });
-        }
-        let body = response
-            .text()
-            .await
-            .map_err(|error| HttpError::from_reqwest(&error))?;
+        let request = header_number(response.headers().get(REQUEST_NUMBER));
+        let body = response.text().await.map_err(CallError::Request)?;
         Ok(Reply {
             status,
             request,
             body,
         })
+    }
+
+    /// `GET` the URL and decode its JSON body, as a model client does: a malformed body is
+    /// reqwest's decode error.
+    pub async fn get_json(&self) -> Result<serde_json::Value, CallError> {
+        self.send().await?.json().await.map_err(CallError::Request)
+    }
+
+    async fn send(&self) -> Result<reqwest::Response, CallError> {
+        let response = self
+            .http
+            .get(&self.url)
+            .send()
+            .await
+            .map_err(CallError::Request)?;
+        let request = header_number(response.headers().get(REQUEST_NUMBER));
+        response
+            .check_status()
+            .await
+            .map_err(|error| CallError::Http { error, request })
     }
 }
 
@@ -644,3 +625,8 @@ pub mod capture {
         }
     }
 }
+
+/// The README's headline example, compiled as written; `tests/readme.rs` checks that the README
+/// shows this file verbatim. Its items are the README's, undocumented there as here.
+#[allow(missing_docs)]
+pub mod headline;

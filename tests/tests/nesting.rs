@@ -207,15 +207,15 @@ mod annotated {
     //! The same rule through `#[retry]`, against a real server on loopback.
 
     use retry_runtime::{retry, testing};
-    use retry_tests::{Client, HttpError, Reply, Server, Step};
+    use retry_tests::{CallError, Client, Reply, Server, Step};
 
     #[retry(name = "inner")]
-    async fn fetch(client: &Client) -> Result<Reply, HttpError> {
+    async fn fetch(client: &Client) -> Result<Reply, CallError> {
         client.get().await
     }
 
     #[retry(name = "outer")]
-    async fn fetch_twice_removed(client: &Client) -> Result<Reply, HttpError> {
+    async fn fetch_twice_removed(client: &Client) -> Result<Reply, CallError> {
         fetch(client).await
     }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use retry_runtime::{Class, Draw, Policy, Retry, StopReason, Turn, testing};
-use retry_tests::{Client, HttpError, Server, Step, refused_url};
+use retry_tests::{Client, Server, Step, refused_url};
 
 const TURN: Duration = Duration::from_secs(180);
 
@@ -50,15 +50,9 @@ async fn the_error_given_up_on_is_the_last_503_unchanged() {
     let (result, _) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
 
-    assert_eq!(
-        result.unwrap_err().into_error(),
-        HttpError::Status {
-            status: 503,
-            retry_after: None,
-            ratelimit_remaining: None,
-            request: Some(4),
-        }
-    );
+    let error = result.unwrap_err().into_error();
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(error.request(), Some(4));
 }
 
 #[tokio::test]
@@ -113,7 +107,7 @@ async fn a_refused_connection_is_retried_at_250_500_1000_ms() {
     assert_eq!(attempts, [1, 2, 3, 4]);
     assert_eq!(recorded.waits(), [ms(250), ms(500), ms(1000)]);
     assert_eq!(gave_up.class(), Class::Transport);
-    assert!(matches!(gave_up.error(), HttpError::Transport { .. }));
+    assert!(gave_up.error().is_request());
     assert_eq!(gave_up.reason(), StopReason::Exhausted { attempts: 4 });
     assert!(gave_up.is_undetermined());
 }

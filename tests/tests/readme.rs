@@ -1,0 +1,12 @@
+//! The README's headline example is the one this crate compiles (`src/headline.rs`).
+
+#[test]
+fn the_readme_headline_is_the_compiled_example() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../src/headline.rs");
+    let block = format!("```rust\n{example}```");
+    assert!(
+        readme.contains(&block),
+        "README.md must show tests/src/headline.rs verbatim in a ```rust block"
+    );
+}
