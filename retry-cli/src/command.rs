@@ -81,7 +81,9 @@ impl Run {
         };
         // The notices name the command; the engine needs a 'static name, made once per process.
         let name: &'static str = Box::leak(program.clone().into_boxed_str());
-        notice::set_process_hook(|event| eprintln!("backoff: {event}"));
+        // The event's sentence names the command and the class; its error is our own text
+        // (the status, never the arguments, which may hold tokens).
+        notice::set_process_hook(|event| eprintln!("backoff: {event} ({})", event.error));
         let retry = Retry::new(&policy)
             .named(name)
             .within(self.budget.unwrap_or(Budget::Turn));

@@ -17,6 +17,7 @@ use crate::nesting;
 use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::redact::Redacted;
 use crate::turn;
 use crate::verdict::{GaveUp, StopReason};
 
@@ -480,7 +481,7 @@ impl<R: Source> Run<R> {
             attempt: self.attempts(),
             total: self.retry().policy.attempts().max(1),
             class,
-            error,
+            error: Redacted::new(error),
             action,
         });
     }

@@ -59,6 +59,7 @@
 //! | [`turn`] | [`Turn`], the budget scope, and its [`TurnReport`] |
 //! | [`notice`] | [`RetryEvent`], tracing events and hooks |
 //! | [`quota`] | [`Quota`], the cross-call retry budget |
+//! | [`redact`] | [`Redacted`](redact::Redacted): secrets stay out of notices, logs and reports |
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
 //! | [`testing`] | a scope where waits are recorded, not slept |
 //! | `http` | (feature `http`) the one HTTP table, `HttpError`, `Retry-After`; (feature `reqwest`) `ResponseExt::check_status` and `reqwest::Error` |
@@ -75,6 +76,7 @@ mod nesting;
 pub mod notice;
 pub mod policy;
 pub mod quota;
+pub mod redact;
 pub mod testing;
 pub mod turn;
 pub mod verdict;

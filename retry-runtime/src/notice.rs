@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::class::Class;
+use crate::redact::Redacted;
 use crate::turn;
 use crate::verdict::StopReason;
 
@@ -50,8 +51,8 @@ pub enum Action {
 /// })))
 /// .await;
 /// assert_eq!(*told.lock().unwrap(), [
-///     "model is unavailable (unavailable): retrying (2 of 4) in 250 ms",
-///     "model is unavailable (unavailable): retrying (3 of 4) in 500 ms",
+///     "model is unavailable: retrying (2 of 4) in 250 ms",
+///     "model is unavailable: retrying (3 of 4) in 500 ms",
 /// ]);
 /// # }
 /// ```
@@ -68,8 +69,9 @@ pub struct RetryEvent<'a> {
     pub total: u32,
     /// The failure's class.
     pub class: Class,
-    /// The failure.
-    pub error: &'a dyn fmt::Display,
+    /// The failure's text, redacted (see [`redact`](crate::redact)): for telemetry, never
+    /// for the person-facing sentence, which says what happened in the library's own words.
+    pub error: Redacted<'a>,
     /// What happens next.
     pub action: Action,
 }
@@ -82,12 +84,15 @@ impl fmt::Debug for RetryEvent<'_> {
             .field("attempt", &self.attempt)
             .field("total", &self.total)
             .field("class", &self.class)
-            .field("error", &format_args!("{}", self.error))
+            .field("error", &self.error)
             .field("action", &self.action)
             .finish()
     }
 }
 
+/// A sentence for a person, in the library's own words: the op, the class in words, the
+/// attempt and the wait, or why it gave up. It never carries the error's text (a server's
+/// message or a URL may hold a secret); that is on [`RetryEvent::error`], redacted.
 impl fmt::Display for RetryEvent<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.class {
@@ -101,7 +106,7 @@ impl fmt::Display for RetryEvent<'_> {
             Class::Cancelled => "was cancelled",
             Class::Definitive => "answered with an error",
         };
-        write!(f, "{} {state} ({})", self.op, self.error)?;
+        write!(f, "{} {state}", self.op)?;
         match self.action {
             Action::Retry { backoff } => write!(
                 f,

@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::class::{Class, Classify};
+use crate::redact::Redacted;
 
 /// Why a ladder stopped without a success.
 ///
@@ -127,7 +128,6 @@ impl fmt::Display for StopReason {
 /// assert_eq!(gave_up.into_error(), Class::Unavailable { retry_after: None });
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct GaveUp<E> {
     error: E,
     reason: StopReason,
@@ -185,17 +185,30 @@ impl<E: Classify> GaveUp<E> {
     }
 }
 
+/// The error's text redacted (see [`redact`](crate::redact)), then why the ladder stopped.
 impl<E: fmt::Display> fmt::Display for GaveUp<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{} (gave up: {}; {} attempt{}, {} ms waiting)",
-            self.error,
+            Redacted::new(&self.error),
             self.reason,
             self.attempts,
             if self.attempts == 1 { "" } else { "s" },
             self.waited.as_millis()
         )
+    }
+}
+
+/// The error's `Debug` text redacted; [`GaveUp::error`] gives the error itself, untouched.
+impl<E: fmt::Debug> fmt::Debug for GaveUp<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GaveUp")
+            .field("error", &Redacted::debug(&self.error))
+            .field("reason", &self.reason)
+            .field("attempts", &self.attempts)
+            .field("waited", &self.waited)
+            .finish()
     }
 }
 

@@ -52,7 +52,7 @@ fn expected_retry(attempt: u32, backoff_ms: u64) -> Fields {
         (
             "message",
             format!(
-                "model is unavailable (HTTP 503): retrying ({} of 4) in {backoff_ms} ms",
+                "model is unavailable: retrying ({} of 4) in {backoff_ms} ms",
                 attempt + 1
             ),
         ),
@@ -106,7 +106,7 @@ async fn a_give_up_is_one_more_event_with_its_reason() {
     assert_eq!(give_up["class"], "unavailable");
     assert_eq!(
         give_up["message"],
-        "model is unavailable (HTTP 503): gave up after 4 of 4 attempts: all 4 attempts failed"
+        "model is unavailable: gave up after 4 of 4 attempts: all 4 attempts failed"
     );
 }
 
@@ -223,6 +223,6 @@ async fn the_process_hook_receives_events_outside_any_turn() {
     result.unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
-        ["process-hook-test is unavailable (HTTP 502): retrying (2 of 4) in 250 ms"]
+        ["process-hook-test is unavailable: retrying (2 of 4) in 250 ms"]
     );
 }
