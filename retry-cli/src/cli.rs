@@ -96,7 +96,7 @@ pub(crate) struct PolicyArgs {
 enum PolicyName {
     /// 4 attempts; 250, 500, 1000 ms; equal jitter (seed 000).
     Availability,
-    /// 4 attempts; 5, 15, 45 s; equal jitter (seed 001).
+    /// 4 attempts; 5, 15, 45 s at least; above jitter, at most a fifth longer (seed 001).
     Outage,
     /// 5 attempts; 1, 2, 4, 8 s capped at 16 s; proportional jitter (seed 004).
     Transient,
@@ -110,6 +110,8 @@ enum JitterName {
     Equal,
     /// A factor in [0, 1).
     Full,
+    /// A factor in [1, 1.2): never shorter than stated.
+    Above,
     /// No jitter.
     None,
 }
@@ -139,6 +141,7 @@ impl PolicyArgs {
                 JitterName::Proportional => Jitter::Proportional,
                 JitterName::Equal => Jitter::Equal,
                 JitterName::Full => Jitter::Full,
+                JitterName::Above => Jitter::Above,
                 JitterName::None => Jitter::None,
             });
         }

@@ -60,6 +60,7 @@ const JITTERS: &[(&str, &str)] = &[
     ("proportional", "Proportional"),
     ("equal", "Equal"),
     ("full", "Full"),
+    ("above", "Above"),
     ("none", "None"),
 ];
 

@@ -78,7 +78,7 @@ use proc_macro::TokenStream;
 /// | `base_ms` | integer ≥ 1 | the policy's: 250, 5 000, 1 000 | the ideal wait before the first retry, in ms |
 /// | `cap_ms` | integer ≥ `base_ms` | the policy's: 20 000, 45 000, 16 000 | the longest ideal wait, in ms (jitter applies after it, so `proportional` may wait 1.5 × the cap) |
 /// | `multiplier` | number ≥ 1 | the policy's: 2, 3, 2 | each ideal wait over the one before |
-/// | `jitter` | `"proportional"` [0.5, 1.5), `"equal"` [0.5, 1), `"full"` [0, 1), `"none"` | the policy's: equal, equal, proportional | the random factor on each wait |
+/// | `jitter` | `"proportional"` [0.5, 1.5), `"equal"` [0.5, 1), `"full"` [0, 1), `"above"` [1, 1.2), `"none"` | the policy's: equal, above, proportional | the random factor on each wait |
 /// | `budget` | `"turn"`, or a whole number and a unit: `"500ms"`, `"2s"`, `"3m"`, `"1h"` | `"turn"` | what bounds the ladder's time: the enclosing `Turn`'s deadline, or this call's own limit (and the turn's, if sooner) |
 /// | `name` | string | the function's path, `module::function` | the `op` of notices and turn reports |
 /// | `quota` | path to a `static` `Quota` | none | a retry budget shared across calls |

@@ -402,12 +402,10 @@ impl<R: Source> Run<R> {
     }
 
     fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
-        Failure {
-            attempt: self.attempts(),
-            class,
-            rate_limited_before: self.state & RATE_LIMITED != 0,
-            remaining,
-        }
+        Failure::new(self.attempts(), class)
+            .with_rate_limited_before(self.state & RATE_LIMITED != 0)
+            .with_remaining(remaining)
+            .with_waited(self.waited())
     }
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
@@ -419,10 +417,10 @@ impl<R: Source> Run<R> {
     }
 
     fn add_waited(&mut self, waited: Duration) {
-        // To the nearest millisecond: `Run` keeps four words, and a wait is rarely below one.
-        let millis = waited
-            .saturating_add(Duration::from_micros(500))
-            .as_millis();
+        // In whole milliseconds, rounded up: `Run` keeps four words, and a total that is never
+        // below the time spent keeps the policy's `max_total_wait` a bound. The ladder never
+        // waits past `Policy::MAX_TOTAL_WAIT` (`u32::MAX` ms), so this never saturates.
+        let millis = waited.as_nanos().div_ceil(1_000_000);
         let millis = u32::try_from(millis).unwrap_or(u32::MAX);
         self.waited_ms = self.waited_ms.saturating_add(millis);
     }

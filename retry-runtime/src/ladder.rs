@@ -77,8 +77,30 @@ pub const fn max_wait(policy: &Policy, retry: u32) -> Duration {
 }
 
 /// The longest the whole ladder can wait, jitter included, `Retry-After` hints aside; a
-/// policy's single rate-limit retry counts with its own wait.
+/// policy's single rate-limit retry counts with its own wait. Never more than the policy's
+/// `max_total_wait`.
 pub const fn worst_case_wait(policy: &Policy) -> Duration {
+    min_duration(own_worst_case_wait(policy), policy.max_total_wait())
+}
+
+/// The longest the ladder can wait with every `Retry-After` hint at the longest the policy
+/// honours (and its spread), bounded by the policy's `max_total_wait`.
+pub const fn worst_case_wait_with_hints(policy: &Policy) -> Duration {
+    let retries = policy.attempts().saturating_sub(1) as u128;
+    let hint = policy.max_retry_after().as_nanos();
+    let longest_hint = sat_add(hint, clamp_u128(hint / 10, 100_000_000, NANOS_PER_SEC));
+    let hinted_everywhere = sat_add(0, retries.saturating_mul(longest_hint));
+    let own = own_worst_case_wait(policy).as_nanos();
+    // A hint is a floor under each wait: at worst, every wait is the longer of the two.
+    let total = if own > hinted_everywhere {
+        own
+    } else {
+        hinted_everywhere
+    };
+    min_duration(to_duration(total), policy.max_total_wait())
+}
+
+const fn own_worst_case_wait(policy: &Policy) -> Duration {
     let retries = policy.attempts().saturating_sub(1) as u128;
     let cap = policy.cap().as_nanos();
     let percent = policy.jitter().max_factor_percent() as u128;
@@ -139,6 +161,8 @@ pub const fn jittered(ideal: Duration, jitter: Jitter, draw: Draw) -> Duration {
         Jitter::Proportional => (1 << 31) + bits,
         Jitter::Equal => (1 << 31) + bits / 2,
         Jitter::Full => bits,
+        // 1 + a fifth of the draw: [1, 1.2).
+        Jitter::Above => (1 << 32) + bits / 5,
         Jitter::None => return to_duration(ideal),
     };
     to_duration((ideal * factor) >> 32)
@@ -176,7 +200,18 @@ pub enum Step {
 }
 
 /// The facts about one failed attempt that the ladder decides on.
+///
+/// ```
+/// use retry_runtime::ladder::Failure;
+/// use retry_runtime::Class;
+/// use std::time::Duration;
+///
+/// let failure = Failure::new(2, Class::Transport).with_waited(Duration::from_millis(250));
+/// assert_eq!(failure.attempt, 2);
+/// assert_eq!(failure.remaining, None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Failure {
     /// Which attempt failed (1 for the first).
     pub attempt: u32,
@@ -186,6 +221,46 @@ pub struct Failure {
     pub rate_limited_before: bool,
     /// Time left in the budget, if there is one.
     pub remaining: Option<Duration>,
+    /// The time this call's ladder has waited so far.
+    pub waited: Duration,
+}
+
+impl Failure {
+    /// Attempt `attempt` (1 for the first) failed with `class`: no rate limit retried before,
+    /// no budget, nothing waited yet.
+    pub const fn new(attempt: u32, class: Class) -> Failure {
+        Failure {
+            attempt,
+            class,
+            rate_limited_before: false,
+            remaining: None,
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// This failure with a failure of another class.
+    pub const fn with_class(mut self, class: Class) -> Failure {
+        self.class = class;
+        self
+    }
+
+    /// This failure after a rate limit was (or was not) already retried in the call.
+    pub const fn with_rate_limited_before(mut self, before: bool) -> Failure {
+        self.rate_limited_before = before;
+        self
+    }
+
+    /// This failure with `remaining` left in the budget (`None`: no budget).
+    pub const fn with_remaining(mut self, remaining: Option<Duration>) -> Failure {
+        self.remaining = remaining;
+        self
+    }
+
+    /// This failure after the call's ladder waited `waited` in all.
+    pub const fn with_waited(mut self, waited: Duration) -> Failure {
+        self.waited = waited;
+        self
+    }
 }
 
 /// Decide, from the policy and one failure, whether to wait and retry or to stop.
@@ -200,12 +275,12 @@ pub struct Failure {
 /// use retry_runtime::{Class, Draw, Policy, StopReason};
 /// use std::time::Duration;
 ///
-/// let failure = Failure { attempt: 1, class: Class::Unavailable { retry_after: None }, rate_limited_before: false, remaining: None };
+/// let failure = Failure::new(1, Class::Unavailable { retry_after: None });
 /// assert_eq!(
 ///     ladder::next_step(&Policy::AVAILABILITY, failure, Draw::IDEAL),
 ///     Step::Retry { wait: Duration::from_millis(250) },
 /// );
-/// let answer = Failure { class: Class::Definitive, ..failure };
+/// let answer = failure.with_class(Class::Definitive);
 /// assert_eq!(ladder::next_step(&Policy::AVAILABILITY, answer, Draw::IDEAL), Step::Stop(StopReason::Definitive));
 /// ```
 pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
@@ -227,8 +302,12 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
     };
     // A hint is a floor, never a shortcut: the longer of it (with its spread) and the policy's
     // own wait. A hint of zero asks for nothing, so it is no hint at all.
-    let wait = match class.retry_after() {
-        Some(hint) if !hint.is_zero() => {
+    let hint = match class.retry_after() {
+        Some(hint) if !hint.is_zero() => Some(hint),
+        _ => None,
+    };
+    let wait = match hint {
+        Some(hint) => {
             if hint.as_nanos() > policy.max_retry_after().as_nanos() {
                 return Step::Stop(StopReason::RetryAfterTooLong {
                     wanted: hint,
@@ -237,8 +316,24 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
             }
             max_duration(hinted(hint, draw), own)
         }
-        _ => own,
+        None => own,
     };
+    // The whole ladder, hints included, stays within the policy's total, and never past the
+    // most any ladder may wait, so the time waited is always exact.
+    let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
+    let allowance = total.saturating_sub(failure.waited);
+    if wait.as_nanos() > allowance.as_nanos() {
+        return Step::Stop(match hint {
+            Some(hint) if hint.as_nanos() >= own.as_nanos() => StopReason::RetryAfterTooLong {
+                wanted: hint,
+                max: allowance,
+            },
+            _ => StopReason::Budget {
+                wanted: wait,
+                remaining: allowance,
+            },
+        });
+    }
     // Past the deadline (nothing remains), even a zero wait would start the next attempt late.
     if let Some(remaining) = failure.remaining
         && (wait.as_nanos() > remaining.as_nanos() || remaining.is_zero())
@@ -278,9 +373,12 @@ pub const fn stop_before_waiting(
     if !policy.retries(&class) {
         return Some(StopReason::NotRetried { class });
     }
-    // An `attempts` of 0 behaves as 1: the call is always made once.
+    // An `attempts` of 0 behaves as 1: the call is always made once; more than the most a
+    // policy may make behaves as that most, so the count reported is the count made.
     let attempts = if policy.attempts() == 0 {
         1
+    } else if policy.attempts() > Policy::MAX_ATTEMPTS {
+        Policy::MAX_ATTEMPTS
     } else {
         policy.attempts()
     };
@@ -316,6 +414,10 @@ const fn to_duration(nanos: u128) -> Duration {
 const fn sat_add(a: u128, b: u128) -> u128 {
     let sum = a.saturating_add(b);
     if sum > MAX_NANOS { MAX_NANOS } else { sum }
+}
+
+const fn min_duration(a: Duration, b: Duration) -> Duration {
+    if a.as_nanos() <= b.as_nanos() { a } else { b }
 }
 
 const fn max_duration(a: Duration, b: Duration) -> Duration {

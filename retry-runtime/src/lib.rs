@@ -190,6 +190,12 @@ pub mod __private {
             Err(PolicyError::ShrinkingMultiplier) => Some(
                 "the policy's `multiplier` is below 1, so waits would shrink; use `multiplier = 1` for a constant ladder",
             ),
+            Err(PolicyError::TooManyAttempts) => Some(
+                "the policy makes more than 134217727 attempts, the most a policy may; lower `attempts`",
+            ),
+            Err(PolicyError::WaitsTooLong) => Some(
+                "the policy's ladder could wait longer than 49 days in all, hints included; lower `attempts`",
+            ),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::ladder;
 /// | `Proportional` | [0.5, 1.5): may exceed the ideal, and so the cap, by half |
 /// | `Equal` | [0.5, 1): never longer than the ideal |
 /// | `Full` | [0, 1) |
+/// | `Above` | [1, 1.2): never shorter than stated, at most a fifth longer |
 /// | `None` | exactly 1 |
 ///
 /// ```
@@ -29,6 +30,9 @@ pub enum Jitter {
     Equal,
     /// A factor in [0, 1).
     Full,
+    /// A factor in [1, 1.2): never shorter than stated, so a ladder sized to wait out an
+    /// outage always does (seed 001), and spread by at most a fifth above it.
+    Above,
     /// No jitter: every wait is its ideal.
     None,
 }
@@ -39,6 +43,7 @@ impl Jitter {
     pub const fn max_factor_percent(self) -> u32 {
         match self {
             Jitter::Proportional => 150,
+            Jitter::Above => 120,
             Jitter::Equal | Jitter::Full | Jitter::None => 100,
         }
     }
@@ -48,7 +53,7 @@ impl Jitter {
         match self {
             Jitter::Proportional | Jitter::Equal => 50,
             Jitter::Full => 0,
-            Jitter::None => 100,
+            Jitter::Above | Jitter::None => 100,
         }
     }
 
@@ -58,6 +63,7 @@ impl Jitter {
             Jitter::Proportional => "proportional",
             Jitter::Equal => "equal",
             Jitter::Full => "full",
+            Jitter::Above => "above",
             Jitter::None => "none",
         }
     }
@@ -112,12 +118,14 @@ pub struct Policy {
     jitter: Jitter,
     rate_limit: RateLimit,
     max_retry_after: Duration,
+    max_total_wait: Duration,
 }
 
 impl Policy {
-    /// Seed 000: retry what fails fast, and only that. Transport errors, 502/503/504 and 429;
-    /// 4 attempts; waits of 250, 500, 1000 ms with equal jitter, so at most 1.75 s of waiting
-    /// in all, under a tenth of a 180 s turn. A `Retry-After` replaces the doubling.
+    /// Seed 000: retry what fails fast, and only that. Transport errors, 502/503/504/529 and
+    /// 429; 4 attempts; waits of 250, 500, 1000 ms with equal jitter, so at most 1.75 s of
+    /// ladder. A `Retry-After` is a floor under a wait, and the whole ladder, hints included,
+    /// waits at most 18 s: a tenth of a 180 s turn.
     pub const AVAILABILITY: Policy = Policy {
         name: "availability",
         retried: ClassSet::EMPTY
@@ -131,11 +139,14 @@ impl Policy {
         jitter: Jitter::Equal,
         rate_limit: RateLimit::Ladder,
         max_retry_after: Duration::from_secs(120),
+        max_total_wait: Duration::from_secs(18),
     };
 
-    /// Seed 001: wait out an outage. Transport errors and 502/503/504; 4 attempts; waits of 5,
-    /// 15, 45 s with equal jitter (never longer than stated). A rate limit gets a single retry
-    /// after 20 s or its `Retry-After`. A 500, a timeout and a budget refusal are not retried.
+    /// Seed 001: wait out an outage. Transport errors and 502/503/504/529; 4 attempts; waits of
+    /// at least 5, 15, 45 s, spread above by at most a fifth (`Above` jitter), so an outage of
+    /// about a minute is always waited out (65 s at least, 78 s at most). A rate limit gets a
+    /// single retry after 20 s, or a longer `Retry-After`. A 500, a timeout and a budget refusal
+    /// are not retried.
     pub const OUTAGE: Policy = Policy {
         name: "outage",
         retried: ClassSet::EMPTY
@@ -146,11 +157,12 @@ impl Policy {
         base: Duration::from_secs(5),
         cap: Duration::from_secs(45),
         multiplier_milli: 3000,
-        jitter: Jitter::Equal,
+        jitter: Jitter::Above,
         rate_limit: RateLimit::Once {
             wait: Duration::from_secs(20),
         },
         max_retry_after: Duration::from_secs(120),
+        max_total_wait: Duration::MAX,
     };
 
     /// Seed 004: a falling-off retry rate on every transient error. Transport errors, 5xx,
@@ -171,7 +183,18 @@ impl Policy {
         jitter: Jitter::Proportional,
         rate_limit: RateLimit::Ladder,
         max_retry_after: Duration::from_secs(120),
+        max_total_wait: Duration::MAX,
     };
+
+    /// The most attempts a policy may make; [`check`](Self::check) refuses more, so an attempt
+    /// count is always exact.
+    pub const MAX_ATTEMPTS: u32 = (1 << 27) - 1;
+
+    /// The longest a policy's ladder may wait in all, hints included (`u32::MAX` ms, about 49.7
+    /// days); [`check`](Self::check) refuses a policy whose
+    /// [`worst_case_wait_with_hints`](Self::worst_case_wait_with_hints) is longer, so the time
+    /// a call waited is always exact (to the millisecond).
+    pub const MAX_TOTAL_WAIT: Duration = Duration::from_millis(u32::MAX as u64);
 
     /// The built-in policies, by name: `availability` (the default), `outage`, `transient`.
     pub const BUILT_IN: [Policy; 3] = [Policy::AVAILABILITY, Policy::OUTAGE, Policy::TRANSIENT];
@@ -236,6 +259,12 @@ impl Policy {
         self.max_retry_after
     }
 
+    /// The most the whole ladder may wait, `Retry-After` hints included; `Duration::MAX` when
+    /// only the attempts and the budget bound it. A wait that would cross it is not taken.
+    pub const fn max_total_wait(&self) -> Duration {
+        self.max_total_wait
+    }
+
     /// The classes this policy retries.
     pub const fn retried(&self) -> ClassSet {
         self.retried
@@ -266,11 +295,18 @@ impl Policy {
         Policy { cap, ..self }
     }
 
-    /// This policy with each ideal wait `multiplier` times the one before (kept to a
-    /// thousandth; 2.0 doubles, 1.6 is gRPC's growth).
+    /// This policy with each ideal wait `multiplier` times the one before, rounded to the
+    /// nearest thousandth (2.0 doubles, 1.6 is gRPC's growth).
+    ///
+    /// ```
+    /// use retry_runtime::Policy;
+    /// assert_eq!(Policy::AVAILABILITY.with_multiplier(1.001).multiplier_milli(), 1001);
+    /// assert_eq!(Policy::AVAILABILITY.with_multiplier(1.0004).multiplier_milli(), 1000);
+    /// ```
     pub const fn with_multiplier(self, multiplier: f64) -> Policy {
-        // A float-to-int cast saturates and maps NaN to 0, which `check` reports.
-        let multiplier_milli = (multiplier * 1000.0) as u32;
+        // `f64::round` is not `const` before Rust 1.90: add one half and truncate (the cast
+        // saturates and maps NaN to 0, which `check` reports). 1.001 * 1000 is 1000.999...
+        let multiplier_milli = (multiplier * 1000.0 + 0.5) as u32;
         Policy {
             multiplier_milli,
             ..self
@@ -291,6 +327,14 @@ impl Policy {
     pub const fn with_max_retry_after(self, max: Duration) -> Policy {
         Policy {
             max_retry_after: max,
+            ..self
+        }
+    }
+
+    /// This policy waiting at most `max` in all, hints included (`Duration::MAX`: no cap).
+    pub const fn with_max_total_wait(self, max: Duration) -> Policy {
+        Policy {
+            max_total_wait: max,
             ..self
         }
     }
@@ -322,17 +366,37 @@ impl Policy {
     /// use retry_runtime::Policy;
     /// use std::time::Duration;
     ///
-    /// // Seed 000: under two seconds of waiting, under a tenth of a 180 s turn.
+    /// // Seed 000: under two seconds of waiting.
     /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait().as_millis() < 2_000);
-    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(81));
-    /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(65));
+    /// // Seed 001's 5 + 15 + 45 s, at most a fifth longer; the rate limit's 20 s (+ 1 s) in
+    /// // place of the first rung.
+    /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(78));
+    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(93));
     /// ```
     pub const fn worst_case_wait(&self) -> Duration {
         ladder::worst_case_wait(self)
     }
 
-    /// Whether the policy's numbers make sense: at least one attempt, a nonzero base, a cap not
-    /// below the base, a multiplier of at least 1.
+    /// The longest the ladder can wait in all with every `Retry-After` hint at its longest
+    /// (the policy's `max_retry_after` and its spread), bounded by
+    /// [`max_total_wait`](Self::max_total_wait).
+    ///
+    /// ```
+    /// use retry_runtime::Policy;
+    /// use std::time::Duration;
+    ///
+    /// // Seed 000: the whole ladder, hints included, stays within a tenth of a 180 s turn.
+    /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait_with_hints().as_secs() <= 18);
+    /// assert_eq!(Policy::TRANSIENT.worst_case_wait_with_hints(), Duration::from_secs(4 * 121));
+    /// ```
+    pub const fn worst_case_wait_with_hints(&self) -> Duration {
+        ladder::worst_case_wait_with_hints(self)
+    }
+
+    /// Whether the policy's numbers make sense: at least one attempt and at most
+    /// [`MAX_ATTEMPTS`](Self::MAX_ATTEMPTS), a nonzero base, a cap not below the base, a
+    /// multiplier of at least 1, and a worst case (hints included) within
+    /// [`MAX_TOTAL_WAIT`](Self::MAX_TOTAL_WAIT).
     ///
     /// ```
     /// use retry_runtime::{Policy, PolicyError};
@@ -342,12 +406,16 @@ impl Policy {
     pub const fn check(&self) -> Result<(), PolicyError> {
         if self.attempts == 0 {
             Err(PolicyError::NoAttempts)
+        } else if self.attempts > Policy::MAX_ATTEMPTS {
+            Err(PolicyError::TooManyAttempts)
         } else if self.base.is_zero() {
             Err(PolicyError::ZeroBase)
         } else if self.cap.as_nanos() < self.base.as_nanos() {
             Err(PolicyError::CapBelowBase)
         } else if self.multiplier_milli < 1000 {
             Err(PolicyError::ShrinkingMultiplier)
+        } else if self.worst_case_wait_with_hints().as_nanos() > Policy::MAX_TOTAL_WAIT.as_nanos() {
+            Err(PolicyError::WaitsTooLong)
         } else {
             Ok(())
         }
@@ -376,6 +444,7 @@ impl fmt::Debug for Policy {
             .field("jitter", &self.jitter)
             .field("rate_limit", &self.rate_limit)
             .field("max_retry_after", &self.max_retry_after)
+            .field("max_total_wait", &self.max_total_wait)
             .finish()
     }
 }
@@ -398,4 +467,12 @@ pub enum PolicyError {
     /// `multiplier` is below 1, NaN or negative.
     #[error("`multiplier` is below 1; waits must not shrink, so use 1 for a constant ladder")]
     ShrinkingMultiplier,
+    /// `attempts` is above [`Policy::MAX_ATTEMPTS`].
+    #[error("`attempts` is above 134217727, the most a policy may make; use fewer")]
+    TooManyAttempts,
+    /// The ladder, hints included, could wait longer than [`Policy::MAX_TOTAL_WAIT`].
+    #[error(
+        "the ladder could wait longer than 49 days in all; lower `attempts` or `max_retry_after`, or set a `max_total_wait`"
+    )]
+    WaitsTooLong,
 }

@@ -41,11 +41,12 @@ pub enum StopReason {
         /// The time left before the deadline.
         remaining: Duration,
     },
-    /// The far side asked for a longer wait than the policy honours.
+    /// The far side asked for a longer wait than the policy honours: longer than its
+    /// `max_retry_after`, or than what its `max_total_wait` has left.
     RetryAfterTooLong {
         /// The wait the far side asked for.
         wanted: Duration,
-        /// The policy's `max_retry_after`.
+        /// The longest wait the policy would have taken.
         max: Duration,
     },
     /// The cross-call retry quota is spent: the call made its attempt but may not retry.
@@ -92,9 +93,9 @@ impl fmt::Display for StopReason {
             ),
             StopReason::RetryAfterTooLong { wanted, max } => write!(
                 f,
-                "the far side asked to wait {} s, longer than the policy's maximum of {} s",
-                wanted.as_secs(),
-                max.as_secs()
+                "the far side asked to wait {} ms, longer than the policy allows ({} ms)",
+                wanted.as_millis(),
+                max.as_millis()
             ),
             StopReason::Quota => {
                 f.write_str("the retry quota is spent; not retrying during an outage")

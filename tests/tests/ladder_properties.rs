@@ -22,7 +22,7 @@ const RUNGS: u32 = 64;
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 512,
+        cases: 10_000,
         // The suite keeps no regression files; a failure prints its minimal case.
         failure_persistence: None,
         ..ProptestConfig::default()
@@ -68,6 +68,7 @@ fn jitter() -> impl Strategy<Value = Jitter> {
         Jitter::Proportional,
         Jitter::Equal,
         Jitter::Full,
+        Jitter::Above,
         Jitter::None,
     ])
 }
@@ -84,9 +85,14 @@ fn arbitrary_policy() -> impl Strategy<Value = Policy> {
     (
         (attempts(), duration(), duration(), multiplier()),
         (jitter(), rate_limit(), duration(), any::<u16>()),
+        prop_oneof![Just(Duration::MAX), duration()],
     )
         .prop_map(
-            |((attempts, base, cap, multiplier), (jitter, rate_limit, max_hint, retried))| {
+            |(
+                (attempts, base, cap, multiplier),
+                (jitter, rate_limit, max_hint, retried),
+                total,
+            )| {
                 let mut policy = Policy::new("arbitrary")
                     .with_attempts(attempts)
                     .with_base(base)
@@ -94,7 +100,8 @@ fn arbitrary_policy() -> impl Strategy<Value = Policy> {
                     .with_multiplier(multiplier)
                     .with_jitter(jitter)
                     .with_rate_limit(rate_limit)
-                    .with_max_retry_after(max_hint);
+                    .with_max_retry_after(max_hint)
+                    .with_max_total_wait(total);
                 for (bit, class) in Class::ALL.into_iter().enumerate() {
                     policy = if retried & (1 << bit) != 0 {
                         policy.retrying(class)
@@ -146,12 +153,18 @@ fn failure() -> impl Strategy<Value = Failure> {
         any::<bool>(),
         proptest::option::of(duration()),
     )
-        .prop_map(|(attempt, class, rate_limited_before, remaining)| Failure {
-            attempt,
-            class,
-            rate_limited_before,
-            remaining,
+        .prop_map(|(attempt, class, rate_limited_before, remaining)| {
+            Failure::new(attempt, class)
+                .with_rate_limited_before(rate_limited_before)
+                .with_remaining(remaining)
         })
+}
+
+/// A single rate-limit retry has a wait of its own (seed 001's 20 s), which the worst case must
+/// also cover: there, the rungs are a lower bound.
+fn own_rate_limit_wait(policy: &Policy) -> bool {
+    matches!(policy.rate_limit(), RateLimit::Once { .. })
+        && policy.retries(&Class::RateLimited { retry_after: None })
 }
 
 fn nanos(duration: Duration) -> u128 {
@@ -232,7 +245,8 @@ proptest! {
         let waited = (1..=retries)
             .map(|retry| nanos(ladder::ladder_wait(&policy, retry, Draw::from_bits(draws[retry as usize - 1]))))
             .fold(0u128, |sum, wait| sum.saturating_add(wait).min(MAX_NANOS));
-        prop_assert!(waited <= nanos(policy.worst_case_wait()));
+        // The engine never waits past the policy's total: the worst case is bounded by it too.
+        prop_assert!(waited.min(nanos(policy.max_total_wait())) <= nanos(policy.worst_case_wait()));
     }
 
     #[test]
@@ -242,12 +256,14 @@ proptest! {
             .map(|retry| nanos(ladder::max_wait(&policy, retry)))
             .fold(0u128, |sum, wait| sum.saturating_add(wait).min(MAX_NANOS));
         let worst = nanos(policy.worst_case_wait());
+        let total = nanos(policy.max_total_wait());
+        if worst == total {
+            // The policy's total binds: the rungs reach at least that far.
+            prop_assert!(walked >= total || retries > RUNGS || own_rate_limit_wait(&policy));
+            return Ok(());
+        }
         let flat = ladder::ideal_wait(&policy, RUNGS) == ladder::ideal_wait(&policy, RUNGS + 1);
-        // A single rate-limit retry has a wait of its own (seed 001's 20 s), which the worst
-        // case must also cover: there, the rungs are a lower bound.
-        let own_rate_limit_wait = matches!(policy.rate_limit(), RateLimit::Once { .. })
-            && policy.retries(&Class::RateLimited { retry_after: None });
-        if own_rate_limit_wait {
+        if own_rate_limit_wait(&policy) {
             prop_assert!(worst >= walked);
         } else if retries <= RUNGS {
             prop_assert_eq!(worst, walked);
@@ -277,7 +293,7 @@ proptest! {
         failure in failure(),
         draw in draw(),
     ) {
-        let failure = Failure { class: Class::Definitive, ..failure };
+        let failure = failure.with_class(Class::Definitive);
         prop_assert_eq!(
             ladder::next_step(&policy, failure, draw),
             Step::Stop(StopReason::Definitive),
@@ -291,7 +307,7 @@ proptest! {
         failure in failure(),
         draw in draw(),
     ) {
-        let failure = Failure { class: Class::Cancelled, ..failure };
+        let failure = failure.with_class(Class::Cancelled);
         prop_assert_eq!(
             ladder::next_step(&policy, failure, draw),
             Step::Stop(StopReason::Cancelled)
@@ -342,7 +358,7 @@ proptest! {
         hint in duration(),
         draw in draw(),
     ) {
-        let failure = Failure { class: Class::RateLimited { retry_after: Some(hint) }, ..failure };
+        let failure = failure.with_class(Class::RateLimited { retry_after: Some(hint) });
         match ladder::next_step(&policy, failure, draw) {
             Step::Retry { wait } => {
                 prop_assert!(wait >= hint);
@@ -350,8 +366,12 @@ proptest! {
             }
             Step::Stop(StopReason::RetryAfterTooLong { wanted, max }) => {
                 prop_assert_eq!(wanted, hint);
-                prop_assert_eq!(max, policy.max_retry_after());
-                prop_assert!(hint > max);
+                // Longer than the policy honours at all, or (with its spread) than what the
+                // policy's total has left.
+                prop_assert!(
+                    (max == policy.max_retry_after() && hint > max)
+                        || max <= policy.max_total_wait()
+                );
             }
             Step::Stop(_) => {}
         }
@@ -526,18 +546,20 @@ proptest! {
     ) {
         let ran = run(&policy, &classes, draw);
         let mut rate_limited_before = false;
+        let mut waited = Duration::ZERO;
         let mut expected = Vec::new();
         for (index, class) in classes.iter().enumerate() {
-            let failure = Failure {
-                attempt: index as u32 + 1,
-                class: *class,
-                rate_limited_before,
-                remaining: None,
-            };
+            let failure = Failure::new(index as u32 + 1, *class)
+                .with_rate_limited_before(rate_limited_before)
+                .with_waited(waited);
             // The engine decides a class the policy does not retry without a draw.
             let draw = if retried(&policy, class) { draw } else { Draw::IDEAL };
             match ladder::next_step(&policy, failure, draw) {
-                Step::Retry { wait } => expected.push(wait),
+                Step::Retry { wait } => {
+                    expected.push(wait);
+                    // The engine keeps the time waited in whole milliseconds, rounded up.
+                    waited += Duration::from_millis(wait.as_nanos().div_ceil(1_000_000) as u64);
+                }
                 Step::Stop(reason) => {
                     let gave_up = ran.result.as_ref().expect_err("the ladder stopped");
                     prop_assert_eq!(gave_up.reason(), reason);

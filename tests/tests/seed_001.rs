@@ -230,14 +230,33 @@ async fn a_retry_after_longer_than_the_policy_honours_ends_the_ladder_now() {
 }
 
 #[test]
-fn the_outage_ladders_rungs_add_up_to_about_a_minute() {
-    let rungs = (1..Policy::OUTAGE.attempts())
-        .map(|retry| retry_runtime::ladder::max_wait(&Policy::OUTAGE, retry));
-    assert_eq!(
-        rungs.clone().collect::<Vec<_>>(),
-        [secs(5), secs(15), secs(45)]
-    );
-    assert_eq!(rungs.sum::<Duration>(), secs(65));
+fn the_outage_ladders_rungs_are_at_least_5_15_45_s_and_at_most_a_fifth_longer() {
+    let ideal: Vec<Duration> = (1..Policy::OUTAGE.attempts())
+        .map(|retry| retry_runtime::ladder::ideal_wait(&Policy::OUTAGE, retry))
+        .collect();
+    let longest: Vec<Duration> = (1..Policy::OUTAGE.attempts())
+        .map(|retry| retry_runtime::ladder::max_wait(&Policy::OUTAGE, retry))
+        .collect();
+    assert_eq!(ideal, [secs(5), secs(15), secs(45)]);
+    assert_eq!(longest, [secs(6), secs(18), secs(54)]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(10_000))]
+
+    /// Seed 001: "about a minute in all", so an outage of a minute is waited out, whatever the
+    /// draws: the whole ladder is never shorter than 65 s.
+    #[test]
+    fn every_draw_of_the_outage_ladder_waits_at_least_65_s(draws in proptest::array::uniform3(proptest::prelude::any::<u32>())) {
+        let total: Duration = (1..=3)
+            .map(|retry| {
+                let draw = retry_runtime::Draw::from_bits(draws[retry as usize - 1]);
+                retry_runtime::ladder::ladder_wait(&Policy::OUTAGE, retry, draw)
+            })
+            .sum();
+        proptest::prop_assert!(total >= secs(65), "{total:?}");
+        proptest::prop_assert!(total < secs(78), "{total:?}");
+    }
 }
 
 #[tokio::test]
