@@ -116,10 +116,12 @@ pub use ladder::Draw;
 pub use notice::{Action, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
+#[doc(inline)]
+pub use retry_macros::Classify;
 pub use turn::{Canceller, Turn, TurnHandle, TurnReport};
 pub use verdict::{GaveUp, StopReason};
 
-/// Used by `#[retry]`'s expansion, not public API.
+/// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::class::{Class, Classify};
@@ -168,6 +170,34 @@ pub mod __private {
                     Err(gave_up) => ControlFlow::Break(Err(gave_up.into_error())),
                 },
             }
+        }
+    }
+
+    /// The type of a `#[classify(retry_after)]` field: a `Duration` or an `Option<Duration>`
+    /// (`std::time::Duration`, whatever it is called where the field is written).
+    ///
+    /// `#[derive(Classify)]` reads the hint through this trait, placed on the field's type,
+    /// so any other type is reported there with this message, and a user type that happens to
+    /// be named `Duration` is not mistaken for one.
+    #[diagnostic::on_unimplemented(
+        message = "a `#[classify(retry_after)]` field holds a `std::time::Duration` or an `Option<std::time::Duration>`, not `{Self}`",
+        label = "not a `std::time::Duration` or `Option<std::time::Duration>`",
+        note = "convert the hint to a `std::time::Duration` where the error is made (`Duration::from_secs(n)`), or remove `#[classify(retry_after)]`"
+    )]
+    pub trait RetryAfter {
+        /// The hint, if there is one.
+        fn retry_after(&self) -> ::core::option::Option<Duration>;
+    }
+
+    impl RetryAfter for Duration {
+        fn retry_after(&self) -> ::core::option::Option<Duration> {
+            ::core::option::Option::Some(*self)
+        }
+    }
+
+    impl RetryAfter for ::core::option::Option<Duration> {
+        fn retry_after(&self) -> ::core::option::Option<Duration> {
+            *self
         }
     }
 
