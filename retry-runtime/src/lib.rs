@@ -124,7 +124,7 @@ pub use verdict::{GaveUp, StopReason};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::class::{Class, Classify};
+    pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::clock::TokioClock;
     pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run};
     pub use crate::policy::{Jitter, Policy, PolicyError};
@@ -170,34 +170,6 @@ pub mod __private {
                     Err(gave_up) => ControlFlow::Break(Err(gave_up.into_error())),
                 },
             }
-        }
-    }
-
-    /// The type of a `#[classify(retry_after)]` field: a `Duration` or an `Option<Duration>`
-    /// (`std::time::Duration`, whatever it is called where the field is written).
-    ///
-    /// `#[derive(Classify)]` reads the hint through this trait, placed on the field's type,
-    /// so any other type is reported there with this message, and a user type that happens to
-    /// be named `Duration` is not mistaken for one.
-    #[diagnostic::on_unimplemented(
-        message = "a `#[classify(retry_after)]` field holds a `std::time::Duration` or an `Option<std::time::Duration>`, not `{Self}`",
-        label = "not a `std::time::Duration` or `Option<std::time::Duration>`",
-        note = "convert the hint to a `std::time::Duration` where the error is made (`Duration::from_secs(n)`), or remove `#[classify(retry_after)]`"
-    )]
-    pub trait RetryAfter {
-        /// The hint, if there is one.
-        fn retry_after(&self) -> ::core::option::Option<Duration>;
-    }
-
-    impl RetryAfter for Duration {
-        fn retry_after(&self) -> ::core::option::Option<Duration> {
-            ::core::option::Option::Some(*self)
-        }
-    }
-
-    impl RetryAfter for ::core::option::Option<Duration> {
-        fn retry_after(&self) -> ::core::option::Option<Duration> {
-            *self
         }
     }
 

@@ -11,6 +11,8 @@ use super::attr::{self, Entry};
 pub(crate) struct Input<'a> {
     /// The entries on the type itself.
     pub(crate) entries: Vec<Entry>,
+    /// Whether the type's own `#[classify(...)]` had an unreadable entry.
+    pub(crate) troubled: bool,
     pub(crate) shape: Shape<'a>,
 }
 
@@ -31,6 +33,18 @@ pub(crate) struct Case<'a> {
     /// Where thiserror's `#[from]` or `#[source]` was written, if it was: it converts and
     /// chains, it does not classify, and the message for an undecided case says so.
     pub(crate) thiserror_from: Option<Span>,
+    /// Whether an entry of the variant or its fields was unreadable: the user meant to decide
+    /// something, so "no decision" would only repeat the error.
+    pub(crate) troubled: bool,
+    /// A variant of an enum, or a struct.
+    pub(crate) is_variant: bool,
+}
+
+impl Case<'_> {
+    /// "variant" or "struct", for messages.
+    pub(crate) fn what(&self) -> &'static str {
+        if self.is_variant { "variant" } else { "struct" }
+    }
 }
 
 pub(crate) struct Field<'a> {
@@ -53,19 +67,32 @@ impl<'a> Input<'a> {
     /// Reads every `#[classify(...)]` of `input`; syntax mistakes go to `errors`.
     pub(crate) fn from_syn(input: &'a DeriveInput, errors: &mut Vec<Error>) -> Input<'a> {
         let entries = attr::entries(&input.attrs, errors);
+        let troubled = !errors.is_empty();
         let shape = match &input.data {
-            Data::Struct(data) => Shape::Struct(Case::new(&input.ident, &[], &data.fields, errors)),
+            Data::Struct(data) => {
+                Shape::Struct(Case::new(&input.ident, &[], &data.fields, false, errors))
+            }
             Data::Enum(data) => Shape::Enum(
                 data.variants
                     .iter()
                     .map(|variant| {
-                        Case::new(&variant.ident, &variant.attrs, &variant.fields, errors)
+                        Case::new(
+                            &variant.ident,
+                            &variant.attrs,
+                            &variant.fields,
+                            true,
+                            errors,
+                        )
                     })
                     .collect(),
             ),
             Data::Union(data) => Shape::Union(data.union_token.span),
         };
-        Input { entries, shape }
+        Input {
+            entries,
+            troubled,
+            shape,
+        }
     }
 }
 
@@ -74,8 +101,10 @@ impl<'a> Case<'a> {
         ident: &'a Ident,
         attrs: &[Attribute],
         fields: &'a Fields,
+        is_variant: bool,
         errors: &mut Vec<Error>,
     ) -> Case<'a> {
+        let before = errors.len();
         let entries = attr::entries(attrs, errors);
         let mut thiserror_from = None;
         let fields = fields
@@ -109,6 +138,8 @@ impl<'a> Case<'a> {
             entries,
             fields,
             thiserror_from,
+            troubled: errors.len() > before,
+            is_variant,
         }
     }
 }

@@ -110,12 +110,14 @@ fn arm(
     }
 }
 
-/// `path(self)`, spanned at the path, so a function of the wrong shape is reported there.
+/// `path(self)`, through a `fn(&Self) -> Class` pointer spanned at the path, so a function of
+/// another shape is one error there.
 fn with_call(path: &Path, private: &TokenStream) -> TokenStream {
-    let call = quote_spanned!(path.span()=> #path(self));
+    let function = Ident::new("__classify_with", Span::mixed_site());
+    let pointer = quote_spanned!(path.span()=> fn(&Self) -> #private::Class = #path);
     quote! {{
-        let __classify_class: #private::Class = #call;
-        __classify_class
+        let #function: #pointer;
+        #function(self)
     }}
 }
 

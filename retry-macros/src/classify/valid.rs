@@ -47,7 +47,11 @@ pub(crate) fn krate(input: &Input<'_>) -> Path {
 
 /// The plan, or every rule broken (added to `errors`).
 pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<Plan<'a>> {
+    let before = errors.len();
     let type_level = type_entries(input, errors);
+    // A mistake on the type (a misplaced class, an unreadable `default`) may be the decision
+    // the variants lack: no "no decision" errors follow it.
+    let quiet = input.troubled || errors.len() > before;
     let body = match &input.shape {
         Shape::Union(keyword) => {
             errors.push(Error::new(
@@ -63,7 +67,7 @@ pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<
                 Body::With(with.clone())
             } else {
                 let decisions = type_level.decisions.iter().collect();
-                Body::Struct(decide(case, decisions, None, "struct", errors)?)
+                Body::Struct(decide(case, decisions, None, quiet, errors)?)
             }
         }
         Shape::Enum(cases) => {
@@ -75,9 +79,11 @@ pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<
             } else {
                 let mut decided = Vec::new();
                 for case in cases {
+                    let before = errors.len();
                     let decisions = case_entries(case, errors);
+                    let quiet = quiet || errors.len() > before;
                     if let Some(decision) =
-                        decide(case, decisions, type_level.default, "variant", errors)
+                        decide(case, decisions, type_level.default, quiet, errors)
                     {
                         decided.push((case.ident, decision));
                     }
@@ -167,9 +173,17 @@ fn case_entries<'e>(case: &'e Case<'_>, errors: &mut Vec<Error>) -> Vec<&'e Entr
     for entry in &case.entries {
         match entry {
             Entry::Class(_) | Entry::From(_) | Entry::With(..) => decisions.push(entry),
-            Entry::Crate(key, _) | Entry::Default(key, _) => errors.push(Error::new(
+            Entry::Default(key, word) => errors.push(Error::new(
                 key.span(),
-                format!("`{key}` goes on the enum, not on a variant"),
+                format!(
+                    "`default` goes on the enum, not on a variant; to decide this variant, \
+                     write `#[classify({})]`",
+                    word.name
+                ),
+            )),
+            Entry::Crate(key, _) => errors.push(Error::new(
+                key.span(),
+                "`crate` goes on the enum, not on a variant",
             )),
             Entry::RetryAfter(key) => errors.push(Error::new(
                 key.span(),
@@ -198,15 +212,17 @@ fn no_entries_under_with(case: &Case<'_>, with: &Path, errors: &mut Vec<Error>) 
 }
 
 /// The one decision for `case`, from its own entries, its fields' markers and the enum's
-/// default; every mistake on the way is reported.
+/// default; every mistake on the way is reported. `quiet`: a mistake already reported may be
+/// the missing decision, so its absence is not reported again.
 fn decide<'a>(
     case: &'a Case<'a>,
     decisions: Vec<&Entry>,
     default: Option<Word>,
-    what: &str,
+    quiet: bool,
     errors: &mut Vec<Error>,
 ) -> Option<Decision<'a>> {
     let ident = case.ident;
+    let what = case.what();
     let count = errors.len();
     let (from_field, hint_field) = field_markers(case, what, errors);
     let mut decisions = decisions.into_iter();
@@ -272,7 +288,9 @@ fn decide<'a>(
         (None, None) => match default {
             Some(word) => Decision::Class { word, hint: None },
             None => {
-                errors.push(undecided(case, what));
+                if !(quiet || case.troubled || errors.len() > count) {
+                    errors.push(undecided(case, what));
+                }
                 return None;
             }
         },
