@@ -51,7 +51,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors |
+//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors; [`macro@Classify`], the derive |
 //! | [`policy`] | [`Policy`] and the built-ins `availability`, `outage`, `transient` |
 //! | [`ladder`] | the wait arithmetic, pure: the CLI and the engine share it |
 //! | [`engine`] | [`Retry`], the one loop |
