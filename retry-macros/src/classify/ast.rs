@@ -33,9 +33,10 @@ pub(crate) struct Case<'a> {
     /// Where thiserror's `#[from]` or `#[source]` was written, if it was: it converts and
     /// chains, it does not classify, and the message for an undecided case says so.
     pub(crate) thiserror_from: Option<Span>,
-    /// Whether an entry of the variant or its fields was unreadable: the user meant to decide
-    /// something, so "no decision" would only repeat the error.
-    pub(crate) troubled: bool,
+    /// The entries of the variant or its fields that could not be read, reported in the
+    /// order of the cases. Any one means the user meant to decide something, so "no
+    /// decision" would only repeat the error.
+    pub(crate) unreadable: Vec<Error>,
     /// A variant of an enum, or a struct.
     pub(crate) is_variant: bool,
 }
@@ -64,26 +65,17 @@ impl Field<'_> {
 }
 
 impl<'a> Input<'a> {
-    /// Reads every `#[classify(...)]` of `input`; syntax mistakes go to `errors`.
+    /// Reads every `#[classify(...)]` of `input`; syntax mistakes on the type go to `errors`,
+    /// those of a case stay with the case.
     pub(crate) fn from_syn(input: &'a DeriveInput, errors: &mut Vec<Error>) -> Input<'a> {
         let entries = attr::entries(&input.attrs, errors);
         let troubled = !errors.is_empty();
         let shape = match &input.data {
-            Data::Struct(data) => {
-                Shape::Struct(Case::new(&input.ident, &[], &data.fields, false, errors))
-            }
+            Data::Struct(data) => Shape::Struct(Case::new(&input.ident, &[], &data.fields, false)),
             Data::Enum(data) => Shape::Enum(
                 data.variants
                     .iter()
-                    .map(|variant| {
-                        Case::new(
-                            &variant.ident,
-                            &variant.attrs,
-                            &variant.fields,
-                            true,
-                            errors,
-                        )
-                    })
+                    .map(|variant| Case::new(&variant.ident, &variant.attrs, &variant.fields, true))
                     .collect(),
             ),
             Data::Union(data) => Shape::Union(data.union_token.span),
@@ -102,9 +94,9 @@ impl<'a> Case<'a> {
         attrs: &[Attribute],
         fields: &'a Fields,
         is_variant: bool,
-        errors: &mut Vec<Error>,
     ) -> Case<'a> {
-        let before = errors.len();
+        let mut errors = Vec::new();
+        let errors = &mut errors;
         let entries = attr::entries(attrs, errors);
         let mut thiserror_from = None;
         let fields = fields
@@ -138,7 +130,7 @@ impl<'a> Case<'a> {
             entries,
             fields,
             thiserror_from,
-            troubled: errors.len() > before,
+            unreadable: std::mem::take(errors),
             is_variant,
         }
     }

@@ -66,6 +66,9 @@ pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<
                 no_entries_under_with(case, with, errors);
                 Body::With(with.clone())
             } else {
+                let before = errors.len();
+                errors.extend(case.unreadable.iter().cloned());
+                let quiet = quiet || errors.len() > before;
                 let decisions = type_level.decisions.iter().collect();
                 Body::Struct(decide(case, decisions, None, quiet, errors)?)
             }
@@ -80,6 +83,7 @@ pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<
                 let mut decided = Vec::new();
                 for case in cases {
                     let before = errors.len();
+                    errors.extend(case.unreadable.iter().cloned());
                     let decisions = case_entries(case, errors);
                     let quiet = quiet || errors.len() > before;
                     if let Some(decision) =
@@ -197,6 +201,7 @@ fn case_entries<'e>(case: &'e Case<'_>, errors: &mut Vec<Error>) -> Vec<&'e Entr
 
 /// With `with` on the type, any entry below it would never be read.
 fn no_entries_under_with(case: &Case<'_>, with: &Path, errors: &mut Vec<Error>) {
+    errors.extend(case.unreadable.iter().cloned());
     let field_entries = case.fields.iter().flat_map(|field| &field.entries);
     for entry in case.entries.iter().chain(field_entries) {
         errors.push(Error::new(
@@ -288,7 +293,7 @@ fn decide<'a>(
         (None, None) => match default {
             Some(word) => Decision::Class { word, hint: None },
             None => {
-                if !(quiet || case.troubled || errors.len() > count) {
+                if !(quiet || errors.len() > count) {
                     errors.push(undecided(case, what));
                 }
                 return None;
