@@ -315,3 +315,37 @@ pub(crate) fn path_text(path: &Path) -> String {
         .to_string()
         .replace(' ', "")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_class_gets_the_nearest_word() {
+        assert!(unknown_message("trasport").ends_with("did you mean `transport`?"));
+        assert!(unknown_message("canceled").ends_with("did you mean `cancelled`?"));
+        assert!(unknown_message("RateLimited").ends_with("did you mean `rate_limited`?"));
+    }
+
+    #[test]
+    fn other_libraries_words_map_to_ours() {
+        assert!(unknown_message("source").ends_with("did you mean `from`?"));
+        assert!(unknown_message("permanent").ends_with("did you mean `definitive`?"));
+        assert!(unknown_message("overloaded").ends_with("did you mean `unavailable`?"));
+    }
+
+    #[test]
+    fn only_rate_limited_and_unavailable_take_a_hint() {
+        let takes_hint = |name: &str| {
+            let &(name, variant) = CLASSES.iter().find(|(c, _)| *c == name).unwrap();
+            Word {
+                name,
+                variant,
+                span: Span::call_site(),
+            }
+            .takes_hint()
+        };
+        assert!(takes_hint("rate_limited") && takes_hint("unavailable"));
+        assert!(!takes_hint("server_error") && !takes_hint("definitive"));
+    }
+}
