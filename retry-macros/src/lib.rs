@@ -1,4 +1,4 @@
-//! The `#[retry]` attribute of `retry-runtime`. Depend on `retry-runtime` and use
+//! The `#[retry]` attribute and `#[derive(Classify)]` of `retry-runtime`. Depend on `retry-runtime` and use
 //! `retry_runtime::retry`; this crate's paths are not public API.
 //!
 //! | module | what |
@@ -8,8 +8,10 @@
 //! | `expand` | the expansion onto the runtime's engine |
 //! | `fallback` | the item as written, beside the errors, when something is wrong |
 //! | `errors`, `suggest` | combined errors; "did you mean" |
+//! | `classify` | `#[derive(Classify)]`: its own `attr`, `ast`, `valid` and `expand` |
 
 mod args;
+mod classify;
 mod errors;
 mod expand;
 mod fallback;
@@ -200,4 +202,176 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::retry(args.into(), item.into()).into()
+}
+
+/// Implements `Classify` for an error enum or struct, one visible decision per variant.
+///
+/// Each variant says what it means for trying again, with one word; a variant without a
+/// decision is a compile error that names it, so adding a variant forces the choice instead of
+/// falling into a `_ =>` arm that quietly retries it, or not. It composes with
+/// `#[derive(thiserror::Error)]`: thiserror's `#[from]` converts an error, `#[classify(from)]`
+/// classifies the variant as that error does.
+///
+/// ```
+/// use retry_runtime::{Class, Classify};
+/// use std::time::Duration;
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum ModelError {
+///     /// No server reached: classified as the I/O error is (refused is `Transport`).
+///     #[error("no answer: {0}")]
+///     #[classify(from)]
+///     Io(#[from] std::io::Error),
+///     /// A 503, with the server's `Retry-After` as a hint for the ladder.
+///     #[error("overloaded")]
+///     #[classify(unavailable)]
+///     Overloaded {
+///         #[classify(retry_after)]
+///         retry_after: Option<Duration>,
+///     },
+///     #[error("rate limited")]
+///     #[classify(rate_limited)]
+///     RateLimited(#[classify(retry_after)] Duration),
+///     #[error("the budget for this key is spent")]
+///     #[classify(quota_exhausted)]
+///     BudgetRefused,
+///     #[error("the tool's arguments are not valid JSON")]
+///     #[classify(invalid_output)]
+///     InvalidToolArguments { detail: String },
+///     #[error("bad request: {0}")]
+///     #[classify(definitive)]
+///     BadRequest(String),
+/// }
+///
+/// let refused = ModelError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+/// assert_eq!(refused.classify(), Class::Transport);
+/// let hint = Some(Duration::from_secs(3));
+/// assert_eq!(
+///     ModelError::Overloaded { retry_after: hint }.classify(),
+///     Class::Unavailable { retry_after: hint }
+/// );
+/// assert_eq!(
+///     ModelError::RateLimited(Duration::from_secs(1)).classify().retry_after(),
+///     Some(Duration::from_secs(1))
+/// );
+/// assert_eq!(ModelError::BudgetRefused.classify(), Class::QuotaExhausted);
+/// assert_eq!(ModelError::BadRequest("no model".into()).classify(), Class::Definitive);
+/// ```
+///
+/// # Decisions
+///
+/// Each variant (or the struct) takes exactly one:
+///
+/// | written | class |
+/// |---|---|
+/// | `#[classify(transport)]` | `Class::Transport`: no server reached |
+/// | `#[classify(unavailable)]` | `Class::Unavailable { retry_after }`: 502, 503, 504, overloaded |
+/// | `#[classify(server_error)]` | `Class::ServerError`: 500 |
+/// | `#[classify(timeout)]` | `Class::Timeout` |
+/// | `#[classify(rate_limited)]` | `Class::RateLimited { retry_after }`: 429 |
+/// | `#[classify(quota_exhausted)]` | `Class::QuotaExhausted`: a budget refusal |
+/// | `#[classify(invalid_output)]` | `Class::InvalidOutput`: an unusable answer |
+/// | `#[classify(cancelled)]` | `Class::Cancelled` |
+/// | `#[classify(definitive)]` | `Class::Definitive`: an answer |
+/// | `#[classify(from)]`, alias `#[classify(transparent)]` | as its one field classifies; on a variant with several fields, as the field marked `#[classify(from)]` does (marking the field alone is the same decision) |
+/// | `#[classify(with = path)]` | as `path(&self)` says: a `fn(&Self) -> Class` |
+///
+/// On `rate_limited` and `unavailable`, a field marked `#[classify(retry_after)]` is the far
+/// side's hint, which the ladder takes as a floor for its next wait. Its type must be
+/// `std::time::Duration` or `Option<std::time::Duration>` (under any alias); this is checked
+/// by the type, not by its spelling, so a user type named `Duration` is refused. Without the
+/// field the hint is `None`.
+///
+/// On the type:
+///
+/// | written | what |
+/// |---|---|
+/// | `#[classify(with = path)]` on an enum | `path(&self)` classifies every variant; variants then carry no decision |
+/// | `#[classify(default = word)]` on an enum | the class of every variant without a decision |
+/// | `#[classify(crate = "path")]` | where the runtime is, if the dependency is renamed; default `"::retry_runtime"` |
+///
+/// `default` is the weaker choice: it brings back the silent `_ =>` arm, since a new
+/// variant takes the default without anyone deciding. Prefer a word on each variant; keep
+/// `default` for large enums where nearly every variant is an answer (`default = definitive`).
+///
+/// ```
+/// use retry_runtime::{Class, Classify};
+///
+/// fn by_code(error: &ApiError) -> Class {
+///     match error.code {
+///         502..=504 => Class::Unavailable { retry_after: None },
+///         _ => Class::Definitive,
+///     }
+/// }
+///
+/// /// A struct takes its decision on the type.
+/// #[derive(Debug, Classify)]
+/// #[classify(with = by_code)]
+/// struct ApiError {
+///     code: u16,
+/// }
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(default = definitive)]
+/// enum StoreError {
+///     #[classify(from)]
+///     Api(ApiError),
+///     #[classify(timeout)]
+///     TimedOut,
+///     NotFound,
+///     Conflict,
+/// }
+///
+/// assert_eq!(StoreError::Api(ApiError { code: 503 }).classify(), Class::Unavailable { retry_after: None });
+/// assert_eq!(StoreError::TimedOut.classify(), Class::Timeout);
+/// assert_eq!(StoreError::Conflict.classify(), Class::Definitive);
+/// ```
+///
+/// Generic types work: a field classified by `from` whose type names a type parameter gets a
+/// `Classify` bound on the impl, as thiserror infers its bounds.
+///
+/// # What it rejects at compile time
+///
+/// Each mistake is a compile error on the token to change, with the choices in the message;
+/// several are reported together, and the type still implements `Classify` (with a body that
+/// is never run), so no second wave of "`Classify` is not implemented" follows.
+///
+/// - a variant with no decision and no `default` (on the variant's name; it says that
+///   thiserror's `#[from]` alone is not a decision);
+/// - an unknown word (with the nearest one: `trasport` → `transport`), an entry with a
+///   value it does not take or without one it needs;
+/// - two decisions on one variant, or a variant's word and a field's `from`;
+/// - `from` on a variant with no field, or with several and none marked;
+/// - a `retry_after` field that is not a `Duration` or `Option<Duration>` (on its type), or on
+///   a variant that is not `rate_limited` or `unavailable`, or two of them;
+/// - a delegated field whose type does not implement `Classify` (on its type);
+/// - an entry in the wrong place: a class on an enum or on a field, `default` or `crate` on a
+///   variant, `default` on a struct, anything below an enum's `with`;
+/// - a union.
+///
+/// # Equivalent code without the derive
+///
+/// For the first example above, in substance (paths are absolute in the real expansion):
+///
+/// ```text
+/// impl Classify for ModelError {
+///     fn classify(&self) -> Class {
+///         match self {
+///             Self::Io { 0: field, .. } => <std::io::Error as Classify>::classify(field),
+///             Self::Overloaded { retry_after: field, .. } => Class::Unavailable {
+///                 retry_after: <Option<Duration> as RetryAfter>::retry_after(field),
+///             },
+///             Self::RateLimited { 0: field, .. } => Class::RateLimited {
+///                 retry_after: <Duration as RetryAfter>::retry_after(field),
+///             },
+///             Self::BudgetRefused { .. } => Class::QuotaExhausted,
+///             Self::InvalidToolArguments { .. } => Class::InvalidOutput,
+///             Self::BadRequest { .. } => Class::Definitive,
+///         }
+///     }
+/// }
+/// ```
+#[proc_macro_derive(Classify, attributes(classify))]
+pub fn derive_classify(input: TokenStream) -> TokenStream {
+    classify::derive(input.into()).into()
 }

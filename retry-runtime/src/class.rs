@@ -1,4 +1,5 @@
-//! What a failure says about trying again: [`Class`], [`ClassSet`] and the [`Classify`] trait.
+//! What a failure says about trying again: [`Class`], [`ClassSet`] and the [`Classify`] trait,
+//! and [`RetryAfter`], the type of a hint field that `#[derive(Classify)]` reads.
 
 use std::fmt;
 use std::io;
@@ -196,6 +197,9 @@ impl fmt::Debug for ClassSet {
 ///
 /// The error type of every retried call implements this; `#[retry]` refuses to compile without
 /// it, so each program decides in one place which of its failures are worth another try.
+/// Implement it by hand, as here, or derive it with
+/// [`#[derive(Classify)]`](macro@crate::Classify), which makes each variant a visible decision
+/// and a new variant a compile error until it is decided.
 ///
 /// ```
 /// use retry_runtime::{Class, Classify};
@@ -223,7 +227,7 @@ impl fmt::Debug for ClassSet {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not say whether a failure is worth retrying",
     label = "this error type does not implement `Classify`",
-    note = "implement `retry_runtime::Classify` for `{Self}`: `fn classify(&self) -> retry_runtime::Class` returns `Class::Transport`, `Class::Unavailable`, `Class::Definitive`, ..."
+    note = "implement `retry_runtime::Classify` for `{Self}`: `fn classify(&self) -> retry_runtime::Class` returns `Class::Transport`, `Class::Unavailable`, `Class::Definitive`, ...; or derive it, `#[derive(Classify)]`, with a `#[classify(...)]` on each variant"
 )]
 pub trait Classify {
     /// The class of this failure.
@@ -244,6 +248,47 @@ impl<T: Classify + ?Sized> Classify for Box<T> {
 
 impl Classify for Class {
     fn classify(&self) -> Class {
+        *self
+    }
+}
+
+/// The type of a field that holds the far side's hint of when to try again: a
+/// [`Duration`], or an `Option<Duration>` (`None`: no hint).
+///
+/// `#[derive(Classify)]` reads a field marked `#[classify(retry_after)]` through this trait,
+/// placed on the field's type: it is checked by the type, not by how it is spelt, so an alias
+/// of `std::time::Duration` is accepted and a type of your own that is named `Duration` is
+/// refused at the field, with this trait's message. Implement it for a type of your own only
+/// if that type is a hint.
+///
+/// ```
+/// use retry_runtime::class::RetryAfter;
+/// use std::time::Duration;
+///
+/// assert_eq!(Duration::from_secs(3).retry_after(), Some(Duration::from_secs(3)));
+/// assert_eq!(None::<Duration>.retry_after(), None);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `#[classify(retry_after)]` field holds a `std::time::Duration` or an `Option<std::time::Duration>`, not `{Self}`",
+    label = "not a `std::time::Duration` or `Option<std::time::Duration>`",
+    note = "convert the hint to a `std::time::Duration` where the error is made (`Duration::from_secs(n)`), or remove `#[classify(retry_after)]`"
+)]
+pub trait RetryAfter {
+    /// The hint, if there is one.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+// Not listed as "other types that implement": the message already names both.
+#[diagnostic::do_not_recommend]
+impl RetryAfter for Duration {
+    fn retry_after(&self) -> Option<Duration> {
+        Some(*self)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl RetryAfter for Option<Duration> {
+    fn retry_after(&self) -> Option<Duration> {
         *self
     }
 }

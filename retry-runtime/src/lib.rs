@@ -51,7 +51,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors |
+//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors; [`macro@Classify`], the derive |
 //! | [`policy`] | [`Policy`] and the built-ins `availability`, `outage`, `transient` |
 //! | [`ladder`] | the wait arithmetic, pure: the CLI and the engine share it |
 //! | [`engine`] | [`Retry`], the one loop |
@@ -118,13 +118,15 @@ pub use ladder::Draw;
 pub use notice::{Action, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
+#[doc(inline)]
+pub use retry_macros::Classify;
 pub use turn::{Canceller, Turn, TurnHandle, TurnReport};
 pub use verdict::{GaveUp, StopReason};
 
-/// Used by `#[retry]`'s expansion, not public API.
+/// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::class::{Class, Classify};
+    pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::clock::TokioClock;
     pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run};
     pub use crate::policy::{Jitter, Policy, PolicyError};

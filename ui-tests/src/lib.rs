@@ -1,1 +1,1 @@
-//! trybuild cases for `#[retry]` live in `tests/`; this library is empty.
+//! trybuild cases for `#[retry]` and `#[derive(Classify)]` live in `tests/`; this library is empty.

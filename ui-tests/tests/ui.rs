@@ -1,4 +1,5 @@
-//! The compile-time contract of `#[retry]`: each misuse in `fail/` is rejected with the message
+//! The compile-time contract of `#[retry]` and `#[derive(Classify)]` (cases named `derive_*`):
+//! each misuse in `fail/` is rejected with the message
 //! pinned beside it, and each supported form in `pass/` compiles (with `#![deny(warnings)]`)
 //! and runs.
 //!

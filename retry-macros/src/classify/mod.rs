@@ -1,0 +1,44 @@
+//! `#[derive(Classify)]`, built as thiserror-impl is: [`attr`] reads each `#[classify(...)]`,
+//! [`ast`] gathers them by where they stand, [`valid`] applies the rules into a plan, and
+//! [`expand`] writes the impl. On any mistake the derive emits the errors and a stand-in impl,
+//! so the type still implements `Classify` and nothing else fails because of it.
+
+mod ast;
+mod attr;
+mod expand;
+mod valid;
+
+use proc_macro2::{Span, TokenStream};
+use syn::{DeriveInput, Error};
+
+/// The derive's output for `input`: the impl, or the errors and a stand-in impl.
+pub(crate) fn derive(input: TokenStream) -> TokenStream {
+    let input = match syn::parse2::<DeriveInput>(input) {
+        Ok(input) => input,
+        Err(error) => return error.into_compile_error(),
+    };
+    let mut errors = Vec::new();
+    let parsed = ast::Input::from_syn(&input, &mut errors);
+    let krate = valid::krate(&parsed);
+    let plan = valid::plan(&parsed, &mut errors);
+    match (plan, combine(errors)) {
+        (Some(plan), None) => expand::impl_classify(&input, &krate, &plan),
+        (_, Some(error)) => expand::fallback(&input, &krate, error),
+        (None, None) => expand::fallback(
+            &input,
+            &krate,
+            Error::new(
+                Span::call_site(),
+                "`#[derive(Classify)]` found nothing to classify",
+            ),
+        ),
+    }
+}
+
+/// Every error, in one `syn::Error` that renders each at its own span.
+fn combine(errors: Vec<Error>) -> Option<Error> {
+    errors.into_iter().reduce(|mut all, error| {
+        all.combine(error);
+        all
+    })
+}
