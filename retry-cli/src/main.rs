@@ -6,17 +6,27 @@
 //! ```sh
 //! backoff delay --policy transient --attempt 3     # prints the wait after attempt 3, in seconds
 //! backoff sleep --policy transient --attempt 3     # sleeps it
-//! backoff schedule --policy outage                 # prints the whole ladder
-//! backoff run --policy availability -- git push    # runs, retrying on exit 75 (EX_TEMPFAIL)
+//! backoff schedule --policy outage --json          # prints the whole ladder
+//! backoff explain --status 429 --header 'Retry-After: 30'   # what the library makes of it
+//! backoff run --retry-on 128 --retry-if-stderr 'Could not resolve host' -- git push
 //! ```
 
 mod cli;
-mod command;
+mod delay;
+mod error;
+mod explain;
+mod flags;
+mod output;
+mod run;
 mod schedule;
+mod stderr_match;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+
+/// sysexits.h's EX_SOFTWARE: the runtime could not start.
+const EX_SOFTWARE: u8 = 70;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -27,8 +37,8 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("backoff: cannot start the async runtime: {error}");
-            return ExitCode::from(70);
+            output::say(format_args!("cannot start the async runtime: {error}"));
+            return ExitCode::from(EX_SOFTWARE);
         }
     };
     runtime.block_on(cli.run())
