@@ -759,6 +759,7 @@ fn a_closed_pipe_ends_quietly_with_status_0() {
         &["schedule", "--attempts", "1000", "--json"],
         &["delay", "--attempt", "1"],
         &["explain", "--status", "503"],
+        &["explain", "--help"],
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_backoff"))
             .args(args)
@@ -805,6 +806,7 @@ fn a_full_disk_is_one_line_and_status_74() {
         &["schedule", "--json"],
         &["delay", "--attempt", "1", "--json"],
         &["explain", "--status", "429"],
+        &["schedule", "--help"],
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
             .args(args)
