@@ -241,3 +241,907 @@ fn run_without_a_command_is_refused() {
     let output = backoff(&["run"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+// ---------------------------------------------------------------------------------------------
+// explain: the library's one HTTP table, checked against `retry_runtime::http` in the same test.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Stdio;
+
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use retry_runtime::http::HttpError;
+use retry_runtime::ladder::{Failure, Step};
+use retry_runtime::{Classify, StopReason};
+use serde_json::Value;
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}{}", stdout(output), stderr(output)))
+}
+
+/// One row of the table: a status, its headers and its body.
+struct Response {
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+    body: &'static str,
+}
+
+/// Every row of `retry_runtime::http`'s table, in its order, and the statuses it names.
+const TABLE: &[Response] = &[
+    Response {
+        status: 400,
+        headers: &[("x-should-retry", "true")],
+        body: "",
+    },
+    Response {
+        status: 503,
+        headers: &[("x-should-retry", "false")],
+        body: "",
+    },
+    Response {
+        status: 500,
+        headers: &[],
+        body: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    },
+    Response {
+        status: 529,
+        headers: &[("retry-after", "7")],
+        body: r#"{"type":"error","error":{"type":"overloaded_error"}}"#,
+    },
+    Response {
+        status: 429,
+        headers: &[],
+        body: r#"{"error":{"type":"insufficient_quota","message":"You exceeded your current quota"}}"#,
+    },
+    Response {
+        status: 403,
+        headers: &[],
+        body: r#"{"error":{"code":"billing_hard_limit_reached"}}"#,
+    },
+    Response {
+        status: 400,
+        headers: &[],
+        body: r#"{"error":{"code":"billing_not_active"}}"#,
+    },
+    Response {
+        status: 400,
+        headers: &[],
+        body: r#"{"error":{"code":"context_length_exceeded","message":"maximum context length"}}"#,
+    },
+    Response {
+        status: 413,
+        headers: &[],
+        body: r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 200001 tokens"}}"#,
+    },
+    Response {
+        status: 502,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 503,
+        headers: &[("retry-after", "3")],
+        body: "",
+    },
+    Response {
+        status: 504,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 529,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 429,
+        headers: &[("retry-after", "30")],
+        body: "",
+    },
+    Response {
+        status: 429,
+        headers: &[("retry-after-ms", "1500")],
+        body: "",
+    },
+    Response {
+        status: 429,
+        headers: &[("retry-after", "0")],
+        body: "",
+    },
+    Response {
+        status: 429,
+        headers: &[("retry-after", "600")],
+        body: "",
+    },
+    Response {
+        status: 403,
+        headers: &[("x-ratelimit-remaining", "0")],
+        body: "",
+    },
+    Response {
+        status: 408,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 500,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 507,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 501,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 505,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 400,
+        headers: &[],
+        body: r#"{"error":{"type":"invalid_request_error"}}"#,
+    },
+    Response {
+        status: 401,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 403,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 404,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 409,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 413,
+        headers: &[],
+        body: "",
+    },
+    Response {
+        status: 422,
+        headers: &[],
+        body: "",
+    },
+];
+
+#[test]
+fn explain_gives_the_librarys_class_rule_and_wait_for_every_row_of_the_http_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let policies = [
+        ("availability", Policy::AVAILABILITY),
+        ("outage", Policy::OUTAGE),
+        ("transient", Policy::TRANSIENT),
+    ];
+    for (row, response) in TABLE.iter().enumerate() {
+        let body_file = dir.path().join(format!("body-{row}"));
+        std::fs::write(&body_file, response.body).unwrap();
+        let status = StatusCode::from_u16(response.status).unwrap();
+        let mut headers = HeaderMap::new();
+        for (name, value) in response.headers {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        let expected = HttpError::new(status, &headers, response.body.as_bytes());
+        let class = expected.classify();
+
+        for (name, policy) in policies {
+            for attempt in [1u32, 2, 4] {
+                let mut args = vec![
+                    "explain".to_owned(),
+                    "--status".to_owned(),
+                    response.status.to_string(),
+                    "--body".to_owned(),
+                    body_file.display().to_string(),
+                    "--policy".to_owned(),
+                    name.to_owned(),
+                    "--attempt".to_owned(),
+                    attempt.to_string(),
+                    "--json".to_owned(),
+                ];
+                for (header, value) in response.headers {
+                    args.push("--header".to_owned());
+                    args.push(format!("{header}: {value}"));
+                }
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let output = backoff(&args);
+                assert!(output.status.success(), "{}", stderr(&output));
+                let got = json(&output);
+                let context = format!(
+                    "row {row} ({}) {name} attempt {attempt}: {got}",
+                    response.status
+                );
+
+                assert_eq!(got["status"], response.status, "{context}");
+                assert_eq!(got["class"], class.name(), "{context}");
+                assert_eq!(got["class_rule"], expected.rule().name(), "{context}");
+                assert_eq!(
+                    got["retry_after_ms"].as_u64(),
+                    class.retry_after().map(|hint| hint.as_millis() as u64),
+                    "{context}"
+                );
+                assert_eq!(
+                    got["error_type"].as_str(),
+                    expected.error_type(),
+                    "{context}"
+                );
+                assert_eq!(
+                    got["error_code"].as_str(),
+                    expected.error_code(),
+                    "{context}"
+                );
+                assert_eq!(
+                    got["context_overflow"],
+                    expected.is_context_overflow(),
+                    "{context}"
+                );
+
+                let failure = Failure::new(attempt, class);
+                match ladder::next_step(&policy, failure, Draw::IDEAL) {
+                    Step::Retry { wait } => {
+                        assert_eq!(got["retried"], true, "{context}");
+                        assert_eq!(got["wait_ideal_ms"], wait.as_millis() as u64, "{context}");
+                        assert_eq!(got["stop_reason"], Value::Null, "{context}");
+                    }
+                    Step::Stop(reason) => {
+                        assert_eq!(got["retried"], false, "{context}");
+                        assert_eq!(got["stop_reason"], reason.name(), "{context}");
+                        assert_eq!(got["wait_ms"], Value::Null, "{context}");
+                        if reason == StopReason::Definitive {
+                            assert_eq!(got["rule"], expected.rule().name(), "{context}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn explain_names_the_rule_that_decided() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--status",
+                "429",
+                "--header",
+                "Retry-After: 30",
+                "--policy",
+                "transient",
+            ],
+            "hint",
+        ),
+        (
+            &["--status", "429", "--header", "Retry-After: 30"],
+            "max_total",
+        ),
+        (
+            &["--status", "503", "--header", "Retry-After: 600"],
+            "max_hint",
+        ),
+        (&["--status", "503"], "ladder"),
+        (
+            &[
+                "--status",
+                "503",
+                "--policy",
+                "transient",
+                "--attempt",
+                "4",
+                "--cap-ms",
+                "5000",
+            ],
+            "cap",
+        ),
+        (
+            &["--status", "429", "--policy", "outage"],
+            "rate_limit_once",
+        ),
+        (
+            &["--status", "503", "--header", "x-should-retry: false"],
+            "x_should_retry",
+        ),
+        (&["--status", "500"], "policy"),
+        (&["--status", "503", "--attempt", "4"], "attempts"),
+        (&["--status", "404"], "status"),
+    ];
+    for (args, rule) in cases {
+        let mut args = args.to_vec();
+        args.insert(0, "explain");
+        args.push("--json");
+        let got = json(&backoff(&args));
+        assert_eq!(got["rule"], *rule, "{args:?}: {got}");
+    }
+}
+
+#[test]
+fn explain_in_words_says_the_class_the_wait_and_why() {
+    let output = backoff(&[
+        "explain",
+        "--status",
+        "429",
+        "--header",
+        "Retry-After: 30",
+        "--policy",
+        "transient",
+    ]);
+    assert!(output.status.success());
+    assert_eq!(
+        stdout(&output),
+        "response: HTTP 429 Too Many Requests\n\
+         class: rate_limited (retry after 30000 ms)\n\
+         class decided by: the status 429\n\
+         policy transient, attempt 1 of 5: retried\n\
+         wait: 30.000 s ideal; a random draw gives 30.000 to 30.999 s\n\
+         decided by: the hint: the server asked for 30.000 s, longer than the policy's own 1.000 s\n"
+    );
+    let drawn = backoff(&["explain", "--status", "503", "--draw", "0.5"]);
+    assert!(
+        stdout(&drawn).contains("wait: 0.187 s\n"),
+        "{}",
+        stdout(&drawn)
+    );
+}
+
+#[test]
+fn explain_reads_the_body_from_stdin() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_backoff"))
+        .args(["explain", "--status", "400", "--body", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"error":{"code":"context_length_exceeded"}}"#)
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let got = json(&output);
+    assert_eq!(got["context_overflow"], true);
+    assert_eq!(got["class_rule"], "provider_context_overflow");
+}
+
+#[test]
+fn explain_refuses_a_bad_status_header_or_body_saying_what_to_type() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--status", "99"], "like 503"),
+        (&["--status", "-1"], "like 503"),
+        (
+            &["--status", "429", "--header", "Retry-After 30"],
+            "like `Retry-After: 30`",
+        ),
+        (
+            &["--status", "429", "--body", "/no/such/backoff-body"],
+            "or `-` for stdin",
+        ),
+    ];
+    for (args, advice) in cases {
+        let mut args = args.to_vec();
+        args.insert(0, "explain");
+        let output = backoff(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&output).contains(advice),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON: parses, with stable fields, each named in `--help`.
+
+fn keys(object: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = object
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn assert_documented(subcommand: &str, fields: &[&str]) {
+    let help = stdout(&backoff(&[subcommand, "--help"]));
+    for field in fields {
+        assert!(
+            help.contains(&format!("`{field}`")),
+            "{subcommand} --help does not name `{field}`:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn schedule_json_has_stable_fields_the_librarys_numbers_and_documents_them() {
+    let got = json(&backoff(&["schedule", "--policy", "transient", "--json"]));
+    let fields = [
+        "attempts",
+        "jitter",
+        "max_retry_after_ms",
+        "policy",
+        "rate_limit_once_ms",
+        "retried",
+        "rows",
+        "worst_case_ms",
+    ];
+    assert_eq!(keys(&got), fields);
+    assert_eq!(got["policy"], "transient");
+    assert_eq!(
+        got["worst_case_ms"],
+        Policy::TRANSIENT.worst_case_wait().as_millis() as u64
+    );
+    let rows = got["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for (index, row) in rows.iter().enumerate() {
+        let retry = index as u32 + 1;
+        assert_eq!(keys(row), ["from_ms", "ideal_ms", "retry", "up_to_ms"]);
+        assert_eq!(row["retry"], retry);
+        assert_eq!(
+            row["ideal_ms"],
+            ladder::ideal_wait(&Policy::TRANSIENT, retry).as_millis() as u64
+        );
+        assert_eq!(
+            row["up_to_ms"],
+            ladder::max_wait(&Policy::TRANSIENT, retry).as_millis() as u64
+        );
+    }
+    assert_documented("schedule", &fields);
+    assert_documented("schedule", &["retry", "ideal_ms", "from_ms", "up_to_ms"]);
+
+    let outage = json(&backoff(&["schedule", "--policy", "outage", "--json"]));
+    assert_eq!(outage["rate_limit_once_ms"], 20_000);
+}
+
+#[test]
+fn delay_json_has_stable_fields_and_documents_them() {
+    let got = json(&backoff(&[
+        "delay",
+        "--policy",
+        "transient",
+        "--attempt",
+        "3",
+        "--draw",
+        "0.5",
+        "--json",
+    ]));
+    let fields = [
+        "attempt", "from_ms", "ideal_ms", "policy", "up_to_ms", "wait_ms",
+    ];
+    assert_eq!(keys(&got), fields);
+    let expected = ladder::ladder_wait(&Policy::TRANSIENT, 3, Draw::from_unit(0.5));
+    assert_eq!(got["wait_ms"], expected.as_millis() as u64);
+    assert_eq!(got["ideal_ms"], 4000);
+    assert_eq!(got["from_ms"], 2000);
+    assert_eq!(got["up_to_ms"], 6000);
+    assert_documented("delay", &fields);
+}
+
+#[test]
+fn explain_json_has_stable_fields_and_documents_them() {
+    let fields = [
+        "attempt",
+        "attempts",
+        "class",
+        "class_rule",
+        "context_overflow",
+        "error_code",
+        "error_type",
+        "policy",
+        "retried",
+        "retry_after_ms",
+        "rule",
+        "status",
+        "stop_reason",
+        "wait_ideal_ms",
+        "wait_longest_ms",
+        "wait_ms",
+        "wait_shortest_ms",
+    ];
+    for status in ["503", "404"] {
+        let got = json(&backoff(&["explain", "--status", status, "--json"]));
+        assert_eq!(keys(&got), fields, "{status}");
+    }
+    assert_documented("explain", &fields);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output: a closed pipe ends quietly with 0; a full disk is one line and 74; nothing panics.
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_status_0() {
+    for args in [
+        &["schedule", "--policy", "outage", "--attempts", "1000"][..],
+        &["schedule", "--attempts", "1000", "--json"],
+        &["delay", "--attempt", "1"],
+        &["explain", "--status", "503"],
+        &["explain", "--help"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_backoff"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end before backoff writes: every write it makes fails with EPIPE.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+}
+
+#[test]
+fn schedule_piped_into_head_passes_under_pipefail() {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        return; // No bash: the closed-pipe test above covers the same path.
+    }
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(r#"set -o pipefail; "$BACKOFF" schedule --policy outage --attempts 1000 | head -1"#)
+        .env("BACKOFF", env!("CARGO_BIN_EXE_backoff"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).lines().count(), 1);
+    assert_eq!(stderr(&output), "");
+}
+
+#[test]
+fn a_full_disk_is_one_line_and_status_74() {
+    if !Path::new("/dev/full").exists() {
+        return; // Not Linux: there is no device that is always full.
+    }
+    for args in [
+        &["schedule", "--policy", "outage"][..],
+        &["schedule", "--json"],
+        &["delay", "--attempt", "1", "--json"],
+        &["explain", "--status", "429"],
+        &["schedule", "--help"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
+            .args(args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(74), "{args:?}");
+        let text = stderr(&output);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.starts_with("backoff: cannot write the output: "),
+            "{text}"
+        );
+        assert!(!text.contains("panicked"), "{text}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// schedule streams, up to a documented maximum of attempts.
+
+#[test]
+fn schedule_prints_every_row_up_to_the_maximum_attempts_from_the_library() {
+    let policy = Policy::TRANSIENT.with_multiplier(1.5).with_attempts(1000);
+    let output = backoff(&[
+        "schedule",
+        "--policy",
+        "transient",
+        "--multiplier",
+        "1.5",
+        "--attempts",
+        "1000",
+        "--json",
+    ]);
+    let got = json(&output);
+    let rows = got["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 999);
+    for retry in [1u32, 2, 7, 500, 999] {
+        let row = &rows[retry as usize - 1];
+        assert_eq!(
+            row["ideal_ms"],
+            ladder::ideal_wait(&policy, retry).as_millis() as u64
+        );
+    }
+}
+
+#[test]
+fn attempts_above_the_maximum_are_refused_naming_it() {
+    for attempts in ["1001", "4294967295", "99999999999999999999"] {
+        let output = backoff(&["schedule", "--attempts", attempts]);
+        assert_eq!(output.status.code(), Some(2), "{attempts}");
+        let text = stderr(&output);
+        assert!(text.contains("at most 1000"), "{text}");
+        assert!(text.contains("--budget"), "{text}");
+    }
+    let help = stdout(&backoff(&["schedule", "--help"]));
+    assert!(help.contains("at most 1000"), "{help}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small messages: each says what is wrong and what to type instead.
+
+#[test]
+fn a_budget_too_large_is_called_too_large_not_malformed() {
+    let output = backoff(&["run", "--budget", "99999999999h", "--", "true"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("is too large for a budget"), "{text}");
+    assert!(text.contains("like `168h`"), "{text}");
+    assert!(!text.contains("malformed"), "{text}");
+}
+
+#[test]
+fn a_negative_draw_gets_our_message_not_an_unexpected_argument() {
+    let output = backoff(&["delay", "--attempt", "1", "--draw", "-0.1"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.contains("`-0.1` is not a draw in [0, 1); use one like 0.5"),
+        "{text}"
+    );
+    assert!(!text.contains("unexpected argument"), "{text}");
+}
+
+#[test]
+fn negative_numbers_reach_their_parsers_for_every_numeric_flag() {
+    for args in [
+        &["delay", "--attempt", "-1"][..],
+        &["delay", "--attempt", "1", "--multiplier", "-2"],
+        &["delay", "--attempt", "1", "--attempts", "-3"],
+        &["delay", "--attempt", "1", "--base-ms", "-5"],
+    ] {
+        let output = backoff(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            !stderr(&output).contains("unexpected argument"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// run: signals, secrets, and the git example.
+
+#[test]
+fn a_command_killed_by_a_signal_is_never_retried_even_if_its_status_is_listed() {
+    let output = backoff(&["run", "--retry-on", "137", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(output.status.code(), Some(137));
+    let text = stderr(&output);
+    assert!(!text.contains("retrying ("), "{text}");
+    assert!(
+        text.contains("was killed by signal 9 (SIGKILL), which is never retried"),
+        "{text}"
+    );
+    // A command that exits 137 itself (as a shell does for its killed child) is retried.
+    let exited = backoff(&[
+        "run",
+        "--retry-on",
+        "137",
+        "--attempts",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "exit 137",
+    ]);
+    assert_eq!(exited.status.code(), Some(137));
+    assert_eq!(stderr(&exited).matches("retrying (").count(), 1);
+}
+
+#[test]
+fn run_never_prints_the_commands_arguments() {
+    const SECRET: &str = "SECRET_TOKEN_VALUE";
+    let cases: &[&[&str]] = &[
+        // Retried and given up on: the secret is $0 of the script, which prints nothing.
+        &["run", "--", "sh", "-c", "exit 75", SECRET],
+        &["run", "--retry-on", "3", "--", "sh", "-c", "exit 3", SECRET],
+        &["run", "--", "sh", "-c", "exit 1", SECRET],
+        &[
+            "run",
+            "--retry-on",
+            "75",
+            "--retry-if-stderr",
+            "x",
+            "--",
+            "sh",
+            "-c",
+            "exit 75",
+            SECRET,
+        ],
+        &["run", "--", "sh", "-c", "kill -9 $$", SECRET],
+        &["run", "--", "backoff-no-such-command", SECRET],
+    ];
+    for args in cases {
+        let output = backoff(args);
+        let text = stderr(&output);
+        assert!(text.contains("backoff: "), "{args:?}: {text}");
+        assert!(!text.contains(SECRET), "{args:?}: {text}");
+        assert!(!stdout(&output).contains(SECRET), "{args:?}");
+    }
+}
+
+#[test]
+fn retry_if_stderr_retries_a_listed_status_only_when_a_line_matches() {
+    let matched = backoff(&[
+        "run",
+        "--retry-on",
+        "128",
+        "--retry-if-stderr",
+        "^fatal: .*timed out$",
+        "--",
+        "sh",
+        "-c",
+        "echo 'fatal: connection timed out' >&2; exit 128",
+    ]);
+    assert_eq!(matched.status.code(), Some(128));
+    let text = stderr(&matched);
+    assert_eq!(text.matches("retrying (").count(), 3, "{text}");
+    // The command's stderr passes through, once per attempt.
+    assert_eq!(
+        text.matches("fatal: connection timed out\n").count(),
+        4,
+        "{text}"
+    );
+
+    let unmatched = backoff(&[
+        "run",
+        "--retry-on",
+        "128",
+        "--retry-if-stderr",
+        "timed out",
+        "--",
+        "sh",
+        "-c",
+        "echo 'fatal: Authentication failed' >&2; exit 128",
+    ]);
+    assert_eq!(unmatched.status.code(), Some(128));
+    let text = stderr(&unmatched);
+    assert!(!text.contains("retrying ("), "{text}");
+    assert!(
+        text.contains("but its stderr did not match --retry-if-stderr"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_stderr_pattern_is_refused_with_an_example() {
+    let output = backoff(&["run", "--retry-if-stderr", "(unclosed", "--", "true"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("like `Could not resolve host"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// The README's `git push` example, exactly as written there (with its continuation lines).
+fn readme_git_example() -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    for (start, line) in lines.iter().enumerate() {
+        if !line.starts_with("backoff run") {
+            continue;
+        }
+        let mut command = String::new();
+        for line in &lines[start..] {
+            command.push_str(line);
+            command.push('\n');
+            if !line.trim_end().ends_with('\\') {
+                break;
+            }
+        }
+        if command.contains("git push") {
+            return command;
+        }
+    }
+    panic!("the README has no `backoff run ... git push` example");
+}
+
+/// Run the README's example with a fake `git` first on PATH that fails `failures` times with
+/// `status` and `message` on stderr, then succeeds. Returns backoff's status, its stderr and how
+/// many times git ran.
+fn push_with_fake_git(status: u8, message: &str, failures: u32) -> (Option<i32>, String, u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let git = dir.path().join("git");
+    std::fs::write(
+        &git,
+        format!(
+            "#!/bin/sh\n\
+             n=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n\
+             [ \"$1\" = push ] || exit 99\n\
+             if [ $n -le {failures} ]; then printf '%s\\n' \"{message}\" >&2; exit {status}; fi\n\
+             echo 'To https://example.invalid/repo.git'\n",
+            runs = runs.display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_backoff")).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        dir.path().display(),
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(readme_git_example())
+        .env("PATH", path)
+        .env("BACKOFF_SKIP_WAITS", "1")
+        .output()
+        .unwrap();
+    let mut ran = String::new();
+    std::fs::File::open(&runs)
+        .unwrap()
+        .read_to_string(&mut ran)
+        .unwrap();
+    (
+        output.status.code(),
+        stderr(&output),
+        ran.trim().parse().unwrap(),
+    )
+}
+
+#[test]
+fn the_readme_git_example_retries_a_network_failure() {
+    let network = "fatal: unable to access 'https://example.invalid/repo.git/': Could not resolve host: example.invalid";
+    let (status, text, runs) = push_with_fake_git(128, network, 2);
+    assert_eq!(status, Some(0), "{text}");
+    assert_eq!(runs, 3, "{text}");
+    assert_eq!(text.matches("retrying (").count(), 2, "{text}");
+
+    let refused = "fatal: unable to access 'https://example.invalid/repo.git/': Failed to connect to example.invalid port 443: Connection refused";
+    let (status, text, runs) = push_with_fake_git(128, refused, 1);
+    assert_eq!((status, runs), (Some(0), 2), "{text}");
+}
+
+#[test]
+fn the_readme_git_example_does_not_retry_a_failed_login() {
+    let login = "fatal: Authentication failed for 'https://example.invalid/repo.git/'";
+    let (status, text, runs) = push_with_fake_git(128, login, 1);
+    assert_eq!(status, Some(128), "{text}");
+    assert_eq!(runs, 1, "{text}");
+    assert!(!text.contains("retrying ("), "{text}");
+
+    let forbidden = "fatal: unable to access 'https://example.invalid/repo.git/': The requested URL returned error: 403";
+    let (status, _, runs) = push_with_fake_git(128, forbidden, 1);
+    assert_eq!((status, runs), (Some(128), 1));
+}
+
+#[test]
+fn the_readme_git_example_does_not_retry_a_rejected_push() {
+    let rejected = " ! [rejected]        main -> main (fetch first)";
+    let (status, text, runs) = push_with_fake_git(1, rejected, 1);
+    assert_eq!(status, Some(1), "{text}");
+    assert_eq!(runs, 1, "{text}");
+    assert!(!text.contains("retrying ("), "{text}");
+}

@@ -67,6 +67,51 @@ pub(crate) enum BodySays {
     ContextOverflow,
 }
 
+/// Which row of [the one table](crate::http) decided a class, so a person can be told why a
+/// response was (or was not) retried: see [`HttpError::rule`].
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue, StatusCode};
+/// use retry_runtime::http::{HttpError, Rule};
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-should-retry", HeaderValue::from_static("false"));
+/// let refused = HttpError::new(StatusCode::SERVICE_UNAVAILABLE, &headers, b"");
+/// assert_eq!(refused.rule(), Rule::ShouldRetry);
+/// assert_eq!(refused.rule().name(), "x_should_retry");
+/// assert_eq!(HttpError::new(StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"").rule(), Rule::Status);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// The server said `x-should-retry: true` or `false`, which outranks everything else.
+    ShouldRetry,
+    /// The body's error type or code is `overloaded_error`.
+    Overloaded,
+    /// The body's error type or code is a billing or hard-limit refusal (`insufficient_quota`, ...).
+    QuotaRefused,
+    /// The body says the prompt does not fit the model's context.
+    ContextOverflow,
+    /// A 403 with `x-ratelimit-remaining: 0`.
+    QuotaSpent,
+    /// The status alone.
+    Status,
+}
+
+impl Rule {
+    /// The rule's name in `snake_case`, as the `backoff explain` CLI prints it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Rule::ShouldRetry => "x_should_retry",
+            Rule::Overloaded => "provider_overloaded",
+            Rule::QuotaRefused => "provider_quota_refused",
+            Rule::ContextOverflow => "provider_context_overflow",
+            Rule::QuotaSpent => "x_ratelimit_remaining",
+            Rule::Status => "status",
+        }
+    }
+}
+
 /// The one table: the class of a failed response from its status, its headers (read through
 /// `should_retry`, `hint` and `quota_spent`) and what its body said.
 pub(crate) const fn classify_parts(
@@ -76,27 +121,41 @@ pub(crate) const fn classify_parts(
     quota_spent: bool,
     body: BodySays,
 ) -> Class {
+    decide(status, should_retry, hint, quota_spent, body).0
+}
+
+/// The table itself: the class, and the row that decided it.
+pub(crate) const fn decide(
+    status: u16,
+    should_retry: Option<bool>,
+    hint: Option<std::time::Duration>,
+    quota_spent: bool,
+    body: BodySays,
+) -> (Class, Rule) {
     match should_retry {
-        Some(true) => return Class::Unavailable { retry_after: hint },
-        Some(false) => return Class::Definitive,
+        Some(true) => return (Class::Unavailable { retry_after: hint }, Rule::ShouldRetry),
+        Some(false) => return (Class::Definitive, Rule::ShouldRetry),
         None => {}
     }
     match body {
-        BodySays::Overloaded => return Class::Unavailable { retry_after: hint },
-        BodySays::QuotaRefused => return Class::QuotaExhausted,
-        BodySays::ContextOverflow => return Class::Definitive,
+        BodySays::Overloaded => {
+            return (Class::Unavailable { retry_after: hint }, Rule::Overloaded);
+        }
+        BodySays::QuotaRefused => return (Class::QuotaExhausted, Rule::QuotaRefused),
+        BodySays::ContextOverflow => return (Class::Definitive, Rule::ContextOverflow),
         BodySays::Nothing => {}
     }
-    match status {
+    let class = match status {
         502..=504 | 529 => Class::Unavailable { retry_after: hint },
         429 => Class::RateLimited { retry_after: hint },
-        403 if quota_spent => Class::QuotaExhausted,
+        403 if quota_spent => return (Class::QuotaExhausted, Rule::QuotaSpent),
         408 => Class::Timeout,
         // 501 and 505 say the server will never do this: answers.
         501 | 505 => Class::Definitive,
         500..=599 => Class::ServerError,
         _ => Class::Definitive,
-    }
+    };
+    (class, Rule::Status)
 }
 
 /// The class of a failed response with this status and these headers (the body unread); `now`

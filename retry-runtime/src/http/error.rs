@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use super::{BodySays, classify_parts, headers};
+use super::{BodySays, Rule, decide, headers};
 use crate::class::{Class, Classify};
 
 /// The most of an error body an [`HttpError`] keeps.
@@ -150,19 +150,38 @@ impl HttpError {
     pub fn is_context_overflow(&self) -> bool {
         self.0.says == BodySays::ContextOverflow
     }
-}
 
-/// By [the one table](crate::http): `x-should-retry`, then the body's error type or code, then
-/// the status.
-impl Classify for HttpError {
-    fn classify(&self) -> Class {
-        classify_parts(
+    /// Which row of [the one table](crate::http) decided this error's class: `x-should-retry`,
+    /// the provider's error type or code, `x-ratelimit-remaining`, or the status.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use retry_runtime::http::{HttpError, Rule};
+    ///
+    /// let overloaded = br#"{"type": "error", "error": {"type": "overloaded_error"}}"#;
+    /// let error = HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, &HeaderMap::new(), overloaded);
+    /// assert_eq!(error.rule(), Rule::Overloaded);
+    /// ```
+    pub fn rule(&self) -> Rule {
+        self.decide().1
+    }
+
+    fn decide(&self) -> (Class, Rule) {
+        decide(
             self.0.status.as_u16(),
             headers::should_retry(&self.0.headers),
             self.0.retry_after,
             headers::quota_spent(&self.0.headers),
             self.0.says,
         )
+    }
+}
+
+/// By [the one table](crate::http): `x-should-retry`, then the body's error type or code, then
+/// the status.
+impl Classify for HttpError {
+    fn classify(&self) -> Class {
+        self.decide().0
     }
 }
 

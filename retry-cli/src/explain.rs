@@ -1,0 +1,391 @@
+//! `backoff explain`: what the library makes of one HTTP response, and why.
+//!
+//! The class comes from `retry_runtime::http`'s one table ([`HttpError`]), the retry decision
+//! and the wait from [`ladder::next_step`], the engine's own rule. Nothing here classifies: it
+//! only names which part of the library decided.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use retry_runtime::http::{HttpError, Rule};
+use retry_runtime::ladder::{self, Failure, Step};
+use retry_runtime::{Class, Classify, Draw, Policy, RateLimit, StopReason};
+
+use crate::error::CliError;
+use crate::flags::{DrawArgs, PolicyArgs};
+use crate::output::{self, format_wait, json_ms};
+
+/// `backoff explain`.
+#[derive(Debug, Args)]
+pub(crate) struct Explain {
+    /// The response's status, like 429.
+    #[arg(long, value_parser = parse_status, allow_negative_numbers = true)]
+    status: StatusCode,
+    /// A response header as `Name: value`, like `--header 'Retry-After: 30'`; repeat the flag
+    /// for more.
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// A file holding the response body, or `-` for stdin: the provider's error type and code
+    /// are read from it.
+    #[arg(long, value_name = "FILE")]
+    body: Option<PathBuf>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The attempt that got this response, from 1.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    attempt: u32,
+    #[command(flatten)]
+    draw: DrawArgs,
+    /// Print one JSON object instead: `status`; `class` (the class's name); `retry_after_ms`
+    /// (the server's hint, or null); `class_rule`, the table's row that decided the class
+    /// (`x_should_retry`, `provider_overloaded`, `provider_quota_refused`,
+    /// `provider_context_overflow`, `x_ratelimit_remaining` or `status`); `error_type` and
+    /// `error_code` (from the body, or null); `context_overflow`; `policy`; `attempt`;
+    /// `attempts` (the policy's); `retried`; `rule`, what decided the outcome (`hint`,
+    /// `cap`, `ladder` or `rate_limit_once` for a retry; `max_hint` or `max_total` for a hint
+    /// the policy will not wait; `policy` for a class it
+    /// does not retry, `attempts` for its last attempt, or the `class_rule` for an answer);
+    /// `stop_reason` (null when retried); and, null unless retried, `wait_ms` (the wait at
+    /// `--draw`, or the ideal), `wait_ideal_ms`, `wait_shortest_ms` and `wait_longest_ms`
+    /// (what any draw gives). Waits are whole milliseconds, rounded down.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What decided whether, and how long, the policy waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// The server's hint, longer than the policy's own wait.
+    Hint,
+    /// The hint is longer than the policy honours: it stops now.
+    MaxHint,
+    /// The wait would take the ladder past the policy's total, hints included: it stops now.
+    MaxTotal,
+    /// The ladder's wait, held at the cap.
+    Cap,
+    /// The ladder's wait.
+    Ladder,
+    /// The policy's single rate-limit retry.
+    RateLimitOnce,
+    /// The class is an answer: the table's row decided.
+    Answer,
+    /// The policy does not retry the class.
+    NotRetried,
+    /// The attempt was the policy's last.
+    Attempts,
+    /// Another stop the engine knows (named by its reason).
+    Other(StopReason),
+}
+
+/// Everything `explain` reports, computed once for both forms.
+struct Explanation {
+    error: HttpError,
+    class: Class,
+    policy: Policy,
+    attempt: u32,
+    step: Step,
+    decision: Decision,
+    /// The policy's own wait (ladder or single rate-limit wait) at the draw, for a retry.
+    own_wait: Duration,
+    /// The waits the shortest, ideal and longest draws give, for a retry.
+    range: Option<(Duration, Duration, Duration)>,
+    /// Whether the wait is for a fixed draw (`--draw`, `--no-jitter`).
+    fixed_draw: bool,
+}
+
+impl Explain {
+    pub(crate) fn print(&self) -> Result<ExitCode, CliError> {
+        let explanation = self.explain()?;
+        let mut out = output::stdout();
+        if self.json {
+            writeln!(out, "{}", explanation.json())?;
+        } else {
+            explanation.write_text(&mut out)?;
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn explain(&self) -> Result<Explanation, CliError> {
+        let policy = self.policy.policy()?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            headers.append(name.clone(), value.clone());
+        }
+        let body = self.read_body()?;
+        let error = HttpError::new(self.status, &headers, &body);
+        let class = error.classify();
+        let failure = Failure::new(self.attempt, class);
+        let draw = self.draw.fixed().unwrap_or(Draw::IDEAL);
+        let step = ladder::next_step(&policy, failure, draw);
+        let (decision, own_wait) = decide(&policy, failure, draw, step);
+        let range = match step {
+            Step::Retry { .. } => Some((
+                wait_of(ladder::next_step(&policy, failure, Draw::from_bits(0))),
+                wait_of(ladder::next_step(&policy, failure, Draw::IDEAL)),
+                wait_of(ladder::next_step(
+                    &policy,
+                    failure,
+                    Draw::from_bits(u32::MAX),
+                )),
+            )),
+            Step::Stop(_) => None,
+        };
+        Ok(Explanation {
+            error,
+            class,
+            policy,
+            attempt: self.attempt,
+            step,
+            decision,
+            own_wait,
+            range,
+            fixed_draw: self.draw.fixed().is_some(),
+        })
+    }
+
+    fn read_body(&self) -> Result<Vec<u8>, CliError> {
+        let Some(path) = &self.body else {
+            return Ok(Vec::new());
+        };
+        let read = if path.as_os_str() == "-" {
+            let mut body = Vec::new();
+            std::io::stdin().read_to_end(&mut body).map(|_| body)
+        } else {
+            std::fs::read(path)
+        };
+        read.map_err(|error| {
+            CliError::BadInput(format!(
+                "cannot read the body from `{}`: {error}; give a file that holds the response body, or `-` for stdin",
+                path.display()
+            ))
+        })
+    }
+}
+
+/// What decided the step, derived from the ladder's own pure functions: which of its terms
+/// (the hint, the rate-limit wait, the rung, the cap) the wait is. Also the policy's own wait.
+fn decide(policy: &Policy, failure: Failure, draw: Draw, step: Step) -> (Decision, Duration) {
+    let wait = match step {
+        Step::Retry { wait } => wait,
+        Step::Stop(reason) => {
+            let decision = match reason {
+                StopReason::Definitive => Decision::Answer,
+                StopReason::NotRetried { .. } => Decision::NotRetried,
+                StopReason::Exhausted { .. } => Decision::Attempts,
+                StopReason::RetryAfterTooLong { max, .. } if max == policy.max_retry_after() => {
+                    Decision::MaxHint
+                }
+                StopReason::RetryAfterTooLong { .. } => Decision::MaxTotal,
+                other => Decision::Other(other),
+            };
+            return (decision, Duration::ZERO);
+        }
+    };
+    let (own, own_decision) = match (failure.class, policy.rate_limit()) {
+        (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
+            (ladder::hinted(wait, draw), Decision::RateLimitOnce)
+        }
+        _ => {
+            let ideal = ladder::ideal_wait(policy, failure.attempt);
+            let uncapped = ladder::ideal_wait(&policy.with_cap(Duration::MAX), failure.attempt);
+            let decision = if uncapped > ideal {
+                Decision::Cap
+            } else {
+                Decision::Ladder
+            };
+            (ladder::ladder_wait(policy, failure.attempt, draw), decision)
+        }
+    };
+    // The hint is a floor: when the wait is longer than the policy's own, the hint set it.
+    let decision = if wait > own {
+        Decision::Hint
+    } else {
+        own_decision
+    };
+    (decision, own)
+}
+
+fn wait_of(step: Step) -> Duration {
+    match step {
+        Step::Retry { wait } => wait,
+        Step::Stop(_) => Duration::ZERO,
+    }
+}
+
+impl Explanation {
+    fn rule_name(&self) -> &'static str {
+        match self.decision {
+            Decision::Hint => "hint",
+            Decision::MaxHint => "max_hint",
+            Decision::MaxTotal => "max_total",
+            Decision::Cap => "cap",
+            Decision::Ladder => "ladder",
+            Decision::RateLimitOnce => "rate_limit_once",
+            Decision::Answer => self.error.rule().name(),
+            Decision::NotRetried => "policy",
+            Decision::Attempts => "attempts",
+            Decision::Other(reason) => reason.name(),
+        }
+    }
+
+    fn stop_reason(&self) -> Option<StopReason> {
+        match self.step {
+            Step::Retry { .. } => None,
+            Step::Stop(reason) => Some(reason),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let (wait, ideal, shortest, longest) = match (self.step, self.range) {
+            (Step::Retry { wait }, Some((shortest, ideal, longest))) => (
+                Some(json_ms(wait)),
+                Some(json_ms(ideal)),
+                Some(json_ms(shortest)),
+                Some(json_ms(longest)),
+            ),
+            _ => (None, None, None, None),
+        };
+        serde_json::json!({
+            "status": self.error.status().as_u16(),
+            "class": self.class.name(),
+            "retry_after_ms": self.class.retry_after().map(json_ms),
+            "class_rule": self.error.rule().name(),
+            "error_type": self.error.error_type(),
+            "error_code": self.error.error_code(),
+            "context_overflow": self.error.is_context_overflow(),
+            "policy": self.policy.name(),
+            "attempt": self.attempt,
+            "attempts": self.policy.attempts(),
+            "retried": matches!(self.step, Step::Retry { .. }),
+            "rule": self.rule_name(),
+            "stop_reason": self.stop_reason().map(|reason| reason.name()),
+            "wait_ms": wait,
+            "wait_ideal_ms": ideal,
+            "wait_shortest_ms": shortest,
+            "wait_longest_ms": longest,
+        })
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "response: {}", self.error)?;
+        writeln!(out, "class: {}", self.class)?;
+        writeln!(out, "class decided by: {}", self.class_rule_text())?;
+        write!(
+            out,
+            "policy {}, attempt {} of {}: ",
+            self.policy.name(),
+            self.attempt,
+            self.policy.attempts()
+        )?;
+        match (self.step, self.range) {
+            (Step::Retry { wait }, Some((shortest, ideal, longest))) => {
+                writeln!(out, "retried")?;
+                if self.fixed_draw {
+                    writeln!(out, "wait: {} s", format_wait(wait, false))?;
+                } else {
+                    writeln!(
+                        out,
+                        "wait: {} s ideal; a random draw gives {} to {} s",
+                        format_wait(ideal, false),
+                        format_wait(shortest, false),
+                        format_wait(longest, false)
+                    )?;
+                }
+            }
+            (Step::Stop(reason), _) => writeln!(out, "not retried: {reason}")?,
+            (Step::Retry { .. }, None) => writeln!(out, "retried")?,
+        }
+        writeln!(out, "decided by: {}", self.decision_text())
+    }
+
+    fn class_rule_text(&self) -> String {
+        let error = &self.error;
+        match error.rule() {
+            Rule::ShouldRetry => {
+                let said = error
+                    .headers()
+                    .get("x-should-retry")
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or("?");
+                format!("x-should-retry: {said}, which outranks the body and the status")
+            }
+            Rule::Overloaded => {
+                "the provider's error type `overloaded_error`, whatever the status".into()
+            }
+            Rule::QuotaRefused => format!(
+                "the provider's error code `{}`: a billing refusal that no wait clears",
+                error.error_code().or(error.error_type()).unwrap_or("?")
+            ),
+            Rule::ContextOverflow => {
+                "the body: the prompt does not fit the model's context, an answer to route to your own recovery".into()
+            }
+            Rule::QuotaSpent => "x-ratelimit-remaining: 0 on a 403: a spent quota".into(),
+            Rule::Status => format!("the status {}", error.status().as_u16()),
+            other => other.name().into(),
+        }
+    }
+
+    fn decision_text(&self) -> String {
+        let own = format_wait(self.own_wait, false);
+        match self.decision {
+            Decision::Hint => format!(
+                "the hint: the server asked for {} s, longer than the policy's own {own} s",
+                self.class
+                    .retry_after()
+                    .map_or_else(|| "?".into(), |hint| format_wait(hint, false))
+            ),
+            Decision::MaxHint => format!(
+                "the maximum hint: the policy honours a Retry-After of at most {} s",
+                format_wait(self.policy.max_retry_after(), false)
+            ),
+            Decision::MaxTotal => format!(
+                "the total: the policy waits at most {} s in all, hints included",
+                format_wait(self.policy.max_total_wait(), false)
+            ),
+            Decision::Cap => format!(
+                "the cap: rung {} of the ladder is held at {} s",
+                self.attempt,
+                format_wait(self.policy.cap(), false)
+            ),
+            Decision::Ladder => format!("the ladder: rung {} of the policy's waits", self.attempt),
+            Decision::RateLimitOnce => {
+                format!("the policy's single rate-limit retry, after {own} s")
+            }
+            Decision::Answer => format!("the table: {}", self.class_rule_text()),
+            Decision::NotRetried => format!(
+                "the policy: `{}` does not retry `{}` failures",
+                self.policy.name(),
+                self.class.name()
+            ),
+            Decision::Attempts => format!(
+                "the attempts: attempt {} of {} was the last",
+                self.attempt,
+                self.policy.attempts()
+            ),
+            Decision::Other(reason) => reason.to_string(),
+        }
+    }
+}
+
+fn parse_status(text: &str) -> Result<StatusCode, String> {
+    text.parse::<u16>()
+        .ok()
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or_else(|| {
+            format!("`{text}` is not an HTTP status; use a number from 100 to 999, like 503")
+        })
+}
+
+fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let bad =
+        || format!("`{text}` is not a header; write it as `Name: value`, like `Retry-After: 30`");
+    let (name, value) = text.split_once(':').ok_or_else(bad)?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+    let value = HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    Ok((name, value))
+}
