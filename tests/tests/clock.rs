@@ -100,7 +100,7 @@ async fn real_waits_run_on_tokio_time() {
         }))
         .await;
 
-    result.unwrap();
+    result.unwrap().unwrap();
     // Equal jitter draws from [0.5, 1) of 5 s and 15 s.
     let waited = started.elapsed();
     assert!(
