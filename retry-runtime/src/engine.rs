@@ -457,36 +457,39 @@ impl<R: Source> Run<R> {
     /// Start one attempt under its timer: the sooner of the call's timeout, what is left of
     /// the turn and what is left of a literal budget.
     pub fn attempt_timed<F: Future>(&mut self, future: F) -> Attempt<Timed<F>> {
-        let (limit, bound) = self.attempt_limit();
-        self.attempt(Timed::new(future, limit, bound))
+        let (end, bound) = self.attempt_end();
+        self.attempt(Timed::new(future, end, bound))
     }
 
-    fn attempt_limit(&self) -> (Duration, Bound) {
-        let mut limit = (
-            self.retry().timeout.unwrap_or(Duration::MAX),
-            Bound::Timeout,
-        );
-        let turn = turn::deadline();
-        let budget = match (self.retry().budget, self.started()) {
-            (Budget::Within(limit), Some(started)) => started.checked_add(limit),
-            _ => None,
-        };
-        if turn.is_none() && budget.is_none() {
-            return limit;
-        }
-        let now = self.retry().clock.now();
-        // On a tie the turn is named: it is the bound that ends the work.
-        if let Some(turn) = turn
-            && turn.saturating_duration_since(now) <= limit.0
+    /// When the next attempt must end, on tokio's time, and which bound says so.
+    fn attempt_end(&self) -> (Instant, Bound) {
+        let start = Instant::now();
+        let timeout = self.retry().timeout.and_then(|t| start.checked_add(t));
+        let mut end = (timeout, Bound::Timeout);
+        // The very instant the turn drops its work: on a tie, the turn wins.
+        if let Some(turn) = turn::expiry()
+            && end.0.is_none_or(|end| turn <= end)
         {
-            limit = (turn.saturating_duration_since(now), Bound::Turn);
+            end = (Some(turn), Bound::Turn);
         }
-        if let Some(budget) = budget
-            && budget.saturating_duration_since(now) < limit.0
-        {
-            limit = (budget.saturating_duration_since(now), Bound::Budget);
+        if let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started()) {
+            // The budget is on the retry's clock; its remainder is the same on tokio's.
+            let left = started
+                .checked_add(limit)
+                .map(|deadline| deadline.saturating_duration_since(self.retry().clock.now()));
+            let budget = left.and_then(|left| start.checked_add(left));
+            if let Some(budget) = budget
+                && end.0.is_none_or(|end| budget < end)
+            {
+                end = (Some(budget), Bound::Budget);
+            }
         }
-        limit
+        match end {
+            (Some(at), bound) => (at, bound),
+            // A timeout too long to be an instant: about thirty years, as tokio's own far
+            // future.
+            (None, bound) => (start + Duration::from_secs(86_400 * 365 * 30), bound),
+        }
     }
 
     /// Take one attempt's output, noting whether a ladder nested inside it gave up.

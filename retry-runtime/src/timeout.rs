@@ -151,21 +151,15 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> Timed<F> {
-    /// `future`, dropped after `limit` (on tokio's time), with `bound` named as the cause.
-    pub(crate) fn new(future: F, limit: Duration, bound: Bound) -> Timed<F> {
-        let started = Instant::now();
+    /// `future`, dropped at `end` (on tokio's time), with `bound` named as the cause.
+    pub(crate) fn new(future: F, end: Instant, bound: Bound) -> Timed<F> {
         Timed {
             future: Some(future),
-            timer: tokio::time::sleep_until(started.checked_add(limit).unwrap_or_else(far_future)),
+            timer: tokio::time::sleep_until(end),
             bound,
-            started,
+            started: Instant::now(),
         }
     }
-}
-
-/// About 30 years from now, as tokio's own `Instant::far_future` (not public) does.
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
 }
 
 impl<F: Future> Future for Timed<F> {

@@ -27,6 +27,10 @@ struct Scope {
     /// Already the sooner of this turn's own deadline and the enclosing turn's; `None` when a
     /// budget is too large to be an instant (no deadline at all).
     deadline: Option<Instant>,
+    /// The instant `Turn::run` drops the work, on tokio's own time (which a testing scope's
+    /// skipped waits do not move): the sooner of this turn's and the enclosing turn's. An
+    /// attempt timer bounded by the turn is set to this very instant, so the turn wins a tie.
+    expiry: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
     report: Mutex<TurnReport>,
@@ -139,8 +143,13 @@ impl Turn {
         let now = TokioClock.now();
         let own = now.checked_add(self.budget);
         let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
+        let expiry = sooner(
+            Instant::now().checked_add(self.budget),
+            parent.as_ref().and_then(|p| p.expiry),
+        );
         let scope = Arc::new(Scope {
             deadline,
+            expiry,
             hook: self.hook,
             cancel: self.cancel,
             report: Mutex::new(TurnReport::default()),
@@ -149,8 +158,7 @@ impl Turn {
         let cancels: Vec<Arc<Cancel>> =
             scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect();
         // On tokio's time: the deadline less the time a testing scope skipped.
-        let expiry =
-            deadline.map(|deadline| tokio::time::sleep(deadline.saturating_duration_since(now)));
+        let expiry = expiry.map(tokio::time::sleep_until);
         let outcome = {
             let mut work = pin!(TURN.scope(Arc::clone(&scope), work));
             let mut cancelled = pin!(cancelled(cancels));
@@ -611,6 +619,11 @@ enum Stage {
 
 pub(crate) fn deadline() -> Option<Instant> {
     TURN.try_with(|scope| scope.deadline).ok().flatten()
+}
+
+/// The instant, on tokio's time, at which the enclosing turn drops its work.
+pub(crate) fn expiry() -> Option<Instant> {
+    TURN.try_with(|scope| scope.expiry).ok().flatten()
 }
 
 /// Whether this turn, or one around it, was cancelled.

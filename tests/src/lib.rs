@@ -69,8 +69,11 @@ pub enum Step {
     /// Read the request, then close the connection without answering: the client sees the
     /// connection dropped, with no status to read.
     Drop,
-    /// Read the request and never answer: the client's own timeout ends the attempt.
+    /// Read the request and never answer: the client's own timeout ends the attempt. The
+    /// server notes when the client closes the connection ([`Server::closed`]).
     Stall,
+    /// Wait this long (real time), then take the step: `Step::ok("late").after(delay)`.
+    After(Duration, Box<Step>),
 }
 
 impl Step {
@@ -96,6 +99,11 @@ impl Step {
     /// A `403 Forbidden` with `x-ratelimit-remaining: 0`: a quota spent, not a permission.
     pub fn quota_exhausted() -> Step {
         Step::status(403).with_header("x-ratelimit-remaining", "0")
+    }
+
+    /// This answer, given only after `delay` of real time (the connection stays open).
+    pub fn after(self, delay: Duration) -> Step {
+        Step::After(delay, Box::new(self))
     }
 
     /// This step `count` times over, for a script: `Step::status(503).times(4)`.
@@ -125,18 +133,20 @@ impl Step {
 struct Script {
     steps: Mutex<VecDeque<Step>>,
     requests: watch::Sender<u32>,
+    /// For each stalled connection the client closed: how long after its request reached the
+    /// server.
+    closed: watch::Sender<Vec<Duration>>,
 }
 
 impl Script {
-    /// Whether the next request is to be dropped.
-    fn next_is_drop(&self) -> bool {
-        matches!(
-            self.steps
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .front(),
-            Some(Step::Drop)
-        )
+    /// The next request's step, if it is a `Drop` or a `Stall`: the listener serves those.
+    fn next_unanswered(&self) -> Option<Step> {
+        self.steps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .front()
+            .filter(|step| matches!(step, Step::Drop | Step::Stall))
+            .cloned()
     }
 
     /// Count one request and take its step.
@@ -179,14 +189,25 @@ impl axum::serve::Listener for ScriptedListener {
                 tokio::task::yield_now().await;
                 continue;
             };
-            if !self.script.next_is_drop() {
+            let Some(step) = self.script.next_unanswered() else {
                 return (stream, addr);
-            }
+            };
             // The request reaches the server (it is read in full, so closing does not reset
             // the connection), is counted, and gets no answer.
             read_request_head(&mut stream).await;
             let _ = self.script.take();
-            drop(stream);
+            if step == Step::Stall {
+                // Held open until the client closes it, and the close noted.
+                let script = Arc::clone(&self.script);
+                tokio::spawn(async move {
+                    let reached = tokio::time::Instant::now();
+                    let mut buffer = [0; 64];
+                    while let Ok(1..) = stream.read(&mut buffer).await {}
+                    script
+                        .closed
+                        .send_modify(|closed| closed.push(reached.elapsed()));
+                });
+            }
         }
     }
 
@@ -208,7 +229,11 @@ async fn read_request_head(stream: &mut TcpStream) {
 }
 
 async fn answer(State(script): State<Arc<Script>>) -> Response {
-    let (number, step) = script.take();
+    let (number, mut step) = script.take();
+    if let Step::After(delay, later) = step {
+        tokio::time::sleep(delay).await;
+        step = *later;
+    }
     let (status, headers, body) = match step {
         Step::Answer {
             status,
@@ -216,9 +241,9 @@ async fn answer(State(script): State<Arc<Script>>) -> Response {
             body,
         } => (status, headers, body),
         Step::Stall => std::future::pending().await,
-        // The listener drops these before axum sees them; reaching here means a connection
-        // carried a second request, which the script cannot serve in order.
-        Step::Drop => (
+        // The listener serves these before axum sees them (unless delayed); reaching here
+        // means a connection carried a second request, which the script cannot serve in order.
+        Step::Drop | Step::After(..) => (
             500,
             Vec::new(),
             "a dropped connection was scripted for a reused connection".to_owned(),
@@ -259,9 +284,11 @@ impl Server {
             .expect("bind a listener on 127.0.0.1");
         let addr = inner.local_addr().expect("read the listener's address");
         let (requests, _) = watch::channel(0);
+        let (closed, _) = watch::channel(Vec::new());
         let script = Arc::new(Script {
             steps: Mutex::new(script.into_iter().collect()),
             requests,
+            closed,
         });
         let listener = ScriptedListener {
             inner,
@@ -289,6 +316,18 @@ impl Server {
     /// How many requests reached the server, dropped and stalled ones included.
     pub fn requests(&self) -> u32 {
         *self.script.requests.borrow()
+    }
+
+    /// For each stalled connection the client has closed, in order: how long it stayed open
+    /// after its request reached the server.
+    pub fn closed(&self) -> Vec<Duration> {
+        self.script.closed.borrow().clone()
+    }
+
+    /// Wait (in real time) until the client has closed `count` stalled connections.
+    pub async fn wait_for_closed(&self, count: usize) {
+        let mut closed = self.script.closed.subscribe();
+        let _ = closed.wait_for(|closed| closed.len() >= count).await;
     }
 
     /// Wait (in real time) until `count` requests have reached the server.
