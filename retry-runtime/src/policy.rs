@@ -118,6 +118,9 @@ impl Policy {
     /// Seed 000: retry what fails fast, and only that. Transport errors, 502/503/504 and 429;
     /// 4 attempts; waits of 250, 500, 1000 ms with equal jitter, so at most 1.75 s of waiting
     /// in all, under a tenth of a 180 s turn. A `Retry-After` replaces the doubling.
+    ///
+    /// It does not retry `Timeout`: an attempt that used up its `timeout` (a
+    /// [`TimedOut`](crate::TimedOut)) is never retried under it.
     pub const AVAILABILITY: Policy = Policy {
         name: "availability",
         retried: ClassSet::EMPTY
