@@ -242,9 +242,16 @@ fn attempt_loop(config: &Config, function: &RetryFn, private: &TokenStream) -> T
             let at_key = respan(private, *span);
             let value = Ident::new("__retry_value", Span::mixed_site());
             let timed_out = Ident::new("__retry_timed_out", Span::mixed_site());
-            let convert = quote_spanned!(*span=>
-                #at_key::core::result::Result::Err(#at_key::HoldsTimedOut::hold(#timed_out))
-            );
+            // Where `Result<T, E>` is written out, the conversion asks `E` directly, so a
+            // missing `From<TimedOut>` is one message naming `E`; behind an alias (or a
+            // return type that is not a `Result`), it asks the return type.
+            let convert = if function::error_type(&function.output).is_some() {
+                quote_spanned!(*span=>
+                    #at_key::core::result::Result::Err(#at_key::HoldsTimedOut::hold(#timed_out))
+                )
+            } else {
+                quote_spanned!(*span=> #at_key::TimedOutResult::timed_out(#timed_out))
+            };
             (
                 quote!(attempt_timed),
                 quote! {

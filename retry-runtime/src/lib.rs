@@ -130,7 +130,7 @@ pub mod __private {
     pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run, Source, TimedRetry};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
-    pub use crate::timeout::HoldsTimedOut;
+    pub use crate::timeout::{HoldsTimedOut, TimedOutResult};
     pub use ::core;
     pub use ::core::ops::ControlFlow;
     pub use ::core::time::Duration;
