@@ -367,7 +367,9 @@ pub struct Canceller {
 }
 
 impl Canceller {
-    /// Cancel the turn: waits end now, and no further retry is made.
+    /// Cancel the turn: [`Turn::run`] drops its work now, attempts and waits in flight
+    /// included; a ladder in a task carried in with [`TurnHandle::scope`] ends its wait and
+    /// makes no further retry.
     pub fn cancel(&self) {
         self.cancel.cancelled.store(true, Ordering::Release);
         self.cancel.notify.notify_waiters();
