@@ -180,7 +180,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await;
 
     println!("turn report: {report}");
-    if outcome {
+    if outcome.into_finished() == Some(true) {
         Ok(())
     } else {
         Err("the demo did not go as expected".into())

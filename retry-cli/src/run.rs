@@ -138,7 +138,10 @@ impl Run {
         let name: &'static str = Box::leak(program.clone().into_boxed_str());
         // The event's sentence names the command and the class; its error is our own text
         // (the status, never the arguments, which may hold tokens).
-        notice::set_process_hook(|event| output::say(format_args!("{event} ({})", event.error)));
+        notice::set_process_hook(|notice| match notice.retry() {
+            Some(event) => output::say(format_args!("{event} ({})", event.error)),
+            None => output::say(notice),
+        });
         let retry = Retry::new(&policy)
             .named(name)
             .within(self.budget.unwrap_or(Budget::Turn));

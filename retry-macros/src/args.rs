@@ -20,6 +20,7 @@ pub(crate) const KEYS: &[(&str, &str)] = &[
     ("multiplier", "2"),
     ("jitter", "\"equal\""),
     ("budget", "\"2s\""),
+    ("timeout", "\"30s\""),
     ("name", "\"model\""),
     ("quota", "crate::MODEL_QUOTA"),
     ("also_retry", "[InvalidOutput]"),
@@ -39,8 +40,9 @@ const KEY_ALIASES: &[(&str, &str)] = &[
     ("max_delay_ms", "cap_ms"),
     ("max_ms", "cap_ms"),
     ("factor", "multiplier"),
-    ("timeout", "budget"),
     ("deadline", "budget"),
+    ("attempt_timeout", "timeout"),
+    ("request_timeout", "timeout"),
     ("op", "name"),
     ("retry_also", "also_retry"),
     ("retrying", "also_retry"),
@@ -118,6 +120,8 @@ pub(crate) struct Config {
     /// The `Jitter` variant.
     pub(crate) jitter: Option<At<&'static str>>,
     pub(crate) budget: Option<At<BudgetChoice>>,
+    /// Each attempt's timeout, in milliseconds.
+    pub(crate) timeout: Option<At<u64>>,
     pub(crate) name: Option<LitStr>,
     pub(crate) quota: Option<ExprPath>,
     /// `Class` variants the policy retries too, and those it no longer retries.
@@ -166,7 +170,7 @@ impl Given {
             ),
             "attempts" | "base_ms" | "cap_ms" => ("a whole number", example_of(&name)),
             "multiplier" => ("a number", "2"),
-            "jitter" | "budget" | "name" => ("a string", example_of(&name)),
+            "jitter" | "budget" | "timeout" | "name" => ("a string", example_of(&name)),
             "quota" => ("a path to a `static` `Quota`", "crate::MODEL_QUOTA"),
             "also_retry" | "never_retry" => ("a list of `Class` variants", example_of(&name)),
             _ => ("a string holding a path", "\"retry_runtime\""),
@@ -209,6 +213,7 @@ struct RawArgs {
     multiplier: Option<Given>,
     jitter: Option<Given>,
     budget: Option<Given>,
+    timeout: Option<Given>,
     name: Option<Given>,
     quota: Option<Given>,
     also_retry: Option<Given>,
@@ -228,6 +233,7 @@ impl RawArgs {
             "multiplier" => &mut self.multiplier,
             "jitter" => &mut self.jitter,
             "budget" => &mut self.budget,
+            "timeout" => &mut self.timeout,
             "name" => &mut self.name,
             "quota" => &mut self.quota,
             "also_retry" => &mut self.also_retry,
@@ -344,6 +350,7 @@ impl Config {
             multiplier: checked(&raw.multiplier, errors, multiplier),
             jitter: checked(&raw.jitter, errors, jitter),
             budget: checked(&raw.budget, errors, budget),
+            timeout: checked(&raw.timeout, errors, timeout),
             name: checked(&raw.name, errors, name),
             quota: checked(&raw.quota, errors, quota),
             also_retry: class_list(&raw.also_retry, errors),
@@ -647,26 +654,32 @@ fn unquoted_hint(given: &Given) -> Option<Error> {
     )))
 }
 
-fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
-    let lit = match given.expr()? {
+/// A string key's literal: `budget` and `timeout`.
+fn duration_string(given: &Given) -> syn::Result<LitStr> {
+    match given.expr()? {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
-        }) => lit,
+        }) => Ok(lit),
         // `budget = 2s` lexes as the integer 2 with the suffix `s`.
         Expr::Lit(ExprLit {
             lit: Lit::Int(int), ..
         }) => {
-            return Err(given.error(format!(
-                "`budget` takes a string: write `budget = \"{int}\"`"
-            )));
+            let name = given.name();
+            Err(given.error(format!(
+                "`{name}` takes a string: write `{name} = \"{int}\"`"
+            )))
         }
-        _ => return Err(unquoted_hint(given).unwrap_or_else(|| given.wrong_type())),
-    };
+        _ => Err(unquoted_hint(given).unwrap_or_else(|| given.wrong_type())),
+    }
+}
+
+fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
+    let lit = duration_string(given)?;
     let text = lit.value();
     let value = if text == "turn" {
         BudgetChoice::Turn
     } else {
-        let millis = duration_millis(&text).map_err(|why| given.error(why))?;
+        let millis = duration_millis("budget", &text).map_err(|why| given.error(why))?;
         BudgetChoice::Within { millis, text }
     };
     Ok(At {
@@ -675,17 +688,38 @@ fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
     })
 }
 
-/// A duration literal (`"500ms"`, `"2s"`, `"3m"`, `"1h"`) in milliseconds, or why it is not one.
-fn duration_millis(text: &str) -> Result<u64, String> {
+/// `timeout`: a duration literal, as `budget` takes (but not `"turn"`: every attempt is
+/// bounded by the turn already).
+fn timeout(given: &Given) -> syn::Result<At<u64>> {
+    let lit = duration_string(given)?;
+    let text = lit.value();
+    if text == "turn" {
+        return Err(given.error(
+            "every attempt is already bounded by the rest of the turn; `timeout` takes a \
+             duration, like `timeout = \"30s\"`",
+        ));
+    }
+    let millis = duration_millis("timeout", &text).map_err(|why| given.error(why))?;
+    Ok(At {
+        value: millis,
+        span: lit.span(),
+    })
+}
+
+/// A duration literal (`"500ms"`, `"2s"`, `"3m"`, `"1h"`) in milliseconds, or why it is not one,
+/// worded for `key` (`budget` also takes `"turn"`, `timeout` does not).
+fn duration_millis(key: &str, text: &str) -> Result<u64, String> {
+    let takes_turn = key == "budget";
     let malformed = || {
-        let hint = if text.chars().any(|c| c.is_ascii_digit()) {
-            String::new()
-        } else {
+        let hint = if takes_turn && !text.chars().any(|c| c.is_ascii_digit()) {
             quoted_hint(text, &["turn"])
+        } else {
+            String::new()
         };
+        let turn_or = if takes_turn { "`\"turn\"` or " } else { "" };
         format!(
-            "malformed duration `\"{text}\"`; `budget` takes `\"turn\"` or a whole number and a \
-             unit (`ms`, `s`, `m`, `h`), like `\"500ms\"`, `\"2s\"` or `\"3m\"`{hint}"
+            "malformed duration `\"{text}\"`; `{key}` takes {turn_or}a whole number and a unit \
+             (`ms`, `s`, `m`, `h`), like `\"500ms\"`, `\"2s\"` or `\"3m\"`{hint}"
         )
     };
     let split = text
@@ -702,13 +736,17 @@ fn duration_millis(text: &str) -> Result<u64, String> {
     if digits.is_empty() {
         return Err(malformed());
     }
-    let too_long = || format!("`\"{text}\"` is too long a budget to count in milliseconds");
+    let too_long = || format!("`\"{text}\"` is too long a {key} to count in milliseconds");
     let count: u64 = digits.parse().map_err(|_| too_long())?;
     let millis = count.checked_mul(per_unit).ok_or_else(too_long)?;
     if millis == 0 {
+        let or_turn = if takes_turn {
+            ", or `\"turn\"` for the enclosing turn's"
+        } else {
+            ""
+        };
         return Err(format!(
-            "`budget = \"{text}\"` leaves no time at all; give a positive duration, or `\"turn\"` \
-             for the enclosing turn's"
+            "`{key} = \"{text}\"` leaves no time at all; give a positive duration{or_turn}"
         ));
     }
     Ok(millis)
@@ -806,16 +844,17 @@ mod tests {
 
     #[test]
     fn durations_take_a_whole_number_and_a_unit() {
-        assert_eq!(duration_millis("500ms"), Ok(500));
-        assert_eq!(duration_millis("2s"), Ok(2_000));
-        assert_eq!(duration_millis("3m"), Ok(180_000));
-        assert_eq!(duration_millis("1h"), Ok(3_600_000));
+        assert_eq!(duration_millis("budget", "500ms"), Ok(500));
+        assert_eq!(duration_millis("timeout", "300ms"), Ok(300));
+        assert_eq!(duration_millis("budget", "2s"), Ok(2_000));
+        assert_eq!(duration_millis("budget", "3m"), Ok(180_000));
+        assert_eq!(duration_millis("budget", "1h"), Ok(3_600_000));
     }
 
     #[test]
     fn malformed_durations_are_refused() {
         for text in ["2", "s", "2sec", "1.5s", "2 s", "-1s", "", "turns"] {
-            let error = duration_millis(text).unwrap_err();
+            let error = duration_millis("budget", text).unwrap_err();
             assert!(error.starts_with("malformed duration"), "{text}: {error}");
         }
     }
@@ -823,12 +862,12 @@ mod tests {
     #[test]
     fn a_zero_or_overflowing_duration_is_refused() {
         assert!(
-            duration_millis("0s")
+            duration_millis("budget", "0s")
                 .unwrap_err()
                 .contains("no time at all")
         );
         assert!(
-            duration_millis("99999999999999999999h")
+            duration_millis("budget", "99999999999999999999h")
                 .unwrap_err()
                 .contains("too long")
         );
@@ -837,7 +876,7 @@ mod tests {
     #[test]
     fn a_near_miss_of_turn_is_suggested() {
         assert!(
-            duration_millis("trun")
+            duration_millis("budget", "trun")
                 .unwrap_err()
                 .ends_with("did you mean `\"turn\"`?")
         );
@@ -847,7 +886,7 @@ mod tests {
     fn every_key_parses() {
         let args = quote::quote! {
             policy = "outage", attempts = 3, base_ms = 100, cap_ms = 1000, multiplier = 1.5,
-            jitter = "full", budget = "1m", name = "op", quota = crate::Q,
+            jitter = "full", budget = "1m", timeout = "5s", name = "op", quota = crate::Q,
             also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
         };
         let config = parse(args).unwrap_or_else(|e| panic!("{e}"));
@@ -865,6 +904,7 @@ mod tests {
             Some(BudgetChoice::Within { millis: 60_000, .. })
         ));
         assert_eq!(config.never_retry.len(), 1);
+        assert_eq!(config.timeout.map(|t| t.value), Some(5_000));
     }
 
     #[test]

@@ -33,7 +33,7 @@ fn generate(config: &Config, function: RetryFn) -> TokenStream {
     let policy = policy_consts(config, &private);
     let retry = retry_static(config, &private, &function.sig.ident);
     let checks = const_checks(config, &private);
-    let attempts = attempt_loop(&function, &private);
+    let attempts = attempt_loop(config, &function, &private);
     let RetryFn {
         attrs,
         vis,
@@ -136,9 +136,17 @@ fn retry_static(config: &Config, private: &TokenStream, ident: &Ident) -> TokenS
         .quota
         .as_ref()
         .map(|quota| quote!(.with_quota(&#quota)));
+    // With a timeout, the `Retry` becomes a `TimedRetry`, the type that times its attempts.
+    let (ty, timeout) = match &config.timeout {
+        Some(At { value, .. }) => (
+            quote!(TimedRetry),
+            Some(quote!(.timeout(#private::Duration::from_millis(#value)))),
+        ),
+        None => (quote!(Retry), None),
+    };
     quote! {
-        static __RETRY: #private::Retry =
-            #private::Retry::new(&__RETRY_POLICY).named(#name) #budget #quota;
+        static __RETRY: #private::#ty =
+            #private::Retry::new(&__RETRY_POLICY).named(#name) #budget #quota #timeout;
     }
 }
 
@@ -210,7 +218,11 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
 /// The settling call is placed where the user wrote the type: on the `E` of `Result<T, E>`
 /// when it is written out, else on the return type. That one call is where a return type
 /// that is not a `Result`, or an error that cannot be classified, is reported.
-fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
+///
+/// With a `timeout`, each attempt runs under its timer, and one that runs out becomes the
+/// error type's `From<TimedOut>`: that conversion is placed on the key, so an error type
+/// that cannot hold a `TimedOut` is reported there.
+fn attempt_loop(config: &Config, function: &RetryFn, private: &TokenStream) -> TokenStream {
     let run = Ident::new("__retry_run", Span::mixed_site());
     let output = Ident::new("__retry_output", Span::mixed_site());
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
@@ -225,10 +237,37 @@ fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
     let settled = Ident::new("__retry_settled", check_span);
     let ladder = Ident::new("__retry_ladder", check_span);
     let settle = quote_spanned!(check_span=> #at_check::Fallible::settle(#settled, #ladder).await);
+    let (start, take) = match &config.timeout {
+        Some(At { span, .. }) => {
+            let at_key = respan(private, *span);
+            let value = Ident::new("__retry_value", Span::mixed_site());
+            let timed_out = Ident::new("__retry_timed_out", Span::mixed_site());
+            // Where `Result<T, E>` is written out, the conversion asks `E` directly, so a
+            // missing `From<TimedOut>` is one message naming `E`; behind an alias (or a
+            // return type that is not a `Result`), it asks the return type.
+            let convert = if function::error_type(&function.output).is_some() {
+                quote_spanned!(*span=>
+                    #at_key::core::result::Result::Err(#at_key::HoldsTimedOut::hold(#timed_out))
+                )
+            } else {
+                quote_spanned!(*span=> #at_key::TimedOutResult::timed_out(#timed_out))
+            };
+            (
+                quote!(attempt_timed),
+                quote! {
+                    match #run.attempted(#attempted) {
+                        #private::core::result::Result::Ok(#value) => #value,
+                        #private::core::result::Result::Err(#timed_out) => #convert,
+                    }
+                },
+            )
+        }
+        None => (quote!(attempt), quote!(#run.attempted(#attempted))),
+    };
     quote! {
         let mut #run = #private::Run::new(&__RETRY);
         loop {
-            let #attempted = #run.attempt(async {
+            let #attempted = #run.#start(async {
                 if let #private::core::option::Option::Some(#pinned) =
                     #private::core::option::Option::None::<#ret>
                 {
@@ -238,7 +277,7 @@ fn attempt_loop(function: &RetryFn, private: &TokenStream) -> TokenStream {
                 #stmts
             })
             .await;
-            let #output: #ret = #run.attempted(#attempted);
+            let #output: #ret = #take;
             let #settled = #output;
             let #ladder = &mut #run;
             if let #private::ControlFlow::Break(#output) = #settle {

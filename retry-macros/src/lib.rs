@@ -82,6 +82,7 @@ use proc_macro::TokenStream;
 /// | `multiplier` | number ≥ 1 | the policy's: 2, 3, 2 | each ideal wait over the one before |
 /// | `jitter` | `"proportional"` [0.5, 1.5), `"equal"` [0.5, 1), `"full"` [0, 1), `"above"` [1, 1.2), `"none"` | the policy's: equal, above, proportional | the random factor on each wait |
 /// | `budget` | `"turn"`, or a whole number and a unit: `"500ms"`, `"2s"`, `"3m"`, `"1h"` | `"turn"` | what bounds the ladder's time: the enclosing `Turn`'s deadline, or this call's own limit (and the turn's, if sooner) |
+/// | `timeout` | a whole number and a unit, as `budget` takes | none | each attempt's limit: an attempt runs for at most the sooner of it, the rest of the turn and the rest of a literal `budget`, then is dropped and fails with `E::from(retry_runtime::TimedOut)`, so `E` must implement `From<TimedOut>`. It classifies as `Timeout`: `transient` retries it, `availability` and `outage` never do |
 /// | `name` | string | the function's path, `module::function` | the `op` of notices and turn reports |
 /// | `quota` | path to a `static` `Quota` | none | a retry budget shared across calls |
 /// | `also_retry` | list of `Class` variants, like `[InvalidOutput, Timeout]` | none | classes retried on top of the policy's (`Definitive` and `Cancelled` are refused: they are never retried) |
@@ -102,7 +103,8 @@ use proc_macro::TokenStream;
 /// }
 ///
 /// #[retry(policy = "transient", attempts = 3, base_ms = 500, cap_ms = 2_000, multiplier = 1.5,
-///          jitter = "full", budget = "30s", also_retry = [InvalidOutput], never_retry = [Timeout])]
+///          jitter = "full", budget = "30s", timeout = "10s", also_retry = [InvalidOutput],
+///          never_retry = [Timeout])]
 /// async fn poll_job(id: u64) -> Result<u64, Class> {
 ///     Ok(id)
 /// }
@@ -129,6 +131,8 @@ use proc_macro::TokenStream;
 ///   a key without a value, a value of the wrong type;
 /// - `attempts = 0`; a zero or negative `base_ms` or `cap_ms`; `cap_ms` below `base_ms`; a
 ///   `multiplier` below 1;
+/// - a `timeout` on a function whose error type does not implement
+///   `From<retry_runtime::TimedOut>` (on the key, naming the fix);
 /// - an unknown policy name (listing the built-ins, with a suggestion), an unknown jitter, a
 ///   malformed duration, an unknown class, a class in both lists, `Definitive` or
 ///   `Cancelled` in `also_retry`;
@@ -195,6 +199,10 @@ use proc_macro::TokenStream;
 ///     }
 /// }
 /// ```
+///
+/// With `timeout`, `__RETRY` is a `TimedRetry` (`Retry::new(..).timeout(d)`), each attempt
+/// starts with `run.attempt_timed(..)`, and an attempt whose time ran out becomes
+/// `Err(From::from(timed_out))`, a conversion placed on the key.
 ///
 /// The explicit API does the same without the attribute, and returns why the ladder stopped:
 /// `Retry::new(&Policy::OUTAGE).run(async |attempt| ...)` gives `Result<T, GaveUp<E>>`.

@@ -18,7 +18,8 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::turn;
+use crate::timeout::{Bound, Timed, TimedOut};
+use crate::turn::{self, Flight};
 use crate::verdict::{GaveUp, StopReason};
 
 /// The budget a ladder must fit in.
@@ -75,6 +76,8 @@ pub struct Retry<C = TokioClock> {
     op: &'static str,
     budget: Budget,
     quota: Option<&'static Quota>,
+    /// Set only through [`TimedRetry`], whose `run` can turn a [`TimedOut`] into the error.
+    timeout: Option<Duration>,
     clock: C,
 }
 
@@ -86,6 +89,7 @@ impl Retry<TokioClock> {
             op: "retry",
             budget: Budget::Turn,
             quota: None,
+            timeout: None,
             clock: TokioClock,
         }
     }
@@ -117,8 +121,53 @@ impl<C> Retry<C> {
             op: self.op,
             budget: self.budget,
             quota: self.quota,
+            timeout: self.timeout,
             clock,
         }
+    }
+
+    /// Bound each attempt by `timeout`: one that runs longer is dropped, and its error is
+    /// `E::from(TimedOut)`. The [`TimedRetry`] this returns asks for `E: From<TimedOut>`.
+    ///
+    /// Each attempt runs for at most the sooner of `timeout`, what is left of the turn, and
+    /// what is left of a literal budget. A [`TimedOut`] classifies as [`Class::Timeout`], so
+    /// the policy decides: [`Policy::TRANSIENT`] retries it, [`Policy::AVAILABILITY`] and
+    /// [`Policy::OUTAGE`] do not. The timer runs on tokio's time, not the [`Clock`]'s.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Classify, Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug)]
+    /// enum FetchError { Hung(TimedOut) }
+    /// impl From<TimedOut> for FetchError {
+    ///     fn from(timed_out: TimedOut) -> Self { FetchError::Hung(timed_out) }
+    /// }
+    /// impl Classify for FetchError {
+    ///     fn classify(&self) -> Class { Class::Timeout }
+    /// }
+    /// impl std::fmt::Display for FetchError {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         match self { FetchError::Hung(t) => t.fmt(f) }
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let gave_up = Retry::new(&Policy::AVAILABILITY)
+    ///     .timeout(Duration::from_secs(2))
+    ///     .run(async |_| std::future::pending::<Result<(), FetchError>>().await)
+    ///     .await
+    ///     .unwrap_err();
+    /// // `availability` does not retry a timeout.
+    /// assert_eq!(gave_up.attempts(), 1);
+    /// let FetchError::Hung(timed_out) = gave_up.into_error();
+    /// assert_eq!(timed_out.ran(), Duration::from_secs(2));
+    /// # }
+    /// ```
+    pub const fn timeout(mut self, timeout: Duration) -> TimedRetry<C> {
+        self.timeout = Some(timeout);
+        TimedRetry { retry: self }
     }
 
     /// The policy.
@@ -184,6 +233,81 @@ impl<C: Clock> Retry<C> {
     }
 }
 
+/// A [`Retry`] whose attempts each have a timeout: made by [`Retry::timeout`]. Its
+/// [`run`](Self::run) asks for an error type that can hold a [`TimedOut`].
+///
+/// ```
+/// use retry_runtime::{Policy, Retry, TimedRetry};
+/// use std::time::Duration;
+///
+/// static FETCH: TimedRetry = Retry::new(&Policy::TRANSIENT).named("fetch").timeout(Duration::from_secs(30));
+/// assert_eq!(FETCH.attempt_timeout(), Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TimedRetry<C = TokioClock> {
+    retry: Retry<C>,
+}
+
+impl<C> TimedRetry<C> {
+    /// Name the operation in notices and reports.
+    pub const fn named(mut self, op: &'static str) -> Self {
+        self.retry.op = op;
+        self
+    }
+
+    /// Bound the ladder by `budget`.
+    pub const fn within(mut self, budget: Budget) -> Self {
+        self.retry.budget = budget;
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`].
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.retry.quota = Some(quota);
+        self
+    }
+
+    /// Use `clock` for time, the ladder's waits and jitter (the attempt timer stays on tokio's
+    /// time).
+    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D> {
+        TimedRetry {
+            retry: self.retry.with_clock(clock),
+        }
+    }
+
+    /// The timeout of each attempt.
+    pub const fn attempt_timeout(&self) -> Duration {
+        match self.retry.timeout {
+            Some(timeout) => timeout,
+            None => Duration::MAX,
+        }
+    }
+
+    /// The rest of the configuration: policy, name, budget.
+    pub const fn retry(&self) -> &Retry<C> {
+        &self.retry
+    }
+}
+
+impl<C: Clock> TimedRetry<C> {
+    /// Like [`Retry::run`], with each attempt dropped when its time runs out; its error is
+    /// then `E::from(TimedOut)`, decided on like any other.
+    pub async fn run<T, E, F>(self, mut operation: F) -> Result<T, GaveUp<E>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut>,
+    {
+        let mut run = Run::new(self);
+        loop {
+            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
+            if let ControlFlow::Break(output) = run.settle(output).await {
+                return output;
+            }
+        }
+    }
+}
+
 /// Bits of [`Run::state`]: the attempt count below; above it, the class an inner ladder ran
 /// out on during the current attempt (its index + 1, or 0), and whether a rate limit was
 /// retried.
@@ -196,15 +320,36 @@ const ATTEMPTS: u32 = (1 << INNER_SHIFT) - 1;
 /// [`Retry::run`]; not public API.
 ///
 /// It lives in every annotated function's future, so it is kept to four words: the attempt
-/// count shares a word with two flags, and the time waited is kept to the millisecond.
+/// count shares a word with two flags, the time waited is kept to the millisecond, and what a
+/// turn needs to report a dropped call is boxed, made only inside a turn, in the place of the
+/// start instant (measured: a fifth word would take the attribute past its 64 bytes).
 #[doc(hidden)]
-#[derive(Debug)]
-pub struct Run<R> {
+pub struct Run<R: Source> {
     source: R,
-    /// Read only when a turn or a literal budget needs it.
-    started: Option<Instant>,
+    since: Since,
     waited_ms: u32,
     state: u32,
+}
+
+/// When a call started, where anything needs to know.
+enum Since {
+    /// Outside a turn and without a literal budget: the clock is never read.
+    Unread,
+    /// Under a literal budget, outside a turn.
+    Started(Instant),
+    /// Inside a turn, until the call finishes: if the call is dropped first, it reports
+    /// itself.
+    InTurn(Box<Flight>),
+}
+
+impl<R: Source> fmt::Debug for Run<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("op", &self.retry().op)
+            .field("attempts", &self.attempts())
+            .field("in_turn", &self.flight().is_some())
+            .finish()
+    }
 }
 
 /// Where a [`Run`] finds its [`Retry`]: a `&'static` one (the attribute's), or one it owns
@@ -233,21 +378,55 @@ impl<C: Clock> Source for &Retry<C> {
     }
 }
 
+impl<C: Clock> Source for TimedRetry<C> {
+    type Clock = C;
+    #[inline]
+    fn retry(&self) -> &Retry<C> {
+        &self.retry
+    }
+}
+
+impl<C: Clock> Source for &TimedRetry<C> {
+    type Clock = C;
+    #[inline]
+    fn retry(&self) -> &Retry<C> {
+        &self.retry
+    }
+}
+
 impl<R: Source> Run<R> {
     /// Start a call. Reads the clock only inside a turn or under a literal budget.
     #[inline]
     pub fn new(source: R) -> Self {
         let retry = source.retry();
-        let started = match retry.budget {
-            Budget::Within(_) => Some(retry.clock.now()),
-            Budget::Turn if turn::is_active() => Some(retry.clock.now()),
-            Budget::Turn => None,
+        let since = match (turn::flight(|| retry.clock.now()), retry.budget) {
+            (Some(flight), _) => Since::InTurn(flight),
+            (None, Budget::Within(_)) => Since::Started(retry.clock.now()),
+            (None, Budget::Turn) => Since::Unread,
         };
         Run {
             source,
-            started,
+            since,
             waited_ms: 0,
             state: 0,
+        }
+    }
+
+    /// When the call started: read only inside a turn or under a literal budget.
+    #[inline]
+    fn started(&self) -> Option<Instant> {
+        match &self.since {
+            Since::Unread => None,
+            Since::Started(started) => Some(*started),
+            Since::InTurn(flight) => Some(flight.started),
+        }
+    }
+
+    #[inline]
+    fn flight(&self) -> Option<&Flight> {
+        match &self.since {
+            Since::InTurn(flight) => Some(flight),
+            _ => None,
         }
     }
 
@@ -267,9 +446,50 @@ impl<R: Source> Run<R> {
         let next = self.attempts().saturating_add(1).min(ATTEMPTS);
         // What nested ladders did in an earlier attempt says nothing about this one.
         self.state = (self.state & !(ATTEMPTS | INNER)) | next;
+        if let Since::InTurn(flight) = &mut self.since {
+            flight.attempt_started = self.source.retry().clock.now();
+        }
         Attempt {
             frame: nesting::Frame::default(),
             future,
+        }
+    }
+
+    /// Start one attempt under its timer: the sooner of the call's timeout, what is left of
+    /// the turn and what is left of a literal budget.
+    pub fn attempt_timed<F: Future>(&mut self, future: F) -> Attempt<Timed<F>> {
+        let (end, bound) = self.attempt_end();
+        self.attempt(Timed::new(future, end, bound))
+    }
+
+    /// When the next attempt must end, on tokio's time, and which bound says so.
+    fn attempt_end(&self) -> (Instant, Bound) {
+        let start = Instant::now();
+        let timeout = self.retry().timeout.and_then(|t| start.checked_add(t));
+        let mut end = (timeout, Bound::Timeout);
+        // The very instant the turn drops its work: on a tie, the turn wins.
+        if let Some(turn) = turn::expiry()
+            && end.0.is_none_or(|end| turn <= end)
+        {
+            end = (Some(turn), Bound::Turn);
+        }
+        if let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started()) {
+            // The budget is on the retry's clock; its remainder is the same on tokio's.
+            let left = started
+                .checked_add(limit)
+                .map(|deadline| deadline.saturating_duration_since(self.retry().clock.now()));
+            let budget = left.and_then(|left| start.checked_add(left));
+            if let Some(budget) = budget
+                && end.0.is_none_or(|end| budget < end)
+            {
+                end = (Some(budget), Bound::Budget);
+            }
+        }
+        match end {
+            (Some(at), bound) => (at, bound),
+            // A timeout too long to be an instant: about thirty years, as tokio's own far
+            // future.
+            (None, bound) => (start + Duration::from_secs(86_400 * 365 * 30), bound),
         }
     }
 
@@ -302,7 +522,7 @@ impl<R: Source> Run<R> {
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        if self.retry().quota.is_some() || self.started.is_some() {
+        if self.retry().quota.is_some() || self.started().is_some() {
             self.finish(None);
         }
     }
@@ -318,9 +538,22 @@ impl<R: Source> Run<R> {
             Ok(wait) => wait,
             Err(reason) => return Err(self.give_up(error, class, reason)),
         };
-        // Only the error, the start of the wait and one box live across the `.await`.
-        let waiting_since = self.started.map(|_| self.retry().clock.now());
+        // The retry the quota paid for is refunded if it is never made: the wait is cut short
+        // by a cancel, or dropped with the call.
+        let refund = Refund {
+            quota: self.retry().quota,
+            class,
+        };
+        // Only the error, the start of the wait, the refund and one box live across the
+        // `.await`.
+        let waiting_since = self.started().map(|_| self.retry().clock.now());
+        if let (Since::InTurn(flight), Some(since)) = (&mut self.since, waiting_since) {
+            flight.waiting = Some((since, wait));
+        }
         let cancelled = turn::sleep_or_cancel(self.retry().clock.sleep(wait)).await;
+        if let Since::InTurn(flight) = &mut self.since {
+            flight.waiting = None;
+        }
         // Where the clock is read anyway (a turn, a literal budget), report the time actually
         // spent, timer granularity included; elsewhere the wait as chosen.
         let waited = waiting_since.map_or(wait, |since| {
@@ -328,12 +561,16 @@ impl<R: Source> Run<R> {
         });
         self.add_waited(waited);
         if cancelled {
-            // The retry the quota paid for was never made.
-            if let Some(quota) = self.retry().quota {
-                quota.refund(class);
-            }
+            drop(refund);
+            turn::record_cut_wait(turn::CutWait {
+                op: self.retry().op,
+                after_attempt: self.attempts(),
+                waited,
+                wanted: wait,
+            });
             return Err(self.give_up(error, class, StopReason::Cancelled));
         }
+        refund.disarm();
         turn::record_retry(class);
         Ok(())
     }
@@ -409,7 +646,7 @@ impl<R: Source> Run<R> {
     }
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
-        let own = match (self.retry().budget, self.started) {
+        let own = match (self.retry().budget, self.started()) {
             (Budget::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
@@ -454,13 +691,13 @@ impl<R: Source> Run<R> {
     }
 
     /// Account for the finished call: the quota refill and the turn's report.
-    fn finish(&self, gave_up: Option<StopReason>) {
+    fn finish(&mut self, gave_up: Option<StopReason>) {
         if gave_up.is_none()
             && let Some(quota) = self.retry().quota
         {
             quota.deposit();
         }
-        if let Some(started) = self.started {
+        if let Some(started) = self.started() {
             let elapsed = self.retry().clock.now().saturating_duration_since(started);
             turn::record_call(turn::Call {
                 op: self.retry().op,
@@ -469,6 +706,10 @@ impl<R: Source> Run<R> {
                 working: elapsed.saturating_sub(self.waited()),
                 gave_up,
             });
+        }
+        // Finished: no longer in flight.
+        if let Since::InTurn(flight) = &self.since {
+            self.since = Since::Started(flight.started);
         }
     }
 
@@ -482,6 +723,56 @@ impl<R: Source> Run<R> {
             error: Redacted::new(error),
             action,
         });
+    }
+}
+
+impl<R: Source> Drop for Run<R> {
+    /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
+    /// itself to its turn: what it did so far, and the attempt or the wait it was in.
+    fn drop(&mut self) {
+        let Since::InTurn(flight) = &self.since else {
+            return;
+        };
+        let now = self.retry().clock.now();
+        let waiting = flight
+            .waiting
+            .map_or(Duration::ZERO, |(since, _)| {
+                now.saturating_duration_since(since)
+            })
+            .saturating_add(self.waited());
+        let elapsed = now.saturating_duration_since(flight.started);
+        flight.dropped(
+            turn::Call {
+                op: self.retry().op,
+                attempts: self.attempts(),
+                waiting,
+                working: elapsed.saturating_sub(waiting),
+                gave_up: None,
+            },
+            now,
+        );
+    }
+}
+
+/// Gives a quota back the cost of a retry it paid for, unless disarmed: held across a wait,
+/// so a wait dropped with its call refunds too.
+struct Refund {
+    quota: Option<&'static Quota>,
+    class: Class,
+}
+
+impl Refund {
+    /// The retry was made: keep the cost.
+    fn disarm(mut self) {
+        self.quota = None;
+    }
+}
+
+impl Drop for Refund {
+    fn drop(&mut self) {
+        if let Some(quota) = self.quota {
+            quota.refund(self.class);
+        }
     }
 }
 

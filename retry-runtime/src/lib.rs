@@ -56,8 +56,9 @@
 //! | [`ladder`] | the wait arithmetic, pure: the CLI and the engine share it |
 //! | [`engine`] | [`Retry`], the one loop |
 //! | [`verdict`] | [`GaveUp`] and [`StopReason`] |
-//! | [`turn`] | [`Turn`], the budget scope, and its [`TurnReport`] |
-//! | [`notice`] | [`RetryEvent`], tracing events and hooks |
+//! | [`turn`] | [`Turn`], the budget scope that bounds the work in it, and its [`TurnReport`] |
+//! | [`timeout`] | [`TimedOut`], the error of an attempt that ran out of time |
+//! | [`notice`] | [`Notice`], [`RetryEvent`], tracing events and hooks |
 //! | [`quota`] | [`Quota`], the cross-call retry budget |
 //! | [`redact`] | [`Redacted`](redact::Redacted): secrets stay out of notices, logs and reports |
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
@@ -78,6 +79,7 @@ pub mod policy;
 pub mod quota;
 pub mod redact;
 pub mod testing;
+pub mod timeout;
 pub mod turn;
 pub mod verdict;
 
@@ -113,14 +115,15 @@ pub use retry_macros::retry;
 
 pub use class::{Class, ClassSet, Classify};
 pub use clock::{Clock, Sleep, TokioClock};
-pub use engine::{Budget, Retry};
+pub use engine::{Budget, Retry, TimedRetry};
 pub use ladder::Draw;
-pub use notice::{Action, RetryEvent};
+pub use notice::{Action, Notice, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
-pub use turn::{Canceller, Turn, TurnHandle, TurnReport};
+pub use timeout::TimedOut;
+pub use turn::{Canceller, Turn, TurnHandle, TurnOutcome, TurnReport};
 pub use verdict::{GaveUp, StopReason};
 
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
@@ -128,9 +131,10 @@ pub use verdict::{GaveUp, StopReason};
 pub mod __private {
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::clock::TokioClock;
-    pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run};
+    pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run, Source, TimedRetry};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
+    pub use crate::timeout::{HoldsTimedOut, TimedOutResult};
     pub use ::core;
     pub use ::core::ops::ControlFlow;
     pub use ::core::time::Duration;
@@ -151,14 +155,14 @@ pub mod __private {
     pub trait Fallible: Sized {
         /// Decide on one attempt's output, and wait if the ladder goes on. `Break` carries
         /// what the function returns: its own error, unchanged, once the ladder stops.
-        fn settle(
+        fn settle<R: Source>(
             self,
-            run: &mut Run<&'static Retry<TokioClock>>,
+            run: &mut Run<R>,
         ) -> impl ::core::future::Future<Output = ControlFlow<Self>>;
     }
 
     impl<T, E: Classify + ::core::fmt::Display> Fallible for ::core::result::Result<T, E> {
-        async fn settle(self, run: &mut Run<&'static Retry<TokioClock>>) -> ControlFlow<Self> {
+        async fn settle<R: Source>(self, run: &mut Run<R>) -> ControlFlow<Self> {
             match self {
                 Ok(value) => {
                     run.succeeded();

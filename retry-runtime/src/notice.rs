@@ -1,6 +1,7 @@
 //! Telling people and telemetry while a ladder waits: every retry and every give-up is a
 //! `tracing` event (target `retry`) and a [`RetryEvent`] for the hooks of the enclosing
-//! [`Turn`](crate::Turn) and of the process.
+//! [`Turn`](crate::Turn) and of the process; a turn that ends before its work is one more
+//! ([`TurnEnded`]). Hooks receive either as a [`Notice`].
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -9,13 +10,120 @@ use std::time::Duration;
 
 use crate::class::Class;
 use crate::redact::Redacted;
-use crate::turn;
+use crate::turn::{self, TurnEnd};
 use crate::verdict::StopReason;
 
-/// A hook that receives each [`RetryEvent`] as it happens.
-pub type Hook = Arc<dyn Fn(&RetryEvent<'_>) + Send + Sync>;
+/// A hook that receives each [`Notice`] as it happens.
+pub type Hook = Arc<dyn Fn(&Notice<'_>) + Send + Sync>;
+
+/// What a hook hears: a failed attempt and what the ladder does about it, or a turn that
+/// ended before its work did. Its `Display` is a sentence for a person.
+///
+/// ```
+/// use retry_runtime::notice::{Notice, TurnEnded};
+/// use retry_runtime::turn::TurnEnd;
+/// use retry_runtime::Turn;
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let heard = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&heard);
+/// let turn = Turn::new(Duration::from_secs(2)).on_notice(move |notice| {
+///     if let Notice::TurnEnded(ended) = notice {
+///         sink.lock().unwrap().push(ended.end);
+///     }
+/// });
+/// turn.run(std::future::pending::<()>()).await;
+/// assert_eq!(*heard.lock().unwrap(), [TurnEnd::Expired]);
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy)]
+pub enum Notice<'a> {
+    /// An attempt failed; the ladder retries or gives up.
+    Retry(RetryEvent<'a>),
+    /// A turn ended before its work: the work was dropped.
+    TurnEnded(TurnEnded),
+}
+
+impl<'a> Notice<'a> {
+    /// The retry event, if this is one.
+    pub fn retry(&self) -> Option<&RetryEvent<'a>> {
+        match self {
+            Notice::Retry(event) => Some(event),
+            Notice::TurnEnded(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Notice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::Retry(event) => event.fmt(f),
+            Notice::TurnEnded(ended) => ended.fmt(f),
+        }
+    }
+}
+
+/// A turn that ended before its work did: its deadline passed, or it was cancelled, and its
+/// work was dropped. Heard once, by the turn's hooks (and those of the turns around it) and
+/// the process's.
+///
+/// ```
+/// use retry_runtime::notice::TurnEnded;
+/// use retry_runtime::turn::TurnEnd;
+/// use std::time::Duration;
+///
+/// let ended = TurnEnded::new(TurnEnd::Expired, Duration::from_millis(1500), 1, 0);
+/// assert_eq!(
+///     ended.to_string(),
+///     "the turn ended after 1500 ms (its deadline passed): 1 call dropped in an attempt, 0 waits cut short",
+/// );
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnEnded {
+    /// Why it ended.
+    pub end: TurnEnd,
+    /// How long it ran.
+    pub elapsed: Duration,
+    /// The calls dropped in the middle of an attempt.
+    pub in_flight: u32,
+    /// The waits cut short.
+    pub cut_waits: u32,
+}
+
+impl TurnEnded {
+    /// A turn that ended for `end` after `elapsed`, with these calls in flight and waits cut.
+    pub const fn new(end: TurnEnd, elapsed: Duration, in_flight: u32, cut_waits: u32) -> Self {
+        TurnEnded {
+            end,
+            elapsed,
+            in_flight,
+            cut_waits,
+        }
+    }
+}
+
+impl fmt::Display for TurnEnded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the turn ended after {} ms ({}): {} call{} dropped in an attempt, {} wait{} cut short",
+            self.elapsed.as_millis(),
+            self.end,
+            self.in_flight,
+            if self.in_flight == 1 { "" } else { "s" },
+            self.cut_waits,
+            if self.cut_waits == 1 { "" } else { "s" },
+        )
+    }
+}
 
 /// What the ladder does after the failure an event reports.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// It waits `backoff`, then makes the next attempt.
@@ -44,7 +152,7 @@ pub enum Action {
 /// let told = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&told);
 /// let turn = Turn::new(Duration::from_secs(180))
-///     .on_notice(move |event| sink.lock().unwrap().push(event.to_string()));
+///     .on_notice(move |notice| sink.lock().unwrap().push(notice.to_string()));
 /// let model = Retry::new(&Policy::AVAILABILITY).named("model");
 /// testing::scope(turn.run(model.run(async |attempt| {
 ///     if attempt < 3 { Err(Class::Unavailable { retry_after: None }) } else { Ok(()) }
@@ -134,7 +242,7 @@ static PROCESS_HOOK: RwLock<Option<Hook>> = RwLock::new(None);
 /// ```
 /// retry_runtime::notice::set_process_hook(|event| eprintln!("{event}"));
 /// ```
-pub fn set_process_hook(hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) {
+pub fn set_process_hook(hook: impl Fn(&Notice<'_>) + Send + Sync + 'static) {
     let mut slot = PROCESS_HOOK.write().unwrap_or_else(|e| e.into_inner());
     *slot = Some(Arc::new(hook));
 }
@@ -147,27 +255,50 @@ pub fn clear_process_hook() {
 
 /// Emit `event` to tracing and to the turn's and the process's hooks.
 pub(crate) fn emit(event: &RetryEvent<'_>) {
-    trace(event);
-    for hook in turn::hooks() {
-        call(&hook, event);
+    emit_to(turn::hooks(), &Notice::Retry(*event));
+}
+
+/// Emit `notice` to tracing, to `hooks` and to the process's hook.
+pub(crate) fn emit_to(hooks: Vec<Hook>, notice: &Notice<'_>) {
+    trace(notice);
+    for hook in hooks {
+        call(&hook, notice);
     }
     let process = PROCESS_HOOK
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     if let Some(hook) = process {
-        call(&hook, event);
+        call(&hook, notice);
     }
 }
 
-fn call(hook: &Hook, event: &RetryEvent<'_>) {
+fn call(hook: &Hook, notice: &Notice<'_>) {
     // A harness's hook must not be able to break the call it reports on.
-    if catch_unwind(AssertUnwindSafe(|| hook(event))).is_err() {
-        tracing::error!(target: "retry", op = event.op, "a retry hook panicked; the call goes on");
+    if catch_unwind(AssertUnwindSafe(|| hook(notice))).is_err() {
+        let op = notice.retry().map_or("turn", |event| event.op);
+        tracing::error!(target: "retry", op, "a retry hook panicked; the call goes on");
     }
 }
 
-fn trace(event: &RetryEvent<'_>) {
+fn trace(notice: &Notice<'_>) {
+    let event = match notice {
+        Notice::Retry(event) => event,
+        Notice::TurnEnded(ended) => {
+            tracing::warn!(
+                target: "retry",
+                end = match ended.end {
+                    TurnEnd::Expired => "expired",
+                    TurnEnd::Cancelled => "cancelled",
+                },
+                elapsed_ms = u64::try_from(ended.elapsed.as_millis()).unwrap_or(u64::MAX),
+                in_flight = ended.in_flight,
+                cut_waits = ended.cut_waits,
+                "{ended}"
+            );
+            return;
+        }
+    };
     match event.action {
         Action::Retry { backoff } => tracing::info!(
             target: "retry",

@@ -126,6 +126,9 @@ impl Policy {
     /// 429; 4 attempts; waits of 250, 500, 1000 ms with equal jitter, so at most 1.75 s of
     /// ladder. A `Retry-After` is a floor under a wait, and the whole ladder, hints included,
     /// waits at most 18 s: a tenth of a 180 s turn.
+    ///
+    /// It does not retry `Timeout`: an attempt that used up its `timeout` (a
+    /// [`TimedOut`](crate::TimedOut)) is never retried under it.
     pub const AVAILABILITY: Policy = Policy {
         name: "availability",
         retried: ClassSet::EMPTY

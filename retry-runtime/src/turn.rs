@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::class::Class;
 use crate::clock::{Clock, Sleep, TokioClock};
-use crate::notice::{Hook, RetryEvent};
+use crate::notice::{self, Hook, Notice, TurnEnded};
 use crate::verdict::StopReason;
 
 tokio::task_local! {
@@ -27,6 +27,10 @@ struct Scope {
     /// Already the sooner of this turn's own deadline and the enclosing turn's; `None` when a
     /// budget is too large to be an instant (no deadline at all).
     deadline: Option<Instant>,
+    /// The instant `Turn::run` drops the work, on tokio's own time (which a testing scope's
+    /// skipped waits do not move): the sooner of this turn's and the enclosing turn's. An
+    /// attempt timer bounded by the turn is set to this very instant, so the turn wins a tie.
+    expiry: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
     report: Mutex<TurnReport>,
@@ -48,19 +52,23 @@ struct Cancel {
 
 /// A budget scope for a piece of work (a model turn, a request, a job).
 ///
-/// Every retried call inside [`run`](Self::run) that uses `budget = "turn"` (the default)
-/// checks the turn's deadline before each wait: a wait that would cross it is not taken, and
-/// the failure is reported while the caller can still be told. An expired or cancelled turn is
-/// never retried.
+/// A turn bounds the work, not only the waits. Every retried call inside [`run`](Self::run)
+/// that uses `budget = "turn"` (the default) checks the turn's deadline before each wait: a
+/// wait that would cross it is not taken, and the failure is reported while the caller can
+/// still be told. At the deadline, or when the turn is cancelled, `run` drops the work (tokio's
+/// cancellation idiom), with every attempt and wait in flight, and returns at once with
+/// [`TurnOutcome::Expired`] or [`TurnOutcome::Cancelled`]; nothing of the work runs on after
+/// it returns. The [`TurnReport`] lists the calls that were in flight and the waits that were
+/// cut short, and the hooks hear one [`Notice::TurnEnded`]. [`remaining`] gives a call the rest
+/// of the turn, for its own client's timeout.
 ///
-/// The turn does not abort an attempt that is still running when the deadline passes: that
-/// attempt's own deadline is the caller's (give it a timeout). When it returns a failure, the
-/// ladder sees the expired turn and gives up with [`StopReason::Cancelled`].
-///
-/// A turn run inside another is bounded by it too: its deadline is the sooner of the two,
-/// cancelling the outer turn cancels it, and its retries count in both reports and reach both
-/// hooks. A task spawned inside a turn is outside it (task-locals do not follow
-/// `tokio::spawn`): carry the turn with [`TurnHandle::scope`].
+/// A turn run inside another is bounded by it too: its deadline is the sooner of the two (a
+/// nested turn can shorten the bound, never lengthen it), cancelling the outer turn cancels
+/// it, and its retries count in both reports and reach both hooks. A task spawned inside a
+/// turn is outside it (task-locals do not follow `tokio::spawn`): carry the turn with
+/// [`TurnHandle::scope`]. Such a task is the spawner's, not the turn's: `run` cannot drop it,
+/// so at the deadline it runs on until its own ladder sees the expired turn (or its
+/// attempt's `timeout` fires).
 ///
 /// ```
 /// use retry_runtime::{testing, Class, Policy, Retry, StopReason, Turn};
@@ -69,11 +77,12 @@ struct Cancel {
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let turn = Turn::new(Duration::from_secs(60)).on_notice(|event| eprintln!("{event}"));
-/// let ((result, report), _) = testing::scope(turn.run(async {
+/// let ((outcome, report), _) = testing::scope(turn.run(async {
 ///     Retry::new(&Policy::OUTAGE).run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })).await
 /// }))
 /// .await;
 /// // 5 + 15 s fit in the minute; the 45 s wait would not.
+/// let result = outcome.into_finished().expect("the work finished inside the turn");
 /// assert!(matches!(result.unwrap_err().reason(), StopReason::Budget { .. }));
 /// assert_eq!(report.waiting(), Duration::from_secs(20));
 /// # }
@@ -97,34 +106,191 @@ impl Turn {
     /// Call `hook` with each retry event inside this turn, as it happens: the place to tell a
     /// person "the model is unavailable: retrying (2 of 4) in 500 ms". A panicking hook is
     /// caught and the call goes on.
-    pub fn on_notice(mut self, hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Turn {
+    pub fn on_notice(mut self, hook: impl Fn(&Notice<'_>) + Send + Sync + 'static) -> Turn {
         self.hook = Some(Arc::new(hook));
         self
     }
 
-    /// A handle that cancels the turn: a ladder waiting inside it stops at once and returns
-    /// its last failure with [`StopReason::Cancelled`].
+    /// A handle that cancels the turn: [`run`](Self::run) drops the work at once and returns
+    /// [`TurnOutcome::Cancelled`]. (A ladder in a task carried in with [`TurnHandle::scope`]
+    /// stops waiting and returns its last failure with [`StopReason::Cancelled`].)
     pub fn canceller(&self) -> Canceller {
         Canceller {
             cancel: Arc::clone(&self.cancel),
         }
     }
 
-    /// Run `work` within this turn; return its output and the report of its retries.
-    pub async fn run<F: Future>(self, work: F) -> (F::Output, TurnReport) {
+    /// Run `work` within this turn; return how it ended (its output, if it finished) and the
+    /// report of its retries.
+    ///
+    /// At the deadline, or on cancel, the work is dropped before `run` returns.
+    ///
+    /// ```
+    /// use retry_runtime::{Turn, TurnOutcome};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let (outcome, report) = Turn::new(Duration::from_secs(2))
+    ///     .run(std::future::pending::<()>())
+    ///     .await;
+    /// assert!(outcome.is_expired());
+    /// assert_eq!(report.calls(), 0);
+    /// # }
+    /// ```
+    pub async fn run<F: Future>(self, work: F) -> (TurnOutcome<F::Output>, TurnReport) {
         let parent = TURN.try_with(Arc::clone).ok();
-        let own = TokioClock.now().checked_add(self.budget);
+        let now = TokioClock.now();
+        let own = now.checked_add(self.budget);
         let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
+        let expiry = sooner(
+            Instant::now().checked_add(self.budget),
+            parent.as_ref().and_then(|p| p.expiry),
+        );
         let scope = Arc::new(Scope {
             deadline,
+            expiry,
             hook: self.hook,
             cancel: self.cancel,
             report: Mutex::new(TurnReport::default()),
             parent,
         });
-        let output = TURN.scope(Arc::clone(&scope), work).await;
+        let cancels: Vec<Arc<Cancel>> =
+            scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect();
+        // On tokio's time: the deadline less the time a testing scope skipped.
+        let expiry = expiry.map(tokio::time::sleep_until);
+        let outcome = {
+            let mut work = pin!(TURN.scope(Arc::clone(&scope), work));
+            let mut cancelled = pin!(cancelled(cancels));
+            let mut expiry = pin!(expiry);
+            // The turn first: when its deadline and an attempt's timeout fire together, the
+            // turn wins.
+            poll_fn(|cx| {
+                if cancelled.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(TurnOutcome::Cancelled);
+                }
+                if let Some(expiry) = expiry.as_mut().as_pin_mut()
+                    && expiry.poll(cx).is_ready()
+                {
+                    return Poll::Ready(TurnOutcome::Expired);
+                }
+                work.as_mut().poll(cx).map(TurnOutcome::Finished)
+            })
+            .await
+            // The work is dropped here, with every call in flight: each reports itself.
+        };
         let report = std::mem::take(&mut *lock(&scope.report));
-        (output, report)
+        let end = match outcome {
+            TurnOutcome::Finished(_) => None,
+            TurnOutcome::Expired => Some(TurnEnd::Expired),
+            TurnOutcome::Cancelled => Some(TurnEnd::Cancelled),
+        };
+        if let Some(end) = end {
+            let ended = TurnEnded {
+                end,
+                elapsed: TokioClock.now().saturating_duration_since(now),
+                in_flight: u32::try_from(report.in_flight.len()).unwrap_or(u32::MAX),
+                cut_waits: u32::try_from(report.cut_waits.len()).unwrap_or(u32::MAX),
+            };
+            let hooks = scope.chain().filter_map(|turn| turn.hook.clone()).collect();
+            notice::emit_to(hooks, &Notice::TurnEnded(ended));
+        }
+        (outcome, report)
+    }
+}
+
+/// How a [`Turn`] ended: its work finished, or it was dropped at the deadline or on cancel.
+///
+/// ```
+/// use retry_runtime::TurnOutcome;
+///
+/// let finished = TurnOutcome::Finished(7);
+/// assert!(finished.is_finished());
+/// assert_eq!(finished.finished(), Some(&7));
+/// assert_eq!(finished.into_finished(), Some(7));
+/// assert_eq!(TurnOutcome::Finished(7).unwrap(), 7);
+/// assert!(TurnOutcome::<u32>::Expired.is_expired());
+/// assert_eq!(TurnOutcome::<u32>::Cancelled.into_finished(), None);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TurnOutcome<T> {
+    /// The work finished inside the turn, with this output.
+    Finished(T),
+    /// The deadline passed first: the work was dropped.
+    Expired,
+    /// The turn (or one around it) was cancelled first: the work was dropped.
+    Cancelled,
+}
+
+impl<T> TurnOutcome<T> {
+    /// Whether the work finished.
+    pub fn is_finished(&self) -> bool {
+        matches!(self, TurnOutcome::Finished(_))
+    }
+
+    /// Whether the deadline passed first.
+    pub fn is_expired(&self) -> bool {
+        matches!(self, TurnOutcome::Expired)
+    }
+
+    /// Whether the turn was cancelled first.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, TurnOutcome::Cancelled)
+    }
+
+    /// The work's output, if it finished.
+    pub fn finished(&self) -> Option<&T> {
+        match self {
+            TurnOutcome::Finished(output) => Some(output),
+            _ => None,
+        }
+    }
+
+    /// The work's output, if it finished.
+    pub fn into_finished(self) -> Option<T> {
+        match self {
+            TurnOutcome::Finished(output) => Some(output),
+            _ => None,
+        }
+    }
+
+    /// The work's output.
+    ///
+    /// # Panics
+    ///
+    /// If the turn ended before the work did.
+    #[track_caller]
+    pub fn unwrap(self) -> T {
+        match self {
+            TurnOutcome::Finished(output) => output,
+            TurnOutcome::Expired => panic!("the turn expired before its work finished"),
+            TurnOutcome::Cancelled => panic!("the turn was cancelled before its work finished"),
+        }
+    }
+}
+
+/// Why a [`Turn`] ended before its work did.
+///
+/// ```
+/// use retry_runtime::turn::TurnEnd;
+/// assert_eq!(TurnEnd::Expired.to_string(), "its deadline passed");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TurnEnd {
+    /// Its deadline passed.
+    Expired,
+    /// It, or a turn around it, was cancelled.
+    Cancelled,
+}
+
+impl fmt::Display for TurnEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TurnEnd::Expired => "its deadline passed",
+            TurnEnd::Cancelled => "it was cancelled",
+        })
     }
 }
 
@@ -143,7 +309,7 @@ impl Turn {
 ///     tokio::spawn(handle.scope(job)).await.unwrap()
 /// }))
 /// .await;
-/// assert_eq!(result.unwrap_err().attempts(), 2); // 5 s fit in the 10 s turn; 15 s did not
+/// assert_eq!(result.unwrap().unwrap_err().attempts(), 2); // 5 s fit in the 10 s turn; 15 s did not
 /// assert_eq!(report.retries(), 1);
 /// # }
 /// ```
@@ -155,6 +321,11 @@ pub struct TurnHandle {
 impl TurnHandle {
     /// Run `work` inside the turn this handle was taken from: its deadline, cancellation,
     /// hooks and report.
+    ///
+    /// The task stays the spawner's: [`Turn::run`] cannot drop it at the deadline or on
+    /// cancel. Its ladder stops before any wait once the turn is over, a wait in progress ends
+    /// on cancel, and an attempt with a `timeout` is bounded by the rest of the turn; an
+    /// attempt without one runs on until it ends by itself.
     pub async fn scope<F: Future>(self, work: F) -> F::Output {
         TURN.scope(self.scope, work).await
     }
@@ -196,7 +367,9 @@ pub struct Canceller {
 }
 
 impl Canceller {
-    /// Cancel the turn: waits end now, and no further retry is made.
+    /// Cancel the turn: [`Turn::run`] drops its work now, attempts and waits in flight
+    /// included; a ladder in a task carried in with [`TurnHandle::scope`] ends its wait and
+    /// makes no further retry.
     pub fn cancel(&self) {
         self.cancel.cancelled.store(true, Ordering::Release);
         self.cancel.notify.notify_waiters();
@@ -212,6 +385,8 @@ pub struct TurnReport {
     waiting: Duration,
     working: Duration,
     gave_up: Vec<GaveUpRecord>,
+    in_flight: Vec<InFlight>,
+    cut_waits: Vec<CutWait>,
 }
 
 /// A call inside a turn whose ladder gave up.
@@ -225,8 +400,35 @@ pub struct GaveUpRecord {
     pub attempts: u32,
 }
 
+/// A call dropped in the middle of an attempt: the turn ended, or its caller dropped it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// The operation's name.
+    pub op: &'static str,
+    /// The attempt that was running, from 1.
+    pub attempt: u32,
+    /// How long that attempt had run.
+    pub running: Duration,
+}
+
+/// A wait between attempts that was cut short: the turn was cancelled or ended, or the call
+/// was dropped. The retry after it was never made (and a quota got its cost back).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutWait {
+    /// The operation's name.
+    pub op: &'static str,
+    /// The attempt whose failure the wait followed.
+    pub after_attempt: u32,
+    /// How long it had waited.
+    pub waited: Duration,
+    /// The wait the ladder had chosen.
+    pub wanted: Duration,
+}
+
 impl TurnReport {
-    /// The retried calls that finished in the turn.
+    /// The retried calls made in the turn: those that finished, and those dropped in flight.
     pub fn calls(&self) -> u32 {
         self.calls
     }
@@ -260,6 +462,19 @@ impl TurnReport {
     pub fn gave_up(&self) -> &[GaveUpRecord] {
         &self.gave_up
     }
+
+    /// The calls dropped in the middle of an attempt, in order: the attempt counts in
+    /// [`attempts`](Self::attempts), since it was made.
+    pub fn in_flight(&self) -> &[InFlight] {
+        &self.in_flight
+    }
+
+    /// The waits cut short, in order: by a cancel, the deadline, or a call dropped while it
+    /// waited. The time they did wait counts in [`waiting`](Self::waiting); the retries after
+    /// them were never made and are not counted.
+    pub fn cut_waits(&self) -> &[CutWait] {
+        &self.cut_waits
+    }
 }
 
 impl fmt::Display for TurnReport {
@@ -278,6 +493,25 @@ impl fmt::Display for TurnReport {
                 f,
                 "; `{}` gave up after {}: {}",
                 record.op, record.attempts, record.reason
+            )?;
+        }
+        for call in &self.in_flight {
+            write!(
+                f,
+                "; `{}` was dropped in attempt {}, after {} ms",
+                call.op,
+                call.attempt,
+                call.running.as_millis()
+            )?;
+        }
+        for wait in &self.cut_waits {
+            write!(
+                f,
+                "; `{}`'s wait after attempt {} was cut short at {} of {} ms",
+                wait.op,
+                wait.after_attempt,
+                wait.waited.as_millis(),
+                wait.wanted.as_millis()
             )?;
         }
         Ok(())
@@ -301,13 +535,97 @@ pub(crate) fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> 
     }
 }
 
+/// What is left of the enclosing turn: `None` outside any turn (or in one without a
+/// deadline), zero once it has passed. Pass it to a client's own timeout.
+///
+/// ```
+/// use retry_runtime::{turn, Turn};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// assert_eq!(turn::remaining(), None);
+/// let (outcome, _) = Turn::new(Duration::from_secs(180))
+///     .run(async {
+///         tokio::time::sleep(Duration::from_secs(30)).await;
+///         turn::remaining()
+///     })
+///     .await;
+/// assert_eq!(outcome.into_finished(), Some(Some(Duration::from_secs(150))));
+/// # }
+/// ```
+pub fn remaining() -> Option<Duration> {
+    let deadline = deadline()?;
+    Some(deadline.saturating_duration_since(TokioClock.now()))
+}
+
+/// A call in flight inside a turn: kept by the engine's `Run` from its first attempt until it
+/// finishes. If the call is dropped before then, it reports itself to the turn: the attempt
+/// it was in, or the wait it was in.
+pub(crate) struct Flight {
+    scope: Arc<Scope>,
+    /// When the call started.
+    pub(crate) started: Instant,
+    /// When the current attempt started.
+    pub(crate) attempt_started: Instant,
+    /// The wait in progress: since when, and how long it was to be.
+    pub(crate) waiting: Option<(Instant, Duration)>,
+}
+
+/// A call's flight, if it runs inside a turn; `now` is read only then.
 #[inline]
-pub(crate) fn is_active() -> bool {
-    TURN.try_with(|_| ()).is_ok()
+pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
+    TURN.try_with(|scope| {
+        let started = now();
+        Box::new(Flight {
+            scope: Arc::clone(scope),
+            started,
+            attempt_started: started,
+            waiting: None,
+        })
+    })
+    .ok()
+}
+
+impl Flight {
+    /// Report the call as dropped at `now`: its counts so far, and what it was doing.
+    pub(crate) fn dropped(&self, call: Call, now: Instant) {
+        let stage = match self.waiting {
+            Some((since, wanted)) => Stage::Waiting(CutWait {
+                op: call.op,
+                after_attempt: call.attempts,
+                waited: now.saturating_duration_since(since),
+                wanted,
+            }),
+            None => Stage::Working(InFlight {
+                op: call.op,
+                attempt: call.attempts,
+                running: now.saturating_duration_since(self.attempt_started),
+            }),
+        };
+        for turn in self.scope.chain() {
+            let mut report = lock(&turn.report);
+            add_call(&mut report, &call);
+            match stage {
+                Stage::Waiting(wait) => report.cut_waits.push(wait),
+                Stage::Working(call) => report.in_flight.push(call),
+            }
+        }
+    }
+}
+
+enum Stage {
+    Working(InFlight),
+    Waiting(CutWait),
 }
 
 pub(crate) fn deadline() -> Option<Instant> {
     TURN.try_with(|scope| scope.deadline).ok().flatten()
+}
+
+/// The instant, on tokio's time, at which the enclosing turn drops its work.
+pub(crate) fn expiry() -> Option<Instant> {
+    TURN.try_with(|scope| scope.expiry).ok().flatten()
 }
 
 /// Whether this turn, or one around it, was cancelled.
@@ -341,19 +659,25 @@ pub(crate) fn record_retry(class: Class) {
 }
 
 pub(crate) fn record_call(call: Call) {
-    record(|report| {
-        report.calls = report.calls.saturating_add(1);
-        report.attempts = report.attempts.saturating_add(call.attempts);
-        report.waiting = report.waiting.saturating_add(call.waiting);
-        report.working = report.working.saturating_add(call.working);
-        if let Some(reason) = call.gave_up {
-            report.gave_up.push(GaveUpRecord {
-                op: call.op,
-                reason,
-                attempts: call.attempts,
-            });
-        }
-    });
+    record(|report| add_call(report, &call));
+}
+
+pub(crate) fn record_cut_wait(wait: CutWait) {
+    record(|report| report.cut_waits.push(wait));
+}
+
+fn add_call(report: &mut TurnReport, call: &Call) {
+    report.calls = report.calls.saturating_add(1);
+    report.attempts = report.attempts.saturating_add(call.attempts);
+    report.waiting = report.waiting.saturating_add(call.waiting);
+    report.working = report.working.saturating_add(call.working);
+    if let Some(reason) = call.gave_up {
+        report.gave_up.push(GaveUpRecord {
+            op: call.op,
+            reason,
+            attempts: call.attempts,
+        });
+    }
 }
 
 /// Sleep, unless the turn (or one around it) is cancelled first; resolves to true if it was.
@@ -370,26 +694,40 @@ pub(crate) fn sleep_or_cancel(mut sleep: Sleep) -> Pin<Box<dyn Future<Output = b
         });
     }
     Box::pin(async move {
-        let mut notified: Vec<_> = cancels
-            .iter()
-            .map(|cancel| Box::pin(cancel.notify.notified()))
-            .collect();
-        // Register before reading the flags, so a cancel between the two is not missed.
-        for waiter in &mut notified {
-            waiter.as_mut().enable();
-        }
-        if cancels.iter().any(|c| c.cancelled.load(Ordering::Acquire)) {
-            return true;
-        }
+        let mut cancelled = pin!(cancelled(cancels));
         poll_fn(|cx| {
-            if notified
-                .iter_mut()
-                .any(|waiter| waiter.as_mut().poll(cx).is_ready())
-            {
+            if cancelled.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(true);
             }
             sleep.as_mut().poll(cx).map(|()| false)
         })
         .await
     })
+}
+
+/// Resolves once any of `cancels` is cancelled (at once if one already is); never, if there
+/// are none.
+async fn cancelled(cancels: Vec<Arc<Cancel>>) {
+    let mut notified: Vec<_> = cancels
+        .iter()
+        .map(|cancel| Box::pin(cancel.notify.notified()))
+        .collect();
+    // Register before reading the flags, so a cancel between the two is not missed.
+    for waiter in &mut notified {
+        waiter.as_mut().enable();
+    }
+    if cancels.iter().any(|c| c.cancelled.load(Ordering::Acquire)) {
+        return;
+    }
+    poll_fn(|cx| {
+        if notified
+            .iter_mut()
+            .any(|waiter| waiter.as_mut().poll(cx).is_ready())
+        {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
 }

@@ -70,11 +70,14 @@ pub enum Step {
     /// Read the request, then close the connection without answering: the client sees the
     /// connection dropped, with no status to read.
     Drop,
-    /// Read the request and never answer: the client's own timeout ends the attempt.
+    /// Read the request and never answer: the client's own timeout ends the attempt. The
+    /// server notes when the client closes the connection ([`Server::closed`]).
     Stall,
     /// Read the request, send a `200 OK` head that promises a longer body than follows,
     /// send the start of it, and close: the body is cut off mid-read.
     CutOff,
+    /// Wait this long (real time), then take the step: `Step::ok("late").after(delay)`.
+    After(Duration, Box<Step>),
 }
 
 impl Step {
@@ -100,6 +103,11 @@ impl Step {
     /// A `403 Forbidden` with `x-ratelimit-remaining: 0`: a quota spent, not a permission.
     pub fn quota_exhausted() -> Step {
         Step::status(403).with_header("x-ratelimit-remaining", "0")
+    }
+
+    /// This answer, given only after `delay` of real time (the connection stays open).
+    pub fn after(self, delay: Duration) -> Step {
+        Step::After(delay, Box::new(self))
     }
 
     /// This step `count` times over, for a script: `Step::status(503).times(4)`.
@@ -129,18 +137,20 @@ impl Step {
 struct Script {
     steps: Mutex<VecDeque<Step>>,
     requests: watch::Sender<u32>,
+    /// For each stalled connection the client closed: how long after its request reached the
+    /// server.
+    closed: watch::Sender<Vec<Duration>>,
 }
 
 impl Script {
-    /// Whether the next request is to be answered at the socket, before axum sees it.
-    fn next_is_raw(&self) -> bool {
-        matches!(
-            self.steps
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .front(),
-            Some(Step::Drop | Step::CutOff)
-        )
+    /// The next request's step, if it is a `Drop`, a `Stall` or a `CutOff`: the listener serves those.
+    fn next_unanswered(&self) -> Option<Step> {
+        self.steps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .front()
+            .filter(|step| matches!(step, Step::Drop | Step::Stall | Step::CutOff))
+            .cloned()
     }
 
     /// Count one request and take its step.
@@ -183,19 +193,31 @@ impl axum::serve::Listener for ScriptedListener {
                 tokio::task::yield_now().await;
                 continue;
             };
-            if !self.script.next_is_raw() {
+            let Some(step) = self.script.next_unanswered() else {
                 return (stream, addr);
-            }
+            };
             // The request reaches the server (it is read in full, so closing does not reset
             // the connection), is counted, and gets no answer or a cut-off one.
             read_request_head(&mut stream).await;
-            if let (_, Step::CutOff) = self.script.take() {
+            let _ = self.script.take();
+            if step == Step::CutOff {
                 let head = "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n";
                 let _ = stream.write_all(head.as_bytes()).await;
                 let _ = stream.write_all(b"{\"partial\": ").await;
                 let _ = stream.flush().await;
             }
-            drop(stream);
+            if step == Step::Stall {
+                // Held open until the client closes it, and the close noted.
+                let script = Arc::clone(&self.script);
+                tokio::spawn(async move {
+                    let reached = tokio::time::Instant::now();
+                    let mut buffer = [0; 64];
+                    while let Ok(1..) = stream.read(&mut buffer).await {}
+                    script
+                        .closed
+                        .send_modify(|closed| closed.push(reached.elapsed()));
+                });
+            }
         }
     }
 
@@ -217,7 +239,11 @@ async fn read_request_head(stream: &mut TcpStream) {
 }
 
 async fn answer(State(script): State<Arc<Script>>) -> Response {
-    let (number, step) = script.take();
+    let (number, mut step) = script.take();
+    if let Step::After(delay, later) = step {
+        tokio::time::sleep(delay).await;
+        step = *later;
+    }
     let (status, headers, body) = match step {
         Step::Answer {
             status,
@@ -225,9 +251,9 @@ async fn answer(State(script): State<Arc<Script>>) -> Response {
             body,
         } => (status, headers, body),
         Step::Stall => std::future::pending().await,
-        // The listener answers these before axum sees them; reaching here means a connection
-        // carried a second request, which the script cannot serve in order.
-        Step::Drop | Step::CutOff => (
+        // The listener serves these before axum sees them (unless delayed); reaching here
+        // means a connection carried a second request, which the script cannot serve in order.
+        Step::Drop | Step::CutOff | Step::After(..) => (
             500,
             Vec::new(),
             "a raw answer was scripted for a reused connection".to_owned(),
@@ -268,9 +294,11 @@ impl Server {
             .expect("bind a listener on 127.0.0.1");
         let addr = inner.local_addr().expect("read the listener's address");
         let (requests, _) = watch::channel(0);
+        let (closed, _) = watch::channel(Vec::new());
         let script = Arc::new(Script {
             steps: Mutex::new(script.into_iter().collect()),
             requests,
+            closed,
         });
         let listener = ScriptedListener {
             inner,
@@ -298,6 +326,18 @@ impl Server {
     /// How many requests reached the server, dropped and stalled ones included.
     pub fn requests(&self) -> u32 {
         *self.script.requests.borrow()
+    }
+
+    /// For each stalled connection the client has closed, in order: how long it stayed open
+    /// after its request reached the server.
+    pub fn closed(&self) -> Vec<Duration> {
+        self.script.closed.borrow().clone()
+    }
+
+    /// Wait (in real time) until the client has closed `count` stalled connections.
+    pub async fn wait_for_closed(&self, count: usize) {
+        let mut closed = self.script.closed.subscribe();
+        let _ = closed.wait_for(|closed| closed.len() >= count).await;
     }
 
     /// Wait (in real time) until `count` requests have reached the server.
@@ -565,10 +605,15 @@ pub fn warmed_runtime() -> tokio::runtime::Runtime {
 
 pub mod capture {
     //! A tracing layer that records the fields of every event with target `retry`.
+    //!
+    //! One subscriber is installed for the whole test binary, once, and each test records on
+    //! its own thread: per-thread default subscribers race with tracing's global cache of
+    //! which call sites are enabled when tests run in parallel, and events go missing.
 
+    use std::cell::RefCell;
     use std::collections::BTreeMap;
     use std::fmt;
-    use std::sync::{Arc, Mutex, PoisonError};
+    use std::sync::{Arc, Mutex, Once, PoisonError};
 
     use tracing::field::{Field, Visit};
     use tracing_subscriber::Layer;
@@ -577,14 +622,37 @@ pub mod capture {
     /// One event's fields by name, its level under `level` and its message under `message`.
     pub type Fields = BTreeMap<String, String>;
 
-    /// Records every `retry` event while installed on the current thread.
+    type Sink = Arc<Mutex<Vec<Fields>>>;
+
+    thread_local! {
+        static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+    }
+
+    /// Records every `retry` event emitted on the current thread while installed.
     #[derive(Clone, Default)]
-    pub struct Capture(Arc<Mutex<Vec<Fields>>>);
+    pub struct Capture(Sink);
+
+    /// Recording stops when this is dropped.
+    #[derive(Debug)]
+    pub struct Installed(());
+
+    impl Drop for Installed {
+        fn drop(&mut self) {
+            SINK.with(|sink| sink.borrow_mut().take());
+        }
+    }
 
     impl Capture {
-        /// Make this the current thread's subscriber until the guard is dropped.
-        pub fn install(&self) -> tracing::subscriber::DefaultGuard {
-            tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+        /// Record this thread's events until the guard is dropped.
+        pub fn install(&self) -> Installed {
+            static GLOBAL: Once = Once::new();
+            GLOBAL.call_once(|| {
+                let subscriber = tracing_subscriber::registry().with(Recorder);
+                tracing::subscriber::set_global_default(subscriber)
+                    .expect("no other global subscriber in the tests");
+            });
+            SINK.with(|sink| *sink.borrow_mut() = Some(Arc::clone(&self.0)));
+            Installed(())
         }
 
         /// The events recorded so far, in order.
@@ -610,16 +678,21 @@ pub mod capture {
         }
     }
 
-    impl<S: tracing::Subscriber> Layer<S> for Capture {
+    /// The one layer: hands each `retry` event to the sink of the thread that emitted it.
+    struct Recorder;
+
+    impl<S: tracing::Subscriber> Layer<S> for Recorder {
         fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
             if event.metadata().target() != "retry" {
                 return;
             }
+            let Some(sink) = SINK.with(|sink| sink.borrow().clone()) else {
+                return;
+            };
             let mut fields = Fields::new();
             fields.insert("level".into(), event.metadata().level().to_string());
             event.record(&mut FieldVisitor(&mut fields));
-            self.0
-                .lock()
+            sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(fields);
         }

@@ -100,7 +100,7 @@ async fn real_waits_run_on_tokio_time() {
         }))
         .await;
 
-    result.unwrap();
+    result.unwrap().unwrap();
     // Above jitter draws from [1, 1.2) of 5 s and 15 s.
     let waited = started.elapsed();
     assert!(

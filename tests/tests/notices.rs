@@ -132,10 +132,13 @@ async fn an_answer_is_reported_once_as_given_up_and_never_as_a_retry() {
 async fn the_turn_hook_sees_the_same_events_in_order() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let turn = Turn::new(Duration::from_secs(180)).on_notice(move |event| {
+    let turn = Turn::new(Duration::from_secs(180)).on_notice(move |notice| {
+        let Some(event) = notice.retry() else {
+            return;
+        };
         let backoff = match event.action {
             Action::Retry { backoff } => backoff,
-            Action::GiveUp { .. } => Duration::ZERO,
+            _ => Duration::ZERO,
         };
         sink.lock().unwrap().push((
             event.op,
@@ -149,7 +152,7 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
 
     let ((result, _), _) = testing::scope(turn.run(three_retries_then_success())).await;
 
-    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(result.unwrap().unwrap(), "reply");
     let ms = Duration::from_millis;
     let error = || "HTTP 503".to_owned();
     assert_eq!(
@@ -190,7 +193,7 @@ async fn a_panicking_hook_does_not_break_the_call() {
 
     let ((result, report), recorded) = testing::scope(turn.run(three_retries_then_success())).await;
 
-    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(result.unwrap().unwrap(), "reply");
     assert_eq!(report.attempts(), 4);
     assert_eq!(recorded.waits().len(), 3);
 }
@@ -200,9 +203,12 @@ async fn the_process_hook_receives_events_outside_any_turn() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
     // Other tests in this binary also emit events: keep only this test's operation.
-    notice::set_process_hook(move |event| {
-        if event.op == "process-hook-test" {
-            sink.lock().unwrap().push(event.to_string());
+    notice::set_process_hook(move |notice| {
+        if notice
+            .retry()
+            .is_some_and(|event| event.op == "process-hook-test")
+        {
+            sink.lock().unwrap().push(notice.to_string());
         }
     });
 

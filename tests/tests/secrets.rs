@@ -54,20 +54,22 @@ where
     let sink = Arc::clone(&hooked);
     let process = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
     let process_sink = Arc::clone(&process);
-    notice::set_process_hook(move |event| {
-        if event.op == op {
+    notice::set_process_hook(move |notice| {
+        if let Some(event) = notice.retry().filter(|event| event.op == op) {
             process_sink
                 .lock()
                 .unwrap()
                 .push((event.to_string(), event.error.to_string()));
         }
     });
-    let turn = Turn::new(Duration::from_secs(180)).on_notice(move |event| {
-        sink.lock().unwrap().push((
-            event.to_string(),
-            format!("{event:?}"),
-            event.error.to_string(),
-        ));
+    let turn = Turn::new(Duration::from_secs(180)).on_notice(move |notice| {
+        if let Some(event) = notice.retry() {
+            sink.lock().unwrap().push((
+                event.to_string(),
+                format!("{event:?}"),
+                event.error.to_string(),
+            ));
+        }
     });
     let ((result, report), _) =
         testing::scope(turn.run(Retry::new(&policy).named(op).run(call))).await;
@@ -88,7 +90,7 @@ where
     shown
         .texts
         .extend([report.to_string(), format!("{report:?}")]);
-    if let Err(gave_up) = &result {
+    if let Some(Err(gave_up)) = result.finished() {
         shown.texts.extend(gave_up_texts(gave_up));
     }
     shown

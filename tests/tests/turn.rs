@@ -7,6 +7,7 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use retry_runtime::turn::{CutWait, InFlight};
 use retry_runtime::{Budget, Class, Policy, Quota, Retry, StopReason, Turn, testing, turn};
 use tokio::time::Instant;
 
@@ -22,7 +23,7 @@ async fn a_wait_that_would_cross_the_deadline_is_not_taken() {
     }))
     .await;
 
-    let gave_up = result.unwrap_err();
+    let gave_up = result.unwrap().unwrap_err();
     // 5 s and 15 s fit in the minute; 45 s would not, with 40 s left.
     assert_eq!(
         gave_up.reason(),
@@ -56,7 +57,7 @@ async fn the_report_separates_waiting_from_working() {
     }))
     .await;
 
-    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(result.unwrap().unwrap(), "reply");
     assert_eq!(report.waiting(), Duration::from_secs(65));
     assert_eq!(report.working(), Duration::from_secs(8));
     assert_eq!(report.attempts(), 4);
@@ -137,20 +138,19 @@ async fn a_literal_budget_inside_a_turn_keeps_the_sooner_deadline() {
     .await;
 
     assert!(matches!(
-        result.unwrap_err().reason(),
+        result.unwrap().unwrap_err().reason(),
         StopReason::Budget { .. }
     ));
     assert_eq!(recorded.waits(), [Duration::from_secs(5)]);
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_attempt_that_outlives_the_turn_is_not_cut_short_and_not_retried() {
-    // The turn does not abort an attempt in flight: its deadline is the caller's. When the
-    // attempt comes back failed after the turn expired, the ladder does not retry it.
+async fn an_attempt_that_outlives_the_turn_is_dropped_at_the_deadline() {
     let turn = Turn::new(TURN);
     let started = Instant::now();
-    let ((result, report), recorded) = testing::scope(turn.run(async {
+    let ((outcome, report), recorded) = testing::scope(turn.run(async {
         Retry::new(&Policy::AVAILABILITY)
+            .named("model")
             .run(async |_| {
                 tokio::time::sleep(Duration::from_secs(200)).await;
                 Err::<(), _>(Class::Unavailable { retry_after: None })
@@ -159,24 +159,30 @@ async fn an_attempt_that_outlives_the_turn_is_not_cut_short_and_not_retried() {
     }))
     .await;
 
-    assert_eq!(started.elapsed(), Duration::from_secs(200));
-    let gave_up = result.unwrap_err();
-    assert_eq!(gave_up.reason(), StopReason::Cancelled);
-    assert_eq!(gave_up.attempts(), 1);
+    assert_eq!(started.elapsed(), TURN);
+    assert!(outcome.is_expired());
     assert!(recorded.waits().is_empty());
-    assert_eq!(report.working(), Duration::from_secs(200));
+    assert_eq!(report.calls(), 1);
+    assert_eq!(report.attempts(), 1);
+    assert_eq!(report.working(), TURN);
+    let in_flight: Vec<_> = report
+        .in_flight()
+        .iter()
+        .map(|call: &InFlight| (call.op, call.attempt, call.running))
+        .collect();
+    assert_eq!(in_flight, [("model", 1, TURN)]);
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_attempt_that_succeeds_after_the_deadline_keeps_its_success() {
+async fn an_attempt_that_would_succeed_after_the_deadline_is_dropped() {
     let turn = Turn::new(Duration::from_secs(1));
-    let (result, _) = turn
+    let (outcome, _) = turn
         .run(Retry::new(&Policy::AVAILABILITY).run(async |_| {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            Ok::<_, Class>("late but fine")
+            Ok::<_, Class>("too late")
         }))
         .await;
-    assert_eq!(result.unwrap(), "late but fine");
+    assert!(outcome.is_expired());
 }
 
 #[tokio::test(start_paused = true)]
@@ -193,14 +199,20 @@ async fn a_turn_cancelled_mid_wait_stops_the_ladder_at_once() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         canceller.cancel();
     };
-    let ((result, report), ()) = tokio::join!(work, cancel);
+    let ((outcome, report), ()) = tokio::join!(work, cancel);
 
-    let gave_up = result.unwrap_err();
-    assert_eq!(gave_up.reason(), StopReason::Cancelled);
-    assert_eq!(gave_up.attempts(), 1);
-    assert_eq!(gave_up.waited(), Duration::from_secs(1));
+    assert!(outcome.is_cancelled());
     assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(report.attempts(), 1);
     assert_eq!(report.waiting(), Duration::from_secs(1));
+    let cut: Vec<_> = report
+        .cut_waits()
+        .iter()
+        .map(|wait: &CutWait| (wait.after_attempt, wait.waited))
+        .collect();
+    assert_eq!(cut, [(1, Duration::from_secs(1))]);
+    // Equal jitter on the outage ladder's 5 s: never shorter than half.
+    assert!(report.cut_waits()[0].wanted >= Duration::from_millis(2500));
 }
 
 #[tokio::test(start_paused = true)]
@@ -215,8 +227,8 @@ async fn nothing_runs_on_after_a_cancelled_turn_returns() {
     })));
     tokio::time::sleep(Duration::from_secs(1)).await;
     canceller.cancel();
-    let (result, _) = work.await.unwrap();
-    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    let (outcome, _) = work.await.unwrap();
+    assert!(outcome.is_cancelled());
 
     // Long past every wait the ladder had planned: no attempt was made behind our back, and
     // no task or timer of the ladder's is left.
@@ -244,9 +256,9 @@ async fn a_cancelled_wait_is_not_counted_as_a_retry_and_refunds_the_quota() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         canceller.cancel();
     };
-    let ((result, report), ()) = tokio::join!(work, cancel);
+    let ((outcome, report), ()) = tokio::join!(work, cancel);
 
-    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert!(outcome.is_cancelled());
     assert_eq!(report.retries(), 0);
     assert_eq!(report.attempts(), 1);
     assert_eq!(QUOTA.available(), 100);
@@ -257,20 +269,20 @@ async fn a_turn_inside_a_turn_keeps_the_outer_deadline() {
     let outer = Turn::new(Duration::from_secs(10));
     let ((result, outer_report), recorded) = testing::scope(outer.run(async {
         let inner = Turn::new(Duration::from_secs(3600));
-        let (result, _) = inner
+        let (outcome, _) = inner
             .run(
                 Retry::new(&Policy::OUTAGE)
                     .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
             )
             .await;
-        result
+        outcome.unwrap()
     }))
     .await;
 
     // 5 s fits in the outer turn's 10 s; 15 s does not, whatever the inner turn allows.
     assert_eq!(recorded.waits(), [Duration::from_secs(5)]);
     assert!(matches!(
-        result.unwrap_err().reason(),
+        result.unwrap().unwrap_err().reason(),
         StopReason::Budget { .. }
     ));
     // The inner turn's call counts in the outer report too.
@@ -279,7 +291,7 @@ async fn a_turn_inside_a_turn_keeps_the_outer_deadline() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn cancelling_the_outer_turn_stops_a_ladder_in_an_inner_turn() {
+async fn cancelling_the_outer_turn_drops_a_ladder_in_an_inner_turn() {
     let outer = Turn::new(TURN);
     let canceller = outer.canceller();
     let work = outer.run(async {
@@ -289,28 +301,35 @@ async fn cancelling_the_outer_turn_stops_a_ladder_in_an_inner_turn() {
                     .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None })),
             )
             .await
-            .0
     });
     let cancel = async {
         tokio::time::sleep(Duration::from_secs(1)).await;
         canceller.cancel();
     };
     let started = Instant::now();
-    let ((result, _), ()) = tokio::join!(work, cancel);
+    let ((outcome, report), ()) = tokio::join!(work, cancel);
 
-    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert!(outcome.is_cancelled());
     assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(report.cut_waits().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_inner_turns_hook_and_the_outer_turns_hook_both_hear_a_retry() {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let (outer_heard, inner_heard) = (Arc::clone(&heard), Arc::clone(&heard));
-    let outer =
-        Turn::new(TURN).on_notice(move |e| outer_heard.lock().unwrap().push(("outer", e.attempt)));
+    let outer = Turn::new(TURN).on_notice(move |e| {
+        if let Some(e) = e.retry() {
+            outer_heard.lock().unwrap().push(("outer", e.attempt));
+        }
+    });
     let ((_, _), _) = testing::scope(outer.run(async {
         Turn::new(TURN)
-            .on_notice(move |e| inner_heard.lock().unwrap().push(("inner", e.attempt)))
+            .on_notice(move |e| {
+                if let Some(e) = e.retry() {
+                    inner_heard.lock().unwrap().push(("inner", e.attempt));
+                }
+            })
             .run(Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
                 if attempt == 1 {
                     Err(Class::Transport)
@@ -327,7 +346,7 @@ async fn an_inner_turns_hook_and_the_outer_turns_hook_both_hear_a_retry() {
 
 #[tokio::test(start_paused = true)]
 async fn a_spawned_task_is_outside_the_turn_unless_it_carries_the_handle() {
-    let ((waits_without, waits_with), _) = Turn::new(Duration::from_secs(10))
+    let (outcome, _) = Turn::new(Duration::from_secs(10))
         .run(async {
             let job = || {
                 Retry::new(&Policy::OUTAGE)
@@ -342,6 +361,7 @@ async fn a_spawned_task_is_outside_the_turn_unless_it_carries_the_handle() {
             (without.total(), with.total())
         })
         .await;
+    let (waits_without, waits_with) = outcome.unwrap();
 
     assert_eq!(waits_without, Duration::from_secs(65));
     assert_eq!(waits_with, Duration::from_secs(5));
@@ -358,7 +378,7 @@ async fn a_turn_too_long_to_be_an_instant_has_no_deadline() {
     .await;
 
     assert_eq!(
-        result.unwrap_err().reason(),
+        result.unwrap().unwrap_err().reason(),
         StopReason::Exhausted { attempts: 4 }
     );
     assert_eq!(recorded.total(), Duration::from_secs(65));
@@ -384,14 +404,15 @@ async fn an_expired_literal_budget_is_reported_as_budget_not_cancelled() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_cancelled_turn_is_not_retried() {
+async fn a_turn_cancelled_before_it_runs_makes_no_attempt() {
     let turn = Turn::new(TURN);
     turn.canceller().cancel();
-    let ((result, _), recorded) = testing::scope(
+    let ((outcome, report), recorded) = testing::scope(
         turn.run(Retry::new(&Policy::AVAILABILITY).run(async |_| Err::<(), _>(Class::Transport))),
     )
     .await;
 
-    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert!(outcome.is_cancelled());
+    assert_eq!(report.attempts(), 0);
     assert!(recorded.waits().is_empty());
 }

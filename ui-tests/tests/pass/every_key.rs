@@ -15,6 +15,7 @@ use ::retry_runtime as renamed;
     multiplier = 1.5,
     jitter = "none",
     budget = "2s",
+    timeout = "1s",
     name = "every_key",
     quota = QUOTA,
     also_retry = [InvalidOutput, QuotaExhausted],

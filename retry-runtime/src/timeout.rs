@@ -1,0 +1,242 @@
+//! The attempt timeout: [`TimedOut`], the error an attempt ends with when its time runs out,
+//! and the timer that ends it.
+//!
+//! An attempt runs for at most the sooner of the call's `timeout`, what is left of the
+//! enclosing [`Turn`](crate::Turn) and what is left of a literal budget. The timer runs on
+//! tokio's time, not through the injectable [`Clock`](crate::Clock): a
+//! [`testing::scope`](crate::testing::scope), which skips the ladder's waits, does not fire it.
+
+use std::error::Error;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+
+use crate::class::{Class, Classify};
+
+/// Which bound ended an attempt.
+///
+/// ```
+/// use retry_runtime::timeout::Bound;
+/// assert_eq!(Bound::Timeout.to_string(), "its `timeout`");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// The call's own per-attempt `timeout`.
+    Timeout,
+    /// What was left of the enclosing turn.
+    Turn,
+    /// What was left of the call's literal `budget`.
+    Budget,
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bound::Timeout => "its `timeout`",
+            Bound::Turn => "the rest of its turn",
+            Bound::Budget => "the rest of its budget",
+        })
+    }
+}
+
+/// An attempt that used up its time and was dropped.
+///
+/// A call with a `timeout` gets this as its error, converted with `From`: the error type of
+/// `#[retry(timeout = "30s")]`, or of [`Retry::timeout`](crate::Retry::timeout)'s `run`, must
+/// implement `From<TimedOut>` (with `thiserror`, a variant `#[error(transparent)]
+/// TimedOut(#[from] retry_runtime::TimedOut)`). It classifies as [`Class::Timeout`], so the
+/// policy decides whether to retry it: `transient` does; `availability` and `outage` do not.
+///
+/// ```
+/// use retry_runtime::{timeout::Bound, Class, Classify, TimedOut};
+/// use std::time::Duration;
+///
+/// let timed_out = TimedOut::new(Bound::Timeout, Duration::from_millis(300));
+/// assert_eq!(timed_out.classify(), Class::Timeout);
+/// assert_eq!(timed_out.bound(), Bound::Timeout);
+/// assert_eq!(timed_out.to_string(), "the attempt was dropped after 300 ms, at its `timeout`");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimedOut {
+    bound: Bound,
+    ran: Duration,
+}
+
+impl TimedOut {
+    /// An attempt ended by `bound` after running for `ran`.
+    pub const fn new(bound: Bound, ran: Duration) -> TimedOut {
+        TimedOut { bound, ran }
+    }
+
+    /// Which bound ended the attempt.
+    pub const fn bound(&self) -> Bound {
+        self.bound
+    }
+
+    /// How long the attempt ran before it was dropped.
+    pub const fn ran(&self) -> Duration {
+        self.ran
+    }
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the attempt was dropped after {} ms, at {}",
+            self.ran.as_millis(),
+            self.bound
+        )
+    }
+}
+
+impl Error for TimedOut {}
+
+impl Classify for TimedOut {
+    fn classify(&self) -> Class {
+        Class::Timeout
+    }
+}
+
+/// An error type that can hold a [`TimedOut`]: every type that implements `From<TimedOut>`.
+/// `#[retry(timeout = ...)]` asks for it at the key, so a missing `From` is reported there.
+///
+/// ```
+/// use retry_runtime::timeout::{Bound, HoldsTimedOut};
+/// use retry_runtime::TimedOut;
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// enum FetchError { TimedOut(TimedOut) }
+/// impl From<TimedOut> for FetchError {
+///     fn from(timed_out: TimedOut) -> Self { FetchError::TimedOut(timed_out) }
+/// }
+///
+/// let error = FetchError::hold(TimedOut::new(Bound::Turn, Duration::ZERO));
+/// assert!(matches!(error, FetchError::TimedOut(_)));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`timeout` needs an error type that can hold a `retry_runtime::TimedOut`, and `{Self}` cannot",
+    label = "`{Self}` does not implement `From<retry_runtime::TimedOut>`",
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] TimedOut(#[from] retry_runtime::TimedOut)`), or `impl From<retry_runtime::TimedOut> for {Self}`"
+)]
+pub trait HoldsTimedOut {
+    /// The error of an attempt ended by `timed_out`.
+    fn hold(timed_out: TimedOut) -> Self;
+}
+
+impl<E: From<TimedOut>> HoldsTimedOut for E {
+    fn hold(timed_out: TimedOut) -> Self {
+        E::from(timed_out)
+    }
+}
+
+/// The return type of a function with a `timeout`: a `Result` whose error can hold a
+/// [`TimedOut`]. Not public API: `#[retry]`'s expansion converts a timed-out attempt through
+/// it, on the key, so each mistake is reported once, in the user's terms.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`timeout` needs a function that returns `Result<T, E>`, not `{Self}`",
+    label = "an attempt that runs out of time fails with `E::from(retry_runtime::TimedOut)`"
+)]
+pub trait TimedOutResult {
+    /// The error type.
+    type Error;
+    /// The failed result of an attempt ended by `timed_out`.
+    fn timed_out(timed_out: TimedOut) -> Self
+    where
+        Self::Error: HoldsTimedOut;
+}
+
+impl<T, E> TimedOutResult for Result<T, E> {
+    type Error = E;
+    fn timed_out(timed_out: TimedOut) -> Self
+    where
+        E: HoldsTimedOut,
+    {
+        Err(E::hold(timed_out))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An attempt's future under its timer: dropped as soon as the timer fires. Not public
+    /// API.
+    #[doc(hidden)]
+    pub struct Timed<F> {
+        #[pin]
+        future: Option<F>,
+        #[pin]
+        timer: Sleep,
+        bound: Bound,
+        started: Instant,
+    }
+}
+
+impl<F> Timed<F> {
+    /// `future`, dropped at `end` (on tokio's time), with `bound` named as the cause.
+    pub(crate) fn new(future: F, end: Instant, bound: Bound) -> Timed<F> {
+        Timed {
+            future: Some(future),
+            timer: tokio::time::sleep_until(end),
+            bound,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl<F: Future> Future for Timed<F> {
+    type Output = Result<F::Output, TimedOut>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Some(future) = this.future.as_mut().as_pin_mut()
+            && let Poll::Ready(output) = future.poll(cx)
+        {
+            return Poll::Ready(Ok(output));
+        }
+        if this.timer.poll(cx).is_ready() {
+            // Drop the attempt now, before the ladder decides and waits: its connection
+            // closes at once.
+            this.future.set(None);
+            return Poll::Ready(Err(TimedOut::new(*this.bound, this.started.elapsed())));
+        }
+        Poll::Pending
+    }
+}
+
+/// An attempt that timed out is an `std::io::Error` of kind `TimedOut`, holding the
+/// [`TimedOut`]: a function returning `std::io::Result<T>` can take a `timeout`.
+///
+/// ```
+/// use retry_runtime::{timeout::Bound, Class, Classify, TimedOut};
+/// use std::time::Duration;
+///
+/// let error = std::io::Error::from(TimedOut::new(Bound::Timeout, Duration::from_secs(1)));
+/// assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+/// assert_eq!(error.classify(), Class::Timeout);
+/// ```
+impl From<TimedOut> for std::io::Error {
+    fn from(timed_out: TimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, timed_out)
+    }
+}
+
+/// An attempt that timed out is a [`Class::Timeout`], for functions whose error is a bare
+/// `Class`.
+///
+/// ```
+/// use retry_runtime::{timeout::Bound, Class, TimedOut};
+/// use std::time::Duration;
+///
+/// assert_eq!(Class::from(TimedOut::new(Bound::Turn, Duration::ZERO)), Class::Timeout);
+/// ```
+impl From<TimedOut> for Class {
+    fn from(_: TimedOut) -> Self {
+        Class::Timeout
+    }
+}
