@@ -308,13 +308,14 @@ impl<C: Clock> TimedRetry<C> {
     }
 }
 
-/// Bits of [`Run::state`]: the attempt count below; above it, the class an inner ladder ran
-/// out on during the current attempt (its index + 1, or 0), and whether a rate limit was
-/// retried.
+/// Bits of [`Run::state`]: the attempt count below (at most `Policy::MAX_ATTEMPTS`); above it,
+/// whether an inner ladder gave up on a transient failure during the current attempt, whether
+/// the last retry followed a timeout (what the quota gives back on success), and whether a
+/// rate limit was retried.
 const RATE_LIMITED: u32 = 1 << 31;
-const INNER_SHIFT: u32 = 27;
-const INNER: u32 = 0b1111 << INNER_SHIFT;
-const ATTEMPTS: u32 = (1 << INNER_SHIFT) - 1;
+const LAST_RETRY_TIMED_OUT: u32 = 1 << 28;
+const INNER_GAVE_UP: u32 = 1 << 27;
+const ATTEMPTS: u32 = (1 << 27) - 1;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`]; not public API.
@@ -445,7 +446,7 @@ impl<R: Source> Run<R> {
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
         let next = self.attempts().saturating_add(1).min(ATTEMPTS);
         // What nested ladders did in an earlier attempt says nothing about this one.
-        self.state = (self.state & !(ATTEMPTS | INNER)) | next;
+        self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP)) | next;
         if let Since::InTurn(flight) = &mut self.since {
             flight.attempt_started = self.source.retry().clock.now();
         }
@@ -493,11 +494,20 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// Take one attempt's output, noting whether a ladder nested inside it gave up.
+    /// Take one attempt's output, noting what the retried calls nested inside it did: whether
+    /// one gave up, and (for the turn's report) whether one ran and how long they waited.
     #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
-        // At most 9 classes: the index + 1 fits the four bits.
-        self.state |= (u32::from(attempted.inner_exhausted) << INNER_SHIFT) & INNER;
+        let frame = attempted.frame;
+        if frame.inner_gave_up() {
+            self.state |= INNER_GAVE_UP;
+        }
+        if let Since::InTurn(flight) = &mut self.since
+            && frame.inner_ran()
+        {
+            flight.hollow_attempts = flight.hollow_attempts.saturating_add(1);
+            flight.nested_waited = flight.nested_waited.saturating_add(frame.inner_waited());
+        }
         attempted.output
     }
 
@@ -583,6 +593,11 @@ impl<R: Source> Run<R> {
                 if matches!(class, Class::RateLimited { .. }) {
                     self.state |= RATE_LIMITED;
                 }
+                if class == Class::Timeout {
+                    self.state |= LAST_RETRY_TIMED_OUT;
+                } else {
+                    self.state &= !LAST_RETRY_TIMED_OUT;
+                }
                 Ok(wait)
             }
             Step::Stop(reason) => Err(reason),
@@ -591,7 +606,9 @@ impl<R: Source> Run<R> {
 
     fn next_step(&mut self, class: Class) -> Step {
         let policy = &self.retry().policy;
-        if self.inner_exhausted() == Some(class.index()) && class.is_transient() {
+        // Any inner give-up during this attempt, whatever this failure's class: retrying at
+        // two layers would multiply the attempts.
+        if self.state & INNER_GAVE_UP != 0 && class.is_transient() {
             nesting::warn_nested(self.retry().op);
             return Step::Stop(StopReason::Nested);
         }
@@ -627,14 +644,6 @@ impl<R: Source> Run<R> {
                 Step::Stop(StopReason::Quota)
             }
             _ => step,
-        }
-    }
-
-    /// The class index of the failure an inner ladder ran out on in this attempt.
-    fn inner_exhausted(&self) -> Option<usize> {
-        match (self.state & INNER) >> INNER_SHIFT {
-            0 => None,
-            index => Some(index as usize - 1),
         }
     }
 
@@ -684,7 +693,7 @@ impl<R: Source> Run<R> {
                     | StopReason::Nested
             )
         {
-            nesting::mark_exhausted(class);
+            nesting::mark_gave_up();
         }
         self.finish(Some(reason));
         GaveUp::new(error, reason, self.attempts(), self.waited())
@@ -695,17 +704,37 @@ impl<R: Source> Run<R> {
         if gave_up.is_none()
             && let Some(quota) = self.retry().quota
         {
-            quota.deposit();
+            // AWS standard mode: a success after retries gives back its last retry's cost; a
+            // first-try success adds the refill.
+            match (self.attempts() > 1, self.state & LAST_RETRY_TIMED_OUT != 0) {
+                (false, _) => quota.deposit(),
+                (true, true) => quota.succeeded_after(Class::Timeout),
+                (true, false) => quota.succeeded_after(Class::Transport),
+            }
         }
         if let Some(started) = self.started() {
             let elapsed = self.retry().clock.now().saturating_duration_since(started);
+            let (hollow, nested_waited) = self.flight().map_or((0, Duration::ZERO), |f| {
+                (f.hollow_attempts, f.nested_waited)
+            });
+            // A call nested in another's attempt: that attempt's time is the outer call's to
+            // report, less the waits, which each ladder reports itself.
+            let nested = nesting::is_nested();
             turn::record_call(turn::Call {
                 op: self.retry().op,
                 attempts: self.attempts(),
+                counted_attempts: self.attempts().saturating_sub(hollow),
                 waiting: self.waited(),
-                working: elapsed.saturating_sub(self.waited()),
+                working: if nested {
+                    Duration::ZERO
+                } else {
+                    elapsed
+                        .saturating_sub(self.waited())
+                        .saturating_sub(nested_waited)
+                },
                 gave_up,
             });
+            nesting::mark_ran(self.waited().saturating_add(nested_waited));
         }
         // Finished: no longer in flight.
         if let Since::InTurn(flight) = &self.since {
@@ -745,8 +774,11 @@ impl<R: Source> Drop for Run<R> {
             turn::Call {
                 op: self.retry().op,
                 attempts: self.attempts(),
+                counted_attempts: self.attempts().saturating_sub(flight.hollow_attempts),
                 waiting,
-                working: elapsed.saturating_sub(waiting),
+                working: elapsed
+                    .saturating_sub(waiting)
+                    .saturating_sub(flight.nested_waited),
                 gave_up: None,
             },
             now,
@@ -786,13 +818,12 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// One attempt's output, and whether a retried call nested in it gave up. Not public API.
+/// One attempt's output, and what the retried calls nested in it did. Not public API.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Attempted<T> {
     output: T,
-    /// The class index an inner ladder ran out on, + 1; 0 if none did.
-    inner_exhausted: u8,
+    frame: nesting::Frame,
 }
 
 impl<F: Future> Future for Attempt<F> {
@@ -804,7 +835,7 @@ impl<F: Future> Future for Attempt<F> {
         let frame = this.frame;
         nesting::enter(frame, || this.future.poll(cx)).map(|output| Attempted {
             output,
-            inner_exhausted: frame.exhausted(),
+            frame: *frame,
         })
     }
 }

@@ -88,7 +88,12 @@ pub const fn worst_case_wait(policy: &Policy) -> Duration {
 pub const fn worst_case_wait_with_hints(policy: &Policy) -> Duration {
     let retries = policy.attempts().saturating_sub(1) as u128;
     let hint = policy.max_retry_after().as_nanos();
-    let longest_hint = sat_add(hint, clamp_u128(hint / 10, 100_000_000, NANOS_PER_SEC));
+    // A policy that honours no hint (a maximum of zero) never waits one.
+    let longest_hint = if hint == 0 {
+        0
+    } else {
+        sat_add(hint, clamp_u128(hint / 10, 100_000_000, NANOS_PER_SEC))
+    };
     let hinted_everywhere = sat_add(0, retries.saturating_mul(longest_hint));
     let own = own_worst_case_wait(policy).as_nanos();
     // A hint is a floor under each wait: at worst, every wait is the longer of the two.

@@ -1,29 +1,54 @@
-//! Retry at one layer: a retried call inside another retried call is marked, and when the
-//! inner ladder gives up on a transient failure the outer one does not retry it again.
+//! Retry at one layer: a retried call inside another retried call is marked, and when an
+//! inner ladder gives up on a transient failure the outer one does not retry that attempt
+//! again, whatever its own failure says.
 //!
 //! The marker is a thread-local swapped in and out around each poll of an attempt (as tokio's
-//! task-locals are), so it follows the task across threads and costs no allocation.
+//! task-locals are), so it follows the task across threads and costs no allocation. It also
+//! carries what the turn's report needs to count each moment once: whether a retried call ran
+//! inside the attempt (its attempts are the inner ladder's), and how long the calls nested in
+//! it waited (not the outer call's working time).
 
 use std::cell::Cell;
-
-use crate::class::Class;
+use std::time::Duration;
 
 thread_local! {
-    static CURRENT: Cell<Option<Frame>> = const { Cell::new(None) };
+    /// The frame of the attempt being polled on this thread; 0 when none is.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
 }
 
-/// What an attempt learns from the retried calls nested inside it: the class of the last
-/// failure an inner ladder ran out on, as its index + 1 (0: none). One byte, because it is
+/// Bits of a frame: present (an attempt is being polled), an inner ladder gave up on a
+/// transient failure, an inner retried call finished; above them, the milliseconds the
+/// calls nested in the attempt waited.
+const PRESENT: u64 = 1;
+const GAVE_UP: u64 = 1 << 1;
+const RAN: u64 = 1 << 2;
+const WAITED_SHIFT: u32 = 32;
+
+/// What an attempt learns from the retried calls nested inside it. One word, because it is
 /// swapped in and out of a thread-local on every poll of every attempt.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Frame {
-    exhausted: u8,
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame(u64);
+
+impl Default for Frame {
+    fn default() -> Frame {
+        Frame(PRESENT)
+    }
 }
 
 impl Frame {
-    /// The class index an inner ladder ran out on, + 1; 0 if none did.
-    pub(crate) fn exhausted(&self) -> u8 {
-        self.exhausted
+    /// Whether a ladder nested in the attempt gave up on a transient failure.
+    pub(crate) fn inner_gave_up(self) -> bool {
+        self.0 & GAVE_UP != 0
+    }
+
+    /// Whether a retried call finished inside the attempt.
+    pub(crate) fn inner_ran(self) -> bool {
+        self.0 & RAN != 0
+    }
+
+    /// How long the calls nested in the attempt waited, to the millisecond.
+    pub(crate) fn inner_waited(self) -> Duration {
+        Duration::from_millis(self.0 >> WAITED_SHIFT)
     }
 }
 
@@ -32,31 +57,49 @@ impl Frame {
 pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
     struct Restore<'f> {
         frame: &'f mut Frame,
-        previous: Option<Frame>,
+        previous: u64,
     }
     impl Drop for Restore<'_> {
         // Restores on unwind too, so a panicking attempt cannot leave its frame installed.
         #[inline]
         fn drop(&mut self) {
-            if let Some(frame) = CURRENT.replace(self.previous) {
-                *self.frame = frame;
-            }
+            self.frame.0 = CURRENT.replace(self.previous);
         }
     }
-    let previous = CURRENT.replace(Some(*frame));
+    let previous = CURRENT.replace(frame.0);
     let _restore = Restore { frame, previous };
     poll()
 }
 
-/// Tell the enclosing attempt, if there is one, that a ladder inside it ran out on a failure
-/// of `class`.
-pub(crate) fn mark_exhausted(class: Class) {
+/// Whether the current code runs inside an attempt of a retried call.
+pub(crate) fn is_nested() -> bool {
+    CURRENT.get() & PRESENT != 0
+}
+
+fn update(change: impl FnOnce(u64) -> u64) {
     CURRENT.with(|current| {
-        if let Some(mut frame) = current.get() {
-            // At most 9 classes: the index + 1 fits a byte.
-            frame.exhausted = class.index() as u8 + 1;
-            current.set(Some(frame));
+        let frame = current.get();
+        if frame & PRESENT != 0 {
+            current.set(change(frame));
         }
+    });
+}
+
+/// Tell the enclosing attempt, if there is one, that a ladder inside it gave up on a
+/// transient failure.
+pub(crate) fn mark_gave_up() {
+    update(|frame| frame | GAVE_UP);
+}
+
+/// Tell the enclosing attempt, if there is one, that a retried call inside it finished after
+/// waiting `waited` in all (its own waits and those nested in it).
+pub(crate) fn mark_ran(waited: Duration) {
+    update(|frame| {
+        let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        let total = (frame >> WAITED_SHIFT)
+            .saturating_add(millis)
+            .min(u64::from(u32::MAX));
+        (frame & ((1 << WAITED_SHIFT) - 1)) | RAN | (total << WAITED_SHIFT)
     });
 }
 
@@ -65,7 +108,8 @@ pub(crate) fn warn_nested(op: &'static str) {
     tracing::warn!(
         target: "retry",
         op,
-        "retried calls are nested: an inner call already retried this failure and gave up, so \
-         `{op}` does not retry it again; retry at one layer (remove one of the two ladders)"
+        "retried calls are nested: an inner call already retried and gave up during this \
+         attempt, so `{op}` does not retry it again; retry at one layer (remove one of the two \
+         ladders)"
     );
 }

@@ -433,7 +433,9 @@ impl TurnReport {
         self.calls
     }
 
-    /// Attempts made in all, first attempts included.
+    /// Attempts made in all, first attempts included, each counted once: at the innermost
+    /// ladder that made it, so an attempt of an outer call in which a nested retried call ran
+    /// is that call's attempts, not one more. This is what a server saw.
     pub fn attempts(&self) -> u32 {
         self.attempts
     }
@@ -453,7 +455,9 @@ impl TurnReport {
         self.waiting
     }
 
-    /// Time spent inside the attempts themselves.
+    /// Time spent inside the attempts themselves, each moment counted once: an outer call's
+    /// attempt does not count the waits of the calls nested in it. For calls made one after
+    /// another, working and waiting add up to the turn's elapsed time.
     pub fn working(&self) -> Duration {
         self.working
     }
@@ -521,7 +525,11 @@ impl fmt::Display for TurnReport {
 /// A finished call, as the engine reports it to the turn.
 pub(crate) struct Call {
     pub(crate) op: &'static str,
+    /// The attempts this call's ladder made.
     pub(crate) attempts: u32,
+    /// Those that count in the turn's total: not the attempts in which a retried call nested
+    /// in this one made the attempts, so each attempt counts once, at the innermost ladder.
+    pub(crate) counted_attempts: u32,
     pub(crate) waiting: Duration,
     pub(crate) working: Duration,
     pub(crate) gave_up: Option<StopReason>,
@@ -570,6 +578,10 @@ pub(crate) struct Flight {
     pub(crate) attempt_started: Instant,
     /// The wait in progress: since when, and how long it was to be.
     pub(crate) waiting: Option<(Instant, Duration)>,
+    /// The attempts in which a retried call nested in this one ran: that call counts them.
+    pub(crate) hollow_attempts: u32,
+    /// How long the calls nested in this one's attempts waited: not this call's work.
+    pub(crate) nested_waited: Duration,
 }
 
 /// A call's flight, if it runs inside a turn; `now` is read only then.
@@ -582,6 +594,8 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
             started,
             attempt_started: started,
             waiting: None,
+            hollow_attempts: 0,
+            nested_waited: Duration::ZERO,
         })
     })
     .ok()
@@ -668,7 +682,7 @@ pub(crate) fn record_cut_wait(wait: CutWait) {
 
 fn add_call(report: &mut TurnReport, call: &Call) {
     report.calls = report.calls.saturating_add(1);
-    report.attempts = report.attempts.saturating_add(call.attempts);
+    report.attempts = report.attempts.saturating_add(call.counted_attempts);
     report.waiting = report.waiting.saturating_add(call.waiting);
     report.working = report.working.saturating_add(call.working);
     if let Some(reason) = call.gave_up {

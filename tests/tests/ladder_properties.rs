@@ -596,3 +596,70 @@ proptest! {
         );
     }
 }
+
+// ---- figures kept exact ----
+
+#[test]
+fn every_three_decimal_multiplier_from_1_to_10_is_kept_exactly() {
+    for milli in 1000..=10_000u32 {
+        let multiplier = f64::from(milli) / 1000.0;
+        assert_eq!(
+            Policy::AVAILABILITY
+                .with_multiplier(multiplier)
+                .multiplier_milli(),
+            milli,
+            "{multiplier}"
+        );
+    }
+}
+
+#[test]
+fn attempts_stop_exactly_at_their_documented_maximum() {
+    let policy = Policy::AVAILABILITY.with_attempts(u32::MAX);
+    assert_eq!(
+        policy.check(),
+        Err(retry_runtime::PolicyError::TooManyAttempts)
+    );
+    assert_eq!(
+        Policy::AVAILABILITY
+            .with_attempts(Policy::MAX_ATTEMPTS)
+            .with_max_total_wait(Duration::MAX)
+            .with_base(Duration::from_nanos(1))
+            .with_cap(Duration::from_nanos(1))
+            .with_max_retry_after(Duration::ZERO)
+            .check(),
+        Ok(())
+    );
+    // An unchecked policy that asks for more makes the most a policy may, and says so exactly.
+    let at_most = Policy::MAX_ATTEMPTS;
+    let class = Class::Unavailable { retry_after: None };
+    assert_eq!(
+        ladder::stop_before_waiting(&policy, class, at_most - 1),
+        None
+    );
+    assert_eq!(
+        ladder::stop_before_waiting(&policy, class, at_most),
+        Some(StopReason::Exhausted { attempts: at_most })
+    );
+}
+
+#[test]
+fn the_time_waited_stops_exactly_at_its_documented_maximum() {
+    let policy = Policy::TRANSIENT
+        .with_attempts(100_000)
+        .with_jitter(Jitter::None);
+    assert_eq!(
+        policy.check(),
+        Err(retry_runtime::PolicyError::WaitsTooLong)
+    );
+    // Even unchecked, no wait takes the ladder past `MAX_TOTAL_WAIT`, so `waited` is exact.
+    let almost = Policy::MAX_TOTAL_WAIT - Duration::from_millis(500);
+    let failure = Failure::new(10, Class::Transport).with_waited(almost);
+    assert_eq!(
+        ladder::next_step(&policy, failure, Draw::IDEAL),
+        Step::Stop(StopReason::Budget {
+            wanted: Duration::from_secs(16),
+            remaining: Duration::from_millis(500),
+        })
+    );
+}

@@ -139,23 +139,46 @@ fn the_nesting_marker_follows_the_task_across_threads() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn an_inner_give_up_the_body_swallowed_does_not_stop_the_outer_ladder() {
-    // The body tries an optional helper, which runs out on `Unavailable`, ignores that, and
-    // then fails on its own with `Transport`: a different failure, which the outer retries.
+async fn an_inner_give_up_stops_the_outer_ladder_whatever_its_own_failure_says() {
+    // The body tries a helper, which runs out on `Unavailable`, then fails on its own with
+    // `Transport`. Retrying the attempt would run the helper's whole ladder again: the rule is
+    // class-agnostic, so the outer ladder stops.
     let outer_attempts = AtomicU32::new(0);
-    let (result, _) = testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
+    let reached = AtomicU32::new(0);
+    let (result, _) = testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| {
         outer_attempts.fetch_add(1, Ordering::SeqCst);
-        let _optional = inner(&AtomicU32::new(0)).await;
-        if attempt < 2 {
-            Err(Class::Transport)
-        } else {
-            Ok(())
-        }
+        let _helper = inner(&reached).await;
+        Err::<(), _>(Class::Transport)
     }))
     .await;
 
-    result.unwrap();
-    assert_eq!(outer_attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(result.unwrap_err().reason(), StopReason::Nested);
+    assert_eq!(outer_attempts.load(Ordering::SeqCst), 1);
+    assert_eq!(reached.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn two_inner_give_ups_in_one_attempt_still_stop_the_outer_ladder() {
+    // Inner A gives up on `Unavailable`, then inner B on `Timeout`, in the same attempt; the
+    // outer failure is A's. A runs four times in all, not sixteen.
+    let reached_a = AtomicU32::new(0);
+    let reached_b = AtomicU32::new(0);
+    let (result, _) = testing::scope(Retry::new(&Policy::TRANSIENT).run(async |_| {
+        let a = inner(&reached_a).await;
+        let _b = Retry::new(&Policy::TRANSIENT)
+            .named("inner-b")
+            .run(async |_| {
+                reached_b.fetch_add(1, Ordering::SeqCst);
+                Err::<(), _>(Class::Timeout)
+            })
+            .await;
+        a.map_err(GaveUp::into_error)
+    }))
+    .await;
+
+    assert_eq!(result.unwrap_err().reason(), StopReason::Nested);
+    assert_eq!(reached_a.load(Ordering::SeqCst), 4);
+    assert_eq!(reached_b.load(Ordering::SeqCst), 5);
 }
 
 #[tokio::test(flavor = "current_thread")]
