@@ -1,0 +1,208 @@
+//! A retry storm, simulated in virtual time with the library's own engine: many clients call a
+//! server that is down for a stretch and then recovers with less capacity than the demand, so
+//! one can see what jitter and a shared [`Quota`] do to the load and to the recovery.
+//!
+//! Each client has one job. It runs the job as a retried call (`Retry::run`, the real engine,
+//! on tokio's paused clock, with a seeded jitter source); when the ladder gives up, the client
+//! waits `resubmit` and runs a new call, until the job succeeds, as a queue redelivers a
+//! message. The server fails every attempt during the outage; after it, it serves at most
+//! `capacity` attempts per second and answers the rest `Unavailable`. No socket is opened and
+//! nothing sleeps for real: a run of 100,000 clients takes seconds.
+//!
+//! ```
+//! use retry_bench::storm::{Storm, simulate};
+//! use retry_runtime::{Jitter, Policy};
+//! use std::time::Duration;
+//!
+//! let storm = Storm {
+//!     clients: 1_000,
+//!     outage: Duration::from_secs(30),
+//!     capacity: 100,
+//!     resubmit: Duration::from_secs(5),
+//!     policy: Policy::AVAILABILITY.with_jitter(Jitter::Full),
+//!     quota: true,
+//! };
+//! let outcome = simulate(&storm);
+//! assert!(outcome.attempts_per_call_in_outage() <= 1.1);
+//! ```
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry, Sleep};
+use tokio::time::Instant;
+
+/// One storm to simulate.
+#[derive(Debug, Clone, Copy)]
+pub struct Storm {
+    /// How many clients, each with one job; they start spread over the first second.
+    pub clients: u32,
+    /// How long the server fails every attempt, from the start.
+    pub outage: Duration,
+    /// The attempts per second the server serves once it is back; the rest get `Unavailable`.
+    pub capacity: u32,
+    /// How long a client waits after a ladder gives up before it runs the job again.
+    pub resubmit: Duration,
+    /// The retry policy of every call.
+    pub policy: Policy,
+    /// Whether the calls share one AWS-standard [`Quota`] (500 tokens).
+    pub quota: bool,
+}
+
+/// What a storm did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Retried calls (logical calls) started while the server was down.
+    pub calls_in_outage: u64,
+    /// Attempts made while the server was down.
+    pub attempts_in_outage: u64,
+    /// The most attempts the server saw in any one second.
+    pub peak_per_second: u64,
+    /// From the end of the outage until the last job succeeded.
+    pub clear_after_recovery: Duration,
+    /// Attempts in all.
+    pub attempts: u64,
+}
+
+impl Outcome {
+    /// Attempts per logical call during the outage: how much the retries multiplied the load
+    /// on a server that could not answer.
+    pub fn attempts_per_call_in_outage(&self) -> f64 {
+        self.attempts_in_outage as f64 / self.calls_in_outage.max(1) as f64
+    }
+}
+
+/// The server and what it saw.
+#[derive(Debug)]
+struct Server {
+    started: Instant,
+    outage: Duration,
+    capacity: u32,
+    /// Attempts seen in each second since the start.
+    per_second: Vec<u64>,
+    /// Attempts served in each second since the end of the outage.
+    served: Vec<u32>,
+    calls_in_outage: u64,
+    attempts_in_outage: u64,
+    last_success: Duration,
+}
+
+impl Server {
+    fn elapsed(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.started)
+    }
+
+    fn call_started(&mut self) {
+        if self.elapsed() < self.outage {
+            self.calls_in_outage += 1;
+        }
+    }
+
+    fn attempt(&mut self) -> Result<(), Class> {
+        let now = self.elapsed();
+        let second = usize::try_from(now.as_secs()).unwrap_or(usize::MAX);
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] += 1;
+        if now < self.outage {
+            self.attempts_in_outage += 1;
+            return Err(Class::Unavailable { retry_after: None });
+        }
+        let window = usize::try_from((now - self.outage).as_secs()).unwrap_or(usize::MAX);
+        if self.served.len() <= window {
+            self.served.resize(window + 1, 0);
+        }
+        if self.served[window] >= self.capacity {
+            return Err(Class::Unavailable { retry_after: None });
+        }
+        self.served[window] += 1;
+        self.last_success = self.last_success.max(now);
+        Ok(())
+    }
+}
+
+/// tokio's paused clock, and jitter from a seeded generator, so a storm is reproducible.
+#[derive(Debug, Clone, Copy)]
+struct SeededClock(&'static AtomicU64);
+
+impl Clock for SeededClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, wait: Duration) -> Sleep {
+        Box::pin(tokio::time::sleep(wait))
+    }
+
+    fn draw(&self) -> Draw {
+        // splitmix64: one step of the sequence per draw.
+        let mut z = self
+            .0
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Draw::from_bits(((z ^ (z >> 31)) >> 32) as u32)
+    }
+}
+
+/// Run `storm` to the end, in virtual time.
+pub fn simulate(storm: &Storm) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    // A storm's engine state must be `'static` (a `Retry` draws on a `&'static Quota`); one
+    // quota and one seed per storm, kept for the life of the process.
+    let quota: &'static Quota = Box::leak(Box::new(Quota::standard()));
+    let seed: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0x5EED)));
+    let local = tokio::task::LocalSet::new();
+    let server = Rc::new(RefCell::new(Server {
+        started: runtime.block_on(async { Instant::now() }),
+        outage: storm.outage,
+        capacity: storm.capacity,
+        per_second: Vec::new(),
+        served: Vec::new(),
+        calls_in_outage: 0,
+        attempts_in_outage: 0,
+        last_success: Duration::ZERO,
+    }));
+    let mut retry = Retry::new(&storm.policy)
+        .named("storm")
+        .with_clock(SeededClock(seed));
+    if storm.quota {
+        retry = retry.with_quota(quota);
+    }
+    for client in 0..storm.clients {
+        let server = Rc::clone(&server);
+        let offset = Duration::from_secs(1) * client / storm.clients.max(1);
+        let resubmit = storm.resubmit;
+        local.spawn_local(async move {
+            tokio::time::sleep(offset).await;
+            loop {
+                server.borrow_mut().call_started();
+                let done = retry
+                    .run(async |_| server.borrow_mut().attempt())
+                    .await
+                    .is_ok();
+                if done {
+                    break;
+                }
+                tokio::time::sleep(resubmit).await;
+            }
+        });
+    }
+    runtime.block_on(local);
+    let server = server.borrow();
+    Outcome {
+        calls_in_outage: server.calls_in_outage,
+        attempts_in_outage: server.attempts_in_outage,
+        peak_per_second: server.per_second.iter().copied().max().unwrap_or(0),
+        clear_after_recovery: server.last_success.saturating_sub(server.outage),
+        attempts: server.per_second.iter().sum(),
+    }
+}
