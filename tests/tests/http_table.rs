@@ -278,3 +278,23 @@ async fn a_host_under_invalid_is_transport_through_tcp_connect_and_stays_undeter
     assert_eq!(recorded.waits().len(), 3);
     assert!(gave_up.is_undetermined());
 }
+
+#[tokio::test]
+async fn a_retry_after_of_zero_is_no_hint_and_the_ladder_waits_its_own() {
+    let script = [
+        Step::status(503).with_header("retry-after", "0"),
+        Step::status(429).with_header("retry-after-ms", "0"),
+        Step::ok("reply"),
+    ];
+    let server = Server::start(script).await;
+    let client = server.client();
+
+    let (result, recorded) =
+        testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
+
+    assert_eq!(result.unwrap().body, "reply");
+    assert_eq!(
+        recorded.waits(),
+        [Duration::from_millis(250), Duration::from_millis(500)]
+    );
+}

@@ -347,6 +347,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
         #[test]
         fn any_body_bytes_are_read_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = HttpError::new(StatusCode::BAD_REQUEST, &HeaderMap::new(), &bytes).classify();

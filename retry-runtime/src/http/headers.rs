@@ -111,6 +111,8 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
         #[test]
         fn retry_after_takes_any_bytes_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = parse_retry_after(&bytes, SystemTime::now());
