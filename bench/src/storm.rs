@@ -31,7 +31,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry, Sleep};
+use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry};
 use tokio::time::Instant;
 
 /// One storm to simulate.
@@ -129,12 +129,14 @@ impl Server {
 struct SeededClock(&'static AtomicU64);
 
 impl Clock for SeededClock {
+    type Sleep = tokio::time::Sleep;
+
     fn now(&self) -> Instant {
         Instant::now()
     }
 
-    fn sleep(&self, wait: Duration) -> Sleep {
-        Box::pin(tokio::time::sleep(wait))
+    fn sleep(&self, wait: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(wait)
     }
 
     fn draw(&self) -> Draw {

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,17 +10,19 @@ use tokio::time::Instant;
 use crate::ladder::Draw;
 use crate::testing;
 
-/// A boxed wait: allocated only when a retry actually waits, so the annotated function's
-/// future stays small on the path that never retries.
+/// A boxed wait, for a [`Clock`] whose sleep is simplest to write as an `async` block:
+/// `type Sleep = retry_runtime::Sleep;` and `Box::pin(async move { ... })`.
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Where the engine reads time, sleeps, and draws jitter.
 ///
 /// The engine never calls these on a first-try success outside a turn or a literal budget,
-/// so the hot path pays nothing for them.
+/// so the hot path pays nothing for them. Its sleep is a type of its own, not a box: the
+/// default clock's wait lives inside the one allocation a retry makes.
 ///
 /// ```
-/// use retry_runtime::{Clock, Draw, Policy, Retry, Sleep};
+/// use retry_runtime::{Clock, Draw, Policy, Retry};
+/// use std::future::{ready, Ready};
 /// use std::time::Duration;
 /// use tokio::time::Instant;
 ///
@@ -28,8 +31,9 @@ pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// struct Impatient;
 ///
 /// impl Clock for Impatient {
+///     type Sleep = Ready<()>;
 ///     fn now(&self) -> Instant { Instant::now() }
-///     fn sleep(&self, _wait: Duration) -> Sleep { Box::pin(async {}) }
+///     fn sleep(&self, _wait: Duration) -> Ready<()> { ready(()) }
 ///     fn draw(&self) -> Draw { Draw::from_unit(0.5) }
 /// }
 ///
@@ -44,10 +48,12 @@ pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// # }
 /// ```
 pub trait Clock {
+    /// The future a wait is.
+    type Sleep: Future<Output = ()> + Send;
     /// The current instant.
     fn now(&self) -> Instant;
     /// A future that completes after `wait`.
-    fn sleep(&self, wait: Duration) -> Sleep;
+    fn sleep(&self, wait: Duration) -> Self::Sleep;
     /// One random draw for one wait.
     fn draw(&self) -> Draw;
 }
@@ -59,17 +65,37 @@ pub trait Clock {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokioClock;
 
+pin_project_lite::pin_project! {
+    /// [`TokioClock`]'s wait: tokio's sleep, or nothing at all when a testing scope recorded
+    /// the wait instead.
+    #[derive(Debug)]
+    pub struct TokioSleep {
+        #[pin]
+        sleep: Option<tokio::time::Sleep>,
+    }
+}
+
+impl Future for TokioSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.project().sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
 impl Clock for TokioClock {
+    type Sleep = TokioSleep;
+
     fn now(&self) -> Instant {
         Instant::now() + testing::skipped()
     }
 
-    fn sleep(&self, wait: Duration) -> Sleep {
-        if testing::record(wait) {
-            // An empty async block is zero-sized: boxing it does not allocate.
-            Box::pin(async {})
-        } else {
-            Box::pin(tokio::time::sleep(wait))
+    fn sleep(&self, wait: Duration) -> TokioSleep {
+        TokioSleep {
+            sleep: (!testing::record(wait)).then(|| tokio::time::sleep(wait)),
         }
     }
 

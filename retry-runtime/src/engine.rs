@@ -522,7 +522,9 @@ impl<R: Source> Run<R> {
                 self.succeeded();
                 ControlFlow::Break(Ok(value))
             }
-            Err(error) => match self.failed(error).await {
+            // The failure path (the decision, the wait and its cancel) lives in one box, made
+            // only when a call fails, so the caller's future stays small.
+            Err(error) => match Box::pin(self.failed(error)).await {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(gave_up) => ControlFlow::Break(Err(gave_up)),
             },

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::class::Class;
-use crate::clock::{Clock, Sleep, TokioClock};
+use crate::clock::{Clock, TokioClock};
 use crate::notice::{self, Hook, Notice, TurnEnded};
 use crate::verdict::StopReason;
 
@@ -695,28 +695,25 @@ fn add_call(report: &mut TurnReport, call: &Call) {
 }
 
 /// Sleep, unless the turn (or one around it) is cancelled first; resolves to true if it was.
-/// Boxed: it is made only when a retry waits, and keeps the cancellation machinery out of the
-/// caller's future.
-pub(crate) fn sleep_or_cancel(mut sleep: Sleep) -> Pin<Box<dyn Future<Output = bool> + Send>> {
+/// Not boxed: it lives in the failure path's one allocation. Outside a turn it is the sleep
+/// alone; inside one, it also listens to every cancel of the chain.
+pub(crate) async fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S) -> bool {
     let cancels: Vec<Arc<Cancel>> = TURN
         .try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
         .unwrap_or_default();
+    let mut sleep = pin!(sleep);
     if cancels.is_empty() {
-        return Box::pin(async move {
-            sleep.await;
-            false
-        });
+        sleep.await;
+        return false;
     }
-    Box::pin(async move {
-        let mut cancelled = pin!(cancelled(cancels));
-        poll_fn(|cx| {
-            if cancelled.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(true);
-            }
-            sleep.as_mut().poll(cx).map(|()| false)
-        })
-        .await
+    let mut cancelled = pin!(cancelled(cancels));
+    poll_fn(|cx| {
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(true);
+        }
+        sleep.as_mut().poll(cx).map(|()| false)
     })
+    .await
 }
 
 /// Resolves once any of `cancels` is cancelled (at once if one already is); never, if there

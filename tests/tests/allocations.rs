@@ -61,3 +61,37 @@ fn the_counter_sees_an_allocation_on_this_thread() {
 
     assert_eq!(counted.count_total, 1);
 }
+
+/// A ladder whose first wait is a nanosecond, without jitter: a retry at (almost) zero wait.
+const NO_WAIT: retry_runtime::Policy = Policy::AVAILABILITY
+    .with_base(std::time::Duration::from_nanos(1))
+    .with_jitter(retry_runtime::Jitter::None);
+
+async fn fails_once() -> Result<u32, retry_runtime::GaveUp<Class>> {
+    Retry::new(&NO_WAIT)
+        .run(async |attempt| {
+            if attempt == 1 {
+                Err(Class::Transport)
+            } else {
+                Ok(attempt)
+            }
+        })
+        .await
+}
+
+#[test]
+fn one_retry_allocates_at_most_once() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a paused current-thread runtime");
+    // The runtime's and the RNG's own first-use costs are not the retry's.
+    runtime.block_on(fails_once()).unwrap();
+
+    let mut result = None;
+    let counted = allocation_counter::measure(|| result = Some(runtime.block_on(fails_once())));
+
+    assert_eq!(result.map(Result::ok), Some(Some(2)));
+    assert!(counted.count_total <= 1, "{counted:?}");
+}

@@ -16,6 +16,8 @@ struct Counting {
 }
 
 impl Clock for Counting {
+    type Sleep = Sleep;
+
     fn now(&self) -> Instant {
         self.reads.fetch_add(1, Ordering::SeqCst);
         Instant::now()

@@ -333,6 +333,8 @@ async fn an_attempt_is_bounded_by_what_is_left_of_a_literal_budget() {
 struct Impatient;
 
 impl Clock for Impatient {
+    type Sleep = Sleep;
+
     fn now(&self) -> Instant {
         Instant::now()
     }
