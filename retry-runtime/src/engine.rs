@@ -215,19 +215,22 @@ impl<C: Clock> Retry<C> {
     /// an `async` closure whose future borrows what the closure captured once it is nested in
     /// another such closure ("implementation of `Send` is not general enough"); where a spawn
     /// reports that, the second form, with owned captures, compiles.
-    pub async fn run<T, E, F>(self, mut operation: F) -> Result<T, GaveUp<E>>
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display,
     {
-        // The run owns its `Retry`: a borrow of a local here would make the future's `Send`
-        // depend on a lifetime the compiler cannot always prove for every caller.
+        // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
+        // the future's `Send` depend on a lifetime the compiler cannot always prove for every
+        // caller. Nothing is read before the first poll.
         let mut run = Run::new(self);
-        loop {
-            let attempted = run.attempt(operation(run.attempts() + 1)).await;
-            let output = run.attempted(attempted);
-            if let ControlFlow::Break(output) = run.settle(output).await {
-                return output;
+        async move {
+            loop {
+                let attempted = run.attempt(operation(run.attempts() + 1)).await;
+                let output = run.attempted(attempted);
+                if let ControlFlow::Break(output) = run.settle(output).await {
+                    return output;
+                }
             }
         }
     }
@@ -292,17 +295,19 @@ impl<C> TimedRetry<C> {
 impl<C: Clock> TimedRetry<C> {
     /// Like [`Retry::run`], with each attempt dropped when its time runs out; its error is
     /// then `E::from(TimedOut)`, decided on like any other.
-    pub async fn run<T, E, F>(self, mut operation: F) -> Result<T, GaveUp<E>>
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut>,
     {
         let mut run = Run::new(self);
-        loop {
-            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
-            let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-            if let ControlFlow::Break(output) = run.settle(output).await {
-                return output;
+        async move {
+            loop {
+                let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+                let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
+                if let ControlFlow::Break(output) = run.settle(output).await {
+                    return output;
+                }
             }
         }
     }
@@ -396,21 +401,35 @@ impl<C: Clock> Source for &TimedRetry<C> {
 }
 
 impl<R: Source> Run<R> {
-    /// Start a call. Reads the clock only inside a turn or under a literal budget.
+    /// A call not yet started: nothing is read until its first attempt, so a future made
+    /// outside a turn and awaited inside one belongs to that turn.
     #[inline]
-    pub fn new(source: R) -> Self {
-        let retry = source.retry();
-        let since = match (turn::flight(|| retry.clock.now()), retry.budget) {
+    pub const fn new(source: R) -> Self {
+        Run {
+            source,
+            since: Since::Unread,
+            waited_ms: 0,
+            state: 0,
+        }
+    }
+
+    /// Start the call, at its first attempt (a no-op after).
+    #[inline]
+    fn start_once(&mut self) {
+        if self.attempts() == 0 && matches!(self.since, Since::Unread) {
+            self.start();
+        }
+    }
+
+    /// Start the call. Reads the clock only inside a turn or under a literal budget.
+    #[inline]
+    fn start(&mut self) {
+        let retry = self.source.retry();
+        self.since = match (turn::flight(|| retry.clock.now()), retry.budget) {
             (Some(flight), _) => Since::InTurn(flight),
             (None, Budget::Within(_)) => Since::Started(retry.clock.now()),
             (None, Budget::Turn) => Since::Unread,
         };
-        Run {
-            source,
-            since,
-            waited_ms: 0,
-            state: 0,
-        }
     }
 
     /// When the call started: read only inside a turn or under a literal budget.
@@ -444,6 +463,7 @@ impl<R: Source> Run<R> {
     /// Start one attempt, marked so that a retried call inside it knows it is nested.
     #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
+        self.start_once();
         let next = self.attempts().saturating_add(1).min(ATTEMPTS);
         // What nested ladders did in an earlier attempt says nothing about this one.
         self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP)) | next;
@@ -459,6 +479,7 @@ impl<R: Source> Run<R> {
     /// Start one attempt under its timer: the sooner of the call's timeout, what is left of
     /// the turn and what is left of a literal budget.
     pub fn attempt_timed<F: Future>(&mut self, future: F) -> Attempt<Timed<F>> {
+        self.start_once();
         let (end, bound) = self.attempt_end();
         self.attempt(Timed::new(future, end, bound))
     }

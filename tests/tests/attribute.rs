@@ -391,3 +391,43 @@ async fn an_annotated_future_is_send() {
     assert_eq!(result, Ok(2));
     assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
 }
+
+/// A trivial operation kept out of line, as any real I/O call is.
+#[inline(never)]
+async fn operation(n: u32) -> Result<u32, Failure> {
+    tokio::task::yield_now().await;
+    Ok(std::hint::black_box(n))
+}
+
+async fn calls_plain(n: u32) -> Result<u32, Failure> {
+    operation(n).await
+}
+
+#[retry]
+async fn calls_retried(n: u32) -> Result<u32, Failure> {
+    operation(n).await
+}
+
+#[test]
+fn with_an_out_of_line_operation_the_annotated_future_outgrows_the_plain_one_by_at_most_64_bytes() {
+    let plain = std::mem::size_of_val(&calls_plain(1));
+    let retried = std::mem::size_of_val(&calls_retried(1));
+    assert!(
+        retried <= plain + 64,
+        "plain {plain} bytes, annotated {retried}"
+    );
+}
+
+#[test]
+fn the_explicit_apis_future_is_at_most_the_attributes_and_one_retry() {
+    let retried = std::mem::size_of_val(&calls_retried(1));
+    let explicit = std::mem::size_of_val(
+        &retry_runtime::Retry::new(&retry_runtime::Policy::AVAILABILITY)
+            .run(async |_| operation(1).await),
+    );
+    let retry = std::mem::size_of::<retry_runtime::Retry>();
+    assert!(
+        explicit <= retried + retry,
+        "explicit {explicit} bytes, annotated {retried}, one Retry {retry}"
+    );
+}
