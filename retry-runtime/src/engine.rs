@@ -583,7 +583,8 @@ impl<R: Source> Run<R> {
         if let (Since::InTurn(flight), Some(since)) = (&mut self.since, waiting_since) {
             flight.waiting = Some((since, wait));
         }
-        let cancelled = turn::sleep_or_cancel(self.retry().clock.sleep(wait)).await;
+        let cancelled =
+            turn::sleep_or_cancel(self.retry().clock.sleep(wait), self.flight().is_some()).await;
         if let Since::InTurn(flight) = &mut self.since {
             flight.waiting = None;
         }
@@ -604,7 +605,9 @@ impl<R: Source> Run<R> {
             return Err(self.give_up(error, class, StopReason::Cancelled));
         }
         refund.disarm();
-        turn::record_retry(class);
+        if self.flight().is_some() {
+            turn::record_retry(class);
+        }
         Ok(())
     }
 
@@ -644,10 +647,12 @@ impl<R: Source> Run<R> {
         if let Some(reason) = ladder::stop_before_waiting(policy, class, self.attempts()) {
             return Step::Stop(reason);
         }
-        if turn::is_cancelled() {
+        // A call started outside any turn stays outside one: it reads no task-local again.
+        let in_turn = self.flight().is_some();
+        if in_turn && turn::is_cancelled() {
             return Step::Stop(StopReason::Cancelled);
         }
-        let turn_deadline = turn::deadline();
+        let turn_deadline = if in_turn { turn::deadline() } else { None };
         let remaining = match self.deadline(turn_deadline) {
             Some(deadline) => {
                 let now = self.retry().clock.now();
@@ -766,15 +771,23 @@ impl<R: Source> Run<R> {
     }
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
-        notice::emit(&RetryEvent {
-            op: self.retry().op,
-            policy: self.retry().policy.name(),
-            attempt: self.attempts(),
-            total: self.retry().policy.attempts().max(1),
-            class,
-            error: Redacted::new(error),
-            action,
-        });
+        let hooks = if self.flight().is_some() {
+            turn::hooks()
+        } else {
+            Vec::new()
+        };
+        notice::emit(
+            hooks,
+            &RetryEvent {
+                op: self.retry().op,
+                policy: self.retry().policy.name(),
+                attempt: self.attempts(),
+                total: self.retry().policy.attempts().max(1),
+                class,
+                error: Redacted::new(error),
+                action,
+            },
+        );
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use crate::class::Class;
 use crate::redact::Redacted;
-use crate::turn::{self, TurnEnd};
 use crate::verdict::StopReason;
 
 /// A hook that receives each [`Notice`] as it happens.
@@ -64,6 +63,30 @@ impl fmt::Display for Notice<'_> {
             Notice::Retry(event) => event.fmt(f),
             Notice::TurnEnded(ended) => ended.fmt(f),
         }
+    }
+}
+
+/// Why a [`Turn`](crate::Turn) ended before its work did (also `retry_runtime::turn::TurnEnd`).
+///
+/// ```
+/// use retry_runtime::turn::TurnEnd;
+/// assert_eq!(TurnEnd::Expired.to_string(), "its deadline passed");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TurnEnd {
+    /// Its deadline passed.
+    Expired,
+    /// It, or a turn around it, was cancelled.
+    Cancelled,
+}
+
+impl fmt::Display for TurnEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TurnEnd::Expired => "its deadline passed",
+            TurnEnd::Cancelled => "it was cancelled",
+        })
     }
 }
 
@@ -254,8 +277,9 @@ pub fn clear_process_hook() {
 }
 
 /// Emit `event` to tracing and to the turn's and the process's hooks.
-pub(crate) fn emit(event: &RetryEvent<'_>) {
-    emit_to(turn::hooks(), &Notice::Retry(*event));
+/// Emit `event` to tracing, to `hooks` (the enclosing turns') and to the process's hook.
+pub(crate) fn emit(hooks: Vec<Hook>, event: &RetryEvent<'_>) {
+    emit_to(hooks, &Notice::Retry(*event));
 }
 
 /// Emit `notice` to tracing, to `hooks` and to the process's hook.

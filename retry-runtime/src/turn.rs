@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::class::Class;
 use crate::clock::{Clock, TokioClock};
+pub use crate::notice::TurnEnd;
 use crate::notice::{self, Hook, Notice, TurnEnded};
 use crate::verdict::StopReason;
 
@@ -267,30 +268,6 @@ impl<T> TurnOutcome<T> {
             TurnOutcome::Expired => panic!("the turn expired before its work finished"),
             TurnOutcome::Cancelled => panic!("the turn was cancelled before its work finished"),
         }
-    }
-}
-
-/// Why a [`Turn`] ended before its work did.
-///
-/// ```
-/// use retry_runtime::turn::TurnEnd;
-/// assert_eq!(TurnEnd::Expired.to_string(), "its deadline passed");
-/// ```
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TurnEnd {
-    /// Its deadline passed.
-    Expired,
-    /// It, or a turn around it, was cancelled.
-    Cancelled,
-}
-
-impl fmt::Display for TurnEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TurnEnd::Expired => "its deadline passed",
-            TurnEnd::Cancelled => "it was cancelled",
-        })
     }
 }
 
@@ -697,10 +674,13 @@ fn add_call(report: &mut TurnReport, call: &Call) {
 /// Sleep, unless the turn (or one around it) is cancelled first; resolves to true if it was.
 /// Not boxed: it lives in the failure path's one allocation. Outside a turn it is the sleep
 /// alone; inside one, it also listens to every cancel of the chain.
-pub(crate) async fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S) -> bool {
-    let cancels: Vec<Arc<Cancel>> = TURN
-        .try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
-        .unwrap_or_default();
+pub(crate) async fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> bool {
+    let cancels: Vec<Arc<Cancel>> = if in_turn {
+        TURN.try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mut sleep = pin!(sleep);
     if cancels.is_empty() {
         sleep.await;
