@@ -19,6 +19,7 @@ mod flags;
 mod output;
 mod run;
 mod schedule;
+mod skipping_clock;
 mod stderr_match;
 
 use std::process::ExitCode;

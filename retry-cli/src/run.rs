@@ -8,12 +8,13 @@ use std::fmt;
 use std::process::{ExitCode, ExitStatus, Stdio};
 
 use clap::Args;
-use retry_runtime::{Budget, Class, Classify, Retry, notice, testing};
+use retry_runtime::{Budget, Class, Classify, Retry, notice};
 
 use crate::cli::skip_waits;
 use crate::error::CliError;
 use crate::flags::{PolicyArgs, parse_budget};
 use crate::output;
+use crate::skipping_clock::SkippingClock;
 use crate::stderr_match::StderrPattern;
 
 /// sysexits.h's EX_TEMPFAIL: "temporary failure, the user is invited to retry".
@@ -145,10 +146,13 @@ impl Run {
         let retry = Retry::new(&policy)
             .named(name)
             .within(self.budget.unwrap_or(Budget::Turn));
-        let attempts = retry.run(async |_| self.attempt(program, args).await);
         let result = if skip_waits() {
-            let (result, recorded) = testing::scope(attempts).await;
-            let waits: Vec<String> = recorded
+            let clock = SkippingClock::default();
+            let result = retry
+                .with_clock(clock.clone())
+                .run(async |_| self.attempt(program, args).await)
+                .await;
+            let waits: Vec<String> = clock
                 .waits()
                 .iter()
                 .map(|wait| wait.as_millis().to_string())
@@ -156,7 +160,7 @@ impl Run {
             output::say(format_args!("waits skipped (ms): [{}]", waits.join(", ")));
             result
         } else {
-            attempts.await
+            retry.run(async |_| self.attempt(program, args).await).await
         };
         Ok(match result {
             Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::ladder::Draw;
+#[cfg(feature = "test-util")]
 use crate::testing;
 
 /// A boxed wait, for a [`Clock`] whose sleep is simplest to write as an `async` block:
@@ -60,8 +61,9 @@ pub trait Clock {
 
 /// The default clock: tokio's time (so `tokio::time::pause` works) and a thread-local RNG.
 ///
-/// Inside a [`testing::scope`] it records waits instead of sleeping and
-/// draws the scope's fixed jitter, so tests of annotated functions never sleep.
+/// With the `test-util` feature, inside a `testing::scope` it records waits instead of
+/// sleeping and draws the scope's fixed jitter, so tests of annotated functions never sleep.
+/// Without the feature it never looks for a scope.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokioClock;
 
@@ -90,17 +92,28 @@ impl Clock for TokioClock {
     type Sleep = TokioSleep;
 
     fn now(&self) -> Instant {
-        Instant::now() + testing::skipped()
+        let now = Instant::now();
+        #[cfg(feature = "test-util")]
+        let now = testing::after_skipped(now);
+        now
     }
 
     fn sleep(&self, wait: Duration) -> TokioSleep {
+        #[cfg(feature = "test-util")]
+        if testing::record(wait) {
+            return TokioSleep { sleep: None };
+        }
         TokioSleep {
-            sleep: (!testing::record(wait)).then(|| tokio::time::sleep(wait)),
+            sleep: Some(tokio::time::sleep(wait)),
         }
     }
 
     fn draw(&self) -> Draw {
+        #[cfg(feature = "test-util")]
+        if let Some(draw) = testing::draw() {
+            return draw;
+        }
         // The RNG is used and released here, never held across an `.await`.
-        testing::draw().unwrap_or_else(|| Draw::from_bits(rand::random()))
+        Draw::from_bits(rand::random())
     }
 }

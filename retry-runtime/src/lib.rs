@@ -62,7 +62,7 @@
 //! | [`quota`] | [`Quota`], the cross-call retry budget |
 //! | [`redact`] | [`Redacted`](redact::Redacted): secrets stay out of notices, logs and reports |
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
-//! | [`testing`] | a scope where waits are recorded, not slept |
+//! | `testing` | (feature `test-util`) a scope where waits are recorded, not slept |
 //! | `http` | (feature `http`) the one HTTP table, `HttpError`, `Retry-After`; (feature `reqwest`) `ResponseExt::check_status` and `reqwest::Error` |
 
 #![forbid(unsafe_code)]
@@ -78,6 +78,7 @@ pub mod notice;
 pub mod policy;
 pub mod quota;
 pub mod redact;
+#[cfg(feature = "test-util")]
 pub mod testing;
 pub mod timeout;
 pub mod turn;

@@ -1,4 +1,6 @@
-//! A scope for tests: waits are recorded, not slept, and jitter is fixed.
+//! A scope for tests: waits are recorded, not slept, and jitter is fixed (feature
+//! `test-util`, as tokio's test machinery is: with it off, the default clock never looks for
+//! a scope).
 //!
 //! ```
 //! use retry_runtime::{testing, Class, Policy, Retry};
@@ -21,6 +23,8 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Mutex;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::ladder::Draw;
 
@@ -107,7 +111,7 @@ pub(crate) fn record(wait: Duration) -> bool {
 }
 
 /// The time skipped by recorded waits so far (zero outside a scope).
-pub(crate) fn skipped() -> Duration {
+fn skipped() -> Duration {
     SCOPE
         .try_with(|state| {
             let waits = state.waits.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,6 +120,13 @@ pub(crate) fn skipped() -> Duration {
                 .fold(Duration::ZERO, |sum, wait| sum.saturating_add(*wait))
         })
         .unwrap_or(Duration::ZERO)
+}
+
+/// `now` moved on by every wait a scope skipped; saturating, never panicking, after a
+/// recorded wait near `Duration::MAX` (about thirty years on, tokio's own far future).
+pub(crate) fn after_skipped(now: Instant) -> Instant {
+    now.checked_add(skipped())
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// The scope's fixed draw, if a scope is active.
