@@ -214,7 +214,7 @@ impl<C: Clock> Retry<C> {
     /// future (`|attempt| async move { ... }`). Today's rustc cannot always prove `Send` for
     /// an `async` closure whose future borrows what the closure captured once it is nested in
     /// another such closure ("implementation of `Send` is not general enough"); where a spawn
-    /// reports that, the second form, with owned captures, compiles.
+    /// reports that, use [`run_fn`](Self::run_fn).
     pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
@@ -223,6 +223,76 @@ impl<C: Clock> Retry<C> {
         // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
+        let mut run = Run::new(self);
+        async move {
+            loop {
+                let attempted = run.attempt(operation(run.attempts() + 1)).await;
+                let output = run.attempted(attempted);
+                if let ControlFlow::Break(output) = run.settle(output).await {
+                    return output;
+                }
+            }
+        }
+    }
+
+    /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
+    /// (`move |attempt| { let client = client.clone(); async move { ... } }`): the form that
+    /// compiles wherever the caller must be `Send`, such as a tower `Service::call`, an
+    /// `#[async_trait]` method or a `reqwest_middleware::Middleware`, and under `tokio::spawn`.
+    ///
+    /// Today's rustc cannot prove `Send` for [`run`](Self::run)'s `AsyncFnMut` inside such a
+    /// boxed future ("implementation of `Send` is not general enough"): its futures are typed
+    /// by a borrow of the closure, for every lifetime at once. Here each attempt's future is
+    /// one type, `Fut`, so the run is `Send` exactly when `Fut`, `T`, `E` and the closure are.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Policy, Retry};
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+    ///
+    /// // What a tower `call` or an `#[async_trait]` method returns: a boxed `Send` future.
+    /// fn call(calls: Arc<AtomicU32>) -> BoxFuture<Result<u32, Class>> {
+    ///     Box::pin(async move {
+    ///         Retry::new(&Policy::AVAILABILITY)
+    ///             .named("call")
+    ///             .run_fn(move |_attempt| {
+    ///                 let calls = Arc::clone(&calls);
+    ///                 async move {
+    ///                     match calls.fetch_add(1, Ordering::SeqCst) {
+    ///                         0 => Err(Class::Unavailable { retry_after: None }),
+    ///                         n => Ok(n + 1),
+    ///                     }
+    ///                 }
+    ///             })
+    ///             .await
+    ///             .map_err(|gave_up| gave_up.into_error())
+    ///     })
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let calls = Arc::new(AtomicU32::new(0));
+    /// let (result, recorded) = testing::scope(call(Arc::clone(&calls))).await;
+    /// assert_eq!(result, Ok(2));
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// // And it spawns.
+    /// let spawned = tokio::spawn(call(calls));
+    /// # let _ = spawned.await;
+    /// # }
+    /// ```
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display,
+    {
         let mut run = Run::new(self);
         async move {
             loop {
@@ -298,6 +368,44 @@ impl<C: Clock> TimedRetry<C> {
     pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
     where
         F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut>,
+    {
+        let mut run = Run::new(self);
+        async move {
+            loop {
+                let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+                let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
+                if let ControlFlow::Break(output) = run.settle(output).await {
+                    return output;
+                }
+            }
+        }
+    }
+
+    /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
+    /// attempt dropped when its time runs out.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
+    /// let spawned = tokio::spawn(timed.run_fn(|attempt| async move {
+    ///     if attempt == 1 { std::future::pending::<()>().await }
+    ///     Ok::<_, TimedOut>(attempt)
+    /// }));
+    /// assert_eq!(spawned.await.unwrap().unwrap(), 2);
+    /// # }
+    /// ```
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + From<TimedOut>,
     {
         let mut run = Run::new(self);

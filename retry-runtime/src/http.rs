@@ -41,6 +41,7 @@ mod error;
 mod headers;
 #[cfg(feature = "reqwest")]
 mod reqwest;
+mod service;
 
 use std::time::SystemTime;
 
@@ -52,6 +53,9 @@ pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
 #[cfg(feature = "reqwest")]
 pub use reqwest::ResponseExt;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use service::Failed;
+pub use service::{AsTransport, ClassifyError, Reply};
 
 /// What an error body said, in the terms the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -64,6 +64,8 @@
 //! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
 //! | `testing` | (feature `test-util`) a scope where waits are recorded, not slept |
 //! | `http` | (feature `http`) the one HTTP table, `HttpError`, `Retry-After`; (feature `reqwest`) `ResponseExt::check_status` and `reqwest::Error` |
+//! | `tower` | (feature `tower`) `RetryLayer`: the engine around a tower service, for clients you do not own |
+//! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: the engine in a `reqwest_middleware` chain |
 
 #![forbid(unsafe_code)]
 
@@ -78,9 +80,13 @@ pub mod notice;
 pub mod policy;
 pub mod quota;
 pub mod redact;
+#[cfg(feature = "reqwest-middleware")]
+pub mod reqwest_middleware;
 #[cfg(feature = "test-util")]
 pub mod testing;
 pub mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 pub mod turn;
 pub mod verdict;
 

@@ -4,6 +4,8 @@
 use std::error::Error as _;
 use std::future::Future;
 
+use reqwest::ResponseBuilderExt as _;
+
 use super::error::SNIPPET_LIMIT;
 use super::{HttpError, classify_status};
 use crate::class::{Class, Classify};
@@ -108,4 +110,97 @@ fn caused_by_json(error: &reqwest::Error) -> bool {
         cause = current.source();
     }
     false
+}
+
+/// Split a failed `reqwest::Response` from a successful one: a failure is classified from its
+/// status, its headers and at most 4 KiB of its body, and handed back whole. The bytes read
+/// are put back in front of the rest of the body, and the response keeps its URL, its
+/// headers and its extensions.
+pub(super) async fn inspect(
+    mut response: reqwest::Response,
+) -> Result<reqwest::Response, (reqwest::Response, HttpError)> {
+    let status = response.status();
+    if !status.is_client_error() && !status.is_server_error() {
+        return Ok(response);
+    }
+    let url = response.url().clone();
+    let mut read = Vec::new();
+    let mut ended = false;
+    // A body cut off here still leaves the status and headers to classify by; what was read
+    // is handed back, then whatever the rest of the body does.
+    while read.len() < SNIPPET_LIMIT {
+        match response.chunk().await {
+            Ok(Some(chunk)) => read.extend_from_slice(&chunk),
+            Ok(None) => {
+                ended = true;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    let error = HttpError::new(status, response.headers(), &read).with_url(url.as_str());
+    let read = bytes::Bytes::from(read);
+    let (mut parts, rest) = http::Response::<reqwest::Body>::from(response).into_parts();
+    let body = if ended {
+        reqwest::Body::from(read)
+    } else {
+        reqwest::Body::wrap(Prefixed {
+            prefix: Some(read),
+            rest,
+        })
+    };
+    // `reqwest::Response::from` takes the URL from the extensions, where only its own
+    // response builder can put it.
+    if let Ok(carrier) = http::Response::builder()
+        .url(url)
+        .body(())
+        .map(http::Response::into_parts)
+    {
+        parts.extensions.extend(carrier.0.extensions);
+    }
+    let response = reqwest::Response::from(http::Response::from_parts(parts, body));
+    Err((response, error))
+}
+
+pin_project_lite::pin_project! {
+    /// A body whose first bytes were already read: those, then the rest.
+    struct Prefixed<B> {
+        prefix: Option<bytes::Bytes>,
+        #[pin]
+        rest: B,
+    }
+}
+
+impl<B> http_body::Body for Prefixed<B>
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+{
+    type Data = bytes::Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, B::Error>>> {
+        let this = self.project();
+        if let Some(prefix) = this.prefix.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(prefix))));
+        }
+        this.rest.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_none() && self.rest.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let prefix = self.prefix.as_ref().map_or(0, |prefix| prefix.len() as u64);
+        let rest = self.rest.size_hint();
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(rest.lower().saturating_add(prefix));
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper.saturating_add(prefix));
+        }
+        hint
+    }
 }

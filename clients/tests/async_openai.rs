@@ -1,0 +1,240 @@
+//! Issue 13: async-openai, a client that retries on its own, through the recipe
+//! (`with_http_service` + `RetryLayer` + `ReqwestService`), against a real loopback server
+//! that plays provider answers and counts requests.
+//!
+//! The clock is tokio's real one: a paused clock auto-advances while the runtime waits on a
+//! socket, which would expire the turn mid-request. Waits are recorded by
+//! `testing::scope`, not slept (the layer's future runs in the test's own task: async-openai
+//! spawns nothing), so the whole file runs in well under a second.
+
+use std::time::Duration;
+
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::{
+    ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
+    CreateChatCompletionRequestArgs,
+};
+use retry_runtime::testing::{self, Recorded};
+use retry_runtime::{Policy, Retry, Turn, TurnReport, retry};
+use retry_tests::{Server, Step};
+
+const REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"m",
+    "choices":[{"index":0,"message":{"role":"assistant","content":"reply"},"finish_reason":"stop"}]}"#;
+
+/// The recipe, exactly as the README shows it.
+fn client(server: &Server) -> async_openai::Client<OpenAIConfig> {
+    let config = OpenAIConfig::new()
+        .with_api_base(server.url().trim_end_matches('/'))
+        .with_api_key("sk-test");
+    async_openai::Client::with_config(config).with_http_service(
+        tower::ServiceBuilder::new()
+            .layer(retry_runtime::tower::RetryLayer::new(
+                Retry::new(&Policy::AVAILABILITY).named("model"),
+            ))
+            .service(async_openai::middleware::ReqwestService::new(
+                reqwest::Client::new(),
+            )),
+    )
+}
+
+fn request() -> CreateChatCompletionRequest {
+    CreateChatCompletionRequestArgs::default()
+        .model("m")
+        .messages([ChatCompletionRequestUserMessageArgs::default()
+            .content("hello")
+            .build()
+            .unwrap()
+            .into()])
+        .build()
+        .unwrap()
+}
+
+/// One chat completion through the recipe, in a 180 s turn, with waits recorded.
+async fn chat(
+    script: impl IntoIterator<Item = Step>,
+) -> (Result<String, OpenAIError>, u32, TurnReport, Recorded) {
+    let server = Server::start(script).await;
+    let client = client(&server);
+    let ((outcome, report), recorded) =
+        testing::scope(Turn::new(Duration::from_secs(180)).run(async {
+            let response = client.chat().create(request()).await?;
+            Ok(response.choices[0]
+                .message
+                .content
+                .clone()
+                .unwrap_or_default())
+        }))
+        .await;
+    let result = outcome.into_finished().expect("the turn finishes");
+    (result, server.requests(), report, recorded)
+}
+
+fn api_error(result: Result<String, OpenAIError>) -> async_openai::error::ApiErrorResponse {
+    match result {
+        Err(OpenAIError::ApiError(error)) => error,
+        other => panic!("expected the server's answer as an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_503_outage_is_four_requests_not_sixteen() {
+    let (result, requests, report, recorded) =
+        chat(Step::status(503).with_body("down").times(20)).await;
+    assert_eq!(requests, 4);
+    assert_eq!(report.attempts(), requests);
+    assert_eq!(report.calls(), 1);
+    assert_eq!(
+        recorded.waits(),
+        [250, 500, 1000].map(Duration::from_millis)
+    );
+    // The last response, handed back whole: the client reports it as it always does.
+    let error = api_error(result);
+    assert_eq!(error.status_code, 503);
+    assert_eq!(error.api_error.message, "down");
+}
+
+#[tokio::test]
+async fn a_one_day_retry_after_is_one_request_and_no_wait() {
+    let (result, requests, report, recorded) =
+        chat([Step::status(503).with_header("retry-after", "86400")]).await;
+    assert_eq!(requests, 1);
+    assert_eq!(report.attempts(), 1);
+    assert!(recorded.waits().is_empty());
+    assert_eq!(api_error(result).status_code, 503);
+}
+
+#[tokio::test]
+async fn insufficient_quota_is_one_request_and_its_body_reaches_the_client() {
+    let body = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+    let (result, requests, report, recorded) = chat([Step::status(429).with_body(body)]).await;
+    assert_eq!(requests, 1);
+    assert_eq!(report.attempts(), 1);
+    assert!(recorded.waits().is_empty());
+    let error = api_error(result);
+    assert_eq!(error.status_code, 429);
+    assert_eq!(error.api_error.code.as_deref(), Some("insufficient_quota"));
+    assert_eq!(error.api_error.message, "You exceeded your current quota");
+}
+
+#[tokio::test]
+async fn x_should_retry_false_is_one_request() {
+    let (result, requests, report, _) =
+        chat([Step::status(503).with_header("x-should-retry", "false")]).await;
+    assert_eq!(requests, 1);
+    assert_eq!(report.attempts(), 1);
+    assert_eq!(api_error(result).status_code, 503);
+}
+
+#[tokio::test]
+async fn a_503_asking_for_two_seconds_waits_at_least_two() {
+    let (result, requests, report, recorded) = chat([
+        Step::status(503).with_header("retry-after", "2"),
+        Step::ok(REPLY),
+    ])
+    .await;
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(requests, 2);
+    assert_eq!(report.attempts(), 2);
+    assert_eq!(recorded.waits().len(), 1);
+    assert!(
+        recorded.waits()[0] >= Duration::from_secs(2),
+        "{:?}",
+        recorded.waits()
+    );
+    assert!(report.waiting() >= Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_gateways_plain_text_429_is_retried() {
+    let (result, requests, report, recorded) = chat([
+        Step::status(429)
+            .with_header("content-type", "text/plain")
+            .with_body("Too Many Requests"),
+        Step::ok(REPLY),
+    ])
+    .await;
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(requests, 2);
+    assert_eq!(report.attempts(), 2);
+    assert_eq!(recorded.waits().len(), 1);
+}
+
+#[tokio::test]
+async fn a_529_overloaded_error_is_retried() {
+    let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let (result, requests, report, _) =
+        chat([Step::status(529).with_body(body), Step::ok(REPLY)]).await;
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(requests, 2);
+    assert_eq!(report.attempts(), 2);
+}
+
+#[tokio::test]
+async fn a_success_is_one_request() {
+    let (result, requests, report, recorded) = chat([Step::ok(REPLY)]).await;
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(requests, 1);
+    assert_eq!(report.attempts(), 1);
+    assert!(recorded.waits().is_empty());
+}
+
+/// The annotated function around the layered client: its own ladder stops when the layer's
+/// gives up on the outage (the nesting rule), so the far side sees 4 requests, not 16.
+#[derive(Debug)]
+struct ModelError(OpenAIError);
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl retry_runtime::Classify for ModelError {
+    fn classify(&self) -> retry_runtime::Class {
+        match &self.0 {
+            OpenAIError::ApiError(error) if error.status_code.is_server_error() => {
+                retry_runtime::Class::Unavailable { retry_after: None }
+            }
+            OpenAIError::Reqwest(_) => retry_runtime::Class::Transport,
+            _ => retry_runtime::Class::Definitive,
+        }
+    }
+}
+
+#[retry(policy = "availability")]
+async fn complete(client: &async_openai::Client<OpenAIConfig>) -> Result<String, ModelError> {
+    let response = client.chat().create(request()).await.map_err(ModelError)?;
+    Ok(response.choices[0]
+        .message
+        .content
+        .clone()
+        .unwrap_or_default())
+}
+
+#[tokio::test]
+async fn an_annotated_function_around_the_layered_client_is_one_layer() {
+    let server = Server::start(Step::status(503).times(20)).await;
+    let client = client(&server);
+    let (result, recorded) = testing::scope(complete(&client)).await;
+    assert!(result.is_err());
+    assert_eq!(server.requests(), 4, "4 requests, not 16");
+    assert_eq!(recorded.waits().len(), 3);
+}
+
+/// The recipe's client spawns: the layer's future is `Send`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recipe_spawns_on_a_multi_thread_runtime() {
+    let server = Server::start([Step::status(502), Step::ok(REPLY)]).await;
+    let client = client(&server);
+    let spawned = tokio::spawn(async move {
+        testing::scope(async move { client.chat().create(request()).await }).await
+    });
+    let (response, recorded) = spawned.await.unwrap();
+    assert_eq!(
+        response.unwrap().choices[0].message.content.as_deref(),
+        Some("reply")
+    );
+    assert_eq!(server.requests(), 2);
+    assert_eq!(recorded.waits().len(), 1);
+}

@@ -1,0 +1,146 @@
+//! What a retry layer reads from a service it wraps: a response, classified by
+//! [the one table](crate::http) ([`Reply`]), or an error with no response at all
+//! ([`ClassifyError`]). Shared by [`RetryLayer`](crate::tower::RetryLayer) and
+//! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware).
+
+use std::future::Future;
+
+use super::HttpError;
+use crate::class::Class;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+use {crate::class::Classify, std::fmt};
+
+/// A response a retry layer can classify: a `reqwest::Response` (feature `reqwest`) or any
+/// `http::Response<B>`.
+///
+/// A success (any status but 4xx and 5xx) is never read. A failed `reqwest::Response` is
+/// classified from its status, its headers and at most 4 KiB of its body, read once and put
+/// back: the caller gets the same status, headers, URL, extensions and every byte of the body.
+/// An `http::Response<B>`'s body cannot be put back in general, so it is classified from its
+/// status and headers alone (`x-should-retry`, `Retry-After`, `x-ratelimit-remaining`, the
+/// status), never from its body, which is handed back unread.
+///
+/// ```
+/// use http::StatusCode;
+/// use retry_runtime::http::Reply;
+/// use retry_runtime::{Class, Classify};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let busy = http::Response::builder().status(503).header("retry-after", "2").body("busy").unwrap();
+/// let (busy, error) = busy.inspect().await.unwrap_err();
+/// assert_eq!(error.classify(), Class::Unavailable { retry_after: Some(std::time::Duration::from_secs(2)) });
+/// assert_eq!(*busy.body(), "busy");
+///
+/// let fine = http::Response::builder().status(200).body("reply").unwrap();
+/// assert_eq!(fine.inspect().await.unwrap().status(), StatusCode::OK);
+/// # }
+/// ```
+pub trait Reply: Sized + Send + sealed::Sealed {
+    /// The response itself if its status is not an error (4xx or 5xx); else the response,
+    /// handed back whole, and the [`HttpError`] that classifies it.
+    fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send;
+}
+
+#[cfg(feature = "reqwest")]
+impl Reply for reqwest::Response {
+    fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send {
+        super::reqwest::inspect(self)
+    }
+}
+
+impl<B: Send> Reply for ::http::Response<B> {
+    async fn inspect(self) -> Result<Self, (Self, HttpError)> {
+        let status = self.status();
+        if !status.is_client_error() && !status.is_server_error() {
+            return Ok(self);
+        }
+        let error = HttpError::new(status, self.headers(), b"");
+        Err((self, error))
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    #[cfg(feature = "reqwest")]
+    impl Sealed for reqwest::Response {}
+    impl<B> Sealed for ::http::Response<B> {}
+}
+
+/// The class of a service's own error (no response at all) for a retry layer. A closure
+/// `Fn(&E) -> Class` is one; [`AsTransport`], the default, says `Transport` for every error.
+///
+/// ```
+/// use retry_runtime::http::{AsTransport, ClassifyError};
+/// use retry_runtime::Class;
+///
+/// assert_eq!(AsTransport.classify_error(&"connection reset"), Class::Transport);
+/// let refused = |error: &&str| if error.contains("refused") { Class::Transport } else { Class::Definitive };
+/// assert_eq!(refused.classify_error(&"invalid URL"), Class::Definitive);
+/// ```
+pub trait ClassifyError<E> {
+    /// The class of `error`.
+    fn classify_error(&self, error: &E) -> Class;
+}
+
+/// Every service error is [`Class::Transport`]: no response was read, so the request may
+/// not have reached the server. The default of a retry layer.
+///
+/// ```
+/// use retry_runtime::http::{AsTransport, ClassifyError};
+/// use retry_runtime::Class;
+/// assert_eq!(AsTransport.classify_error(&std::io::Error::other("reset")), Class::Transport);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AsTransport;
+
+impl<E> ClassifyError<E> for AsTransport {
+    fn classify_error(&self, _: &E) -> Class {
+        Class::Transport
+    }
+}
+
+impl<E, F: Fn(&E) -> Class> ClassifyError<E> for F {
+    fn classify_error(&self, error: &E) -> Class {
+        self(error)
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+/// One attempt's failure in a retry layer: a response that classified as a failure (kept
+/// whole, to hand back when the ladder stops), or the service's own error with its class.
+pub(crate) enum Failed<R, E> {
+    Answered(R, HttpError),
+    Service(E, Class),
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl<R, E> Failed<R, E> {
+    /// What the caller gets when the ladder stops: the last response or error, unchanged.
+    pub(crate) fn into_result(self) -> Result<R, E> {
+        match self {
+            Failed::Answered(response, _) => Ok(response),
+            Failed::Service(error, _) => Err(error),
+        }
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl<R, E> Classify for Failed<R, E> {
+    fn classify(&self) -> Class {
+        match self {
+            Failed::Answered(_, error) => error.classify(),
+            Failed::Service(_, class) => *class,
+        }
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl<R, E: fmt::Display> fmt::Display for Failed<R, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failed::Answered(_, error) => error.fmt(f),
+            Failed::Service(error, _) => error.fmt(f),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! [`RetryMiddleware`]: the engine as a `reqwest_middleware::Middleware` (feature
+//! `reqwest-middleware`), for clients built on a `reqwest_middleware::ClientWithMiddleware`.
+
+use std::sync::{Mutex, PoisonError};
+
+use reqwest_middleware::{Middleware, Next};
+
+use crate::class::Class;
+use crate::clock::{Clock, TokioClock};
+use crate::engine::Retry;
+use crate::http::{AsTransport, ClassifyError, Failed, Reply};
+
+/// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
+/// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the
+/// attribute's, and the enclosing [`Turn`](crate::Turn),
+/// [`testing::scope`](crate::testing::scope) and the nesting rule apply.
+///
+/// A failed response is classified by [the one table](crate::http) from its status, its
+/// headers and at most 4 KiB of its body, which is read once and handed back intact (see
+/// [`Reply`]). An error with no response is `Transport`, unless
+/// [`classify_errors`](Self::classify_errors) says otherwise. When the ladder stops, the
+/// caller gets the last response or error unchanged.
+///
+/// A request whose body cannot be cloned (a stream) cannot be sent twice: it is sent once,
+/// outside the ladder, and its answer handed back as it is.
+///
+/// ```
+/// use reqwest_middleware::ClientBuilder;
+/// use retry_runtime::reqwest_middleware::RetryMiddleware;
+/// use retry_runtime::{Policy, Retry};
+///
+/// let client = ClientBuilder::new(reqwest::Client::new())
+///     .with(RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY).named("model")))
+///     .build();
+/// # let _ = client;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RetryMiddleware<C = TokioClock, K = AsTransport> {
+    retry: Retry<C>,
+    errors: K,
+}
+
+impl<C> RetryMiddleware<C> {
+    /// Retry each request as `retry` says.
+    pub const fn new(retry: Retry<C>) -> Self {
+        RetryMiddleware {
+            retry,
+            errors: AsTransport,
+        }
+    }
+}
+
+impl<C, K> RetryMiddleware<C, K> {
+    /// Classify errors with no response with `errors`, a closure
+    /// `Fn(&reqwest_middleware::Error) -> Class` or any [`ClassifyError`], instead of calling
+    /// them all `Transport`. The crate's own classification of a `reqwest::Error` is one line
+    /// away:
+    ///
+    /// ```
+    /// use retry_runtime::reqwest_middleware::RetryMiddleware;
+    /// use retry_runtime::{Class, Classify, Policy, Retry};
+    ///
+    /// let middleware = RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)).classify_errors(
+    ///     |error: &reqwest_middleware::Error| match error {
+    ///         reqwest_middleware::Error::Reqwest(error) => error.classify(),
+    ///         _ => Class::Transport,
+    ///     },
+    /// );
+    /// # let _ = middleware;
+    /// ```
+    pub fn classify_errors<L>(self, errors: L) -> RetryMiddleware<C, L> {
+        RetryMiddleware {
+            retry: self.retry,
+            errors,
+        }
+    }
+
+    /// The retry each request runs under.
+    pub const fn retry(&self) -> &Retry<C> {
+        &self.retry
+    }
+}
+
+/// A request that cloned once and then did not: it cannot be sent again.
+#[derive(Debug)]
+struct NotCloneable;
+
+impl std::fmt::Display for NotCloneable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request's body could not be cloned for another attempt")
+    }
+}
+
+impl std::error::Error for NotCloneable {}
+
+#[async_trait::async_trait]
+impl<C, K> Middleware for RetryMiddleware<C, K>
+where
+    C: Clock + Clone + Send + Sync + 'static,
+    K: ClassifyError<reqwest_middleware::Error> + Send + Sync + 'static,
+{
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        if request.try_clone().is_none() {
+            // A streamed body: one try, as it is.
+            return next.run(request, extensions).await;
+        }
+        // Each attempt hands the extensions on to the rest of the chain, and takes back what
+        // it left in them.
+        let shared = Mutex::new(std::mem::take(extensions));
+        let shared = &shared;
+        let errors = &self.errors;
+        let outcome = self
+            .retry
+            .clone()
+            .run_fn(move |_attempt| {
+                let request = request.try_clone();
+                let next = next.clone();
+                async move {
+                    let failed = |error: reqwest_middleware::Error| {
+                        let class = errors.classify_error(&error);
+                        Failed::Service(error, class)
+                    };
+                    let Some(request) = request else {
+                        let error = reqwest_middleware::Error::middleware(NotCloneable);
+                        return Err(Failed::Service(error, Class::Definitive));
+                    };
+                    let mut extensions =
+                        std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+                    let answer = next.run(request, &mut extensions).await;
+                    *shared.lock().unwrap_or_else(PoisonError::into_inner) = extensions;
+                    answer
+                        .map_err(failed)?
+                        .inspect()
+                        .await
+                        .map_err(|(response, error)| Failed::Answered(response, error))
+                }
+            })
+            .await;
+        *extensions = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+        match outcome {
+            Ok(response) => Ok(response),
+            Err(gave_up) => gave_up.into_error().into_result(),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! [`RetryLayer`]: the engine as a tower layer (feature `tower`), for clients that take a tower
+//! service and whose retries you do not own, such as async-openai's `with_http_service`.
+//!
+//! The async-openai recipe (features `tower` and `reqwest`, and async-openai's `middleware`):
+//!
+//! ```ignore
+//! let client = async_openai::Client::with_config(config).with_http_service(
+//!     tower::ServiceBuilder::new()
+//!         .layer(retry_runtime::tower::RetryLayer::new(Retry::new(&Policy::AVAILABILITY).named("model")))
+//!         .service(async_openai::middleware::ReqwestService::new(reqwest::Client::new())),
+//! );
+//! ```
+//!
+//! (compiled and run against a loopback server in the workspace's `retry-client-tests`).
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::clock::{Clock, TokioClock};
+use crate::engine::Retry;
+use crate::http::{AsTransport, ClassifyError, Failed, Reply};
+
+/// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so
+/// the policy, the name in notices, the budget and the quota are the attribute's, and the
+/// enclosing [`Turn`](crate::Turn), [`testing::scope`](crate::testing::scope) and the
+/// nesting rule apply.
+///
+/// The wrapped service's request must be `Clone` (async-openai's `HttpRequestFactory` is:
+/// each attempt rebuilds the request) and its response a `reqwest::Response` (feature
+/// `reqwest`) or an `http::Response<B>`; see [`Reply`] for what each is classified from.
+/// A failed response is classified by [the one table](crate::http); a service error (no
+/// response at all) is `Transport`, unless [`classify_errors`](Self::classify_errors) says
+/// otherwise. When the ladder stops, the caller gets the last response or error unchanged,
+/// so the client reports it as it always does.
+///
+/// Turn the client's own retries off, or this layer multiplies them: four attempts of a
+/// client that itself tries four times is sixteen requests. async-openai's
+/// `with_http_service` replaces its built-in retry layer with the service it is given.
+///
+/// ```
+/// use retry_runtime::tower::RetryLayer;
+/// use retry_runtime::{testing, Policy, Retry};
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use tower::{Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let calls = Arc::new(AtomicU32::new(0));
+/// let counted = Arc::clone(&calls);
+/// let flaky = tower::service_fn(move |_request: &'static str| {
+///     let status = if counted.fetch_add(1, Ordering::SeqCst) < 2 { 503 } else { 200 };
+///     async move { Ok::<_, std::io::Error>(http::Response::builder().status(status).body("reply").unwrap()) }
+/// });
+/// let mut service = tower::ServiceBuilder::new()
+///     .layer(RetryLayer::new(Retry::new(&Policy::AVAILABILITY).named("model")))
+///     .service(flaky);
+///
+/// let (response, recorded) = testing::scope(service.ready().await.unwrap().call("prompt")).await;
+/// assert_eq!(response.unwrap().status(), 200);
+/// assert_eq!(calls.load(Ordering::SeqCst), 3);
+/// assert_eq!(recorded.waits().len(), 2);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RetryLayer<C = TokioClock, K = AsTransport> {
+    retry: Retry<C>,
+    errors: K,
+}
+
+impl<C> RetryLayer<C> {
+    /// Retry each call of the wrapped service as `retry` says.
+    pub const fn new(retry: Retry<C>) -> Self {
+        RetryLayer {
+            retry,
+            errors: AsTransport,
+        }
+    }
+}
+
+impl<C, K> RetryLayer<C, K> {
+    /// Classify the service's own errors (no response at all) with `errors`, a closure
+    /// `Fn(&E) -> Class` or any [`ClassifyError`], instead of calling them all `Transport`.
+    ///
+    /// ```
+    /// use retry_runtime::tower::RetryLayer;
+    /// use retry_runtime::{Class, Policy, Retry};
+    ///
+    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).classify_errors(
+    ///     |error: &std::io::Error| match error.kind() {
+    ///         std::io::ErrorKind::InvalidInput => Class::Definitive,
+    ///         _ => Class::Transport,
+    ///     },
+    /// );
+    /// # let _ = layer;
+    /// ```
+    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<C, L> {
+        RetryLayer {
+            retry: self.retry,
+            errors,
+        }
+    }
+
+    /// The retry each call runs under.
+    pub const fn retry(&self) -> &Retry<C> {
+        &self.retry
+    }
+}
+
+impl<S, C: Clone, K: Clone> ::tower::Layer<S> for RetryLayer<C, K> {
+    type Service = RetryService<S, C, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RetryService {
+            inner,
+            retry: self.retry.clone(),
+            errors: self.errors.clone(),
+        }
+    }
+}
+
+/// The service a [`RetryLayer`] makes: each call runs the wrapped service under the engine.
+/// Its future is boxed and `Send`.
+///
+/// ```
+/// use retry_runtime::tower::{RetryLayer, RetryService};
+/// use retry_runtime::{Policy, Retry};
+/// use tower::Layer;
+///
+/// let inner = tower::service_fn(|_: ()| async { Ok::<_, std::io::Error>(http::Response::new(())) });
+/// let service: RetryService<_> = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).layer(inner);
+/// # let _ = service;
+/// ```
+#[derive(Debug, Clone)]
+pub struct RetryService<S, C = TokioClock, K = AsTransport> {
+    inner: S,
+    retry: Retry<C>,
+    errors: K,
+}
+
+impl<S, C, K> RetryService<S, C, K> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, Request, C, K> ::tower::Service<Request> for RetryService<S, C, K>
+where
+    S: ::tower::Service<Request> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Reply + 'static,
+    S::Error: fmt::Display + Send + 'static,
+    Request: Clone + Send + 'static,
+    C: Clock + Clone + Send + 'static,
+    K: ClassifyError<S::Error> + Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // The service made ready serves the first attempt; later ones use clones of it,
+        // each made ready in turn.
+        let fresh = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, fresh);
+        let template = self.inner.clone();
+        let retry = self.retry.clone();
+        let errors = self.errors.clone();
+        let mut ready = Some(ready);
+        Box::pin(async move {
+            let outcome = retry
+                .run_fn(move |_attempt| {
+                    let readied = ready.take();
+                    let is_ready = readied.is_some();
+                    let mut service = readied.unwrap_or_else(|| template.clone());
+                    let request = request.clone();
+                    let errors = errors.clone();
+                    async move {
+                        if !is_ready && let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await
+                        {
+                            let class = errors.classify_error(&error);
+                            return Err(Failed::Service(error, class));
+                        }
+                        match service.call(request).await {
+                            Ok(response) => response
+                                .inspect()
+                                .await
+                                .map_err(|(response, error)| Failed::Answered(response, error)),
+                            Err(error) => {
+                                let class = errors.classify_error(&error);
+                                Err(Failed::Service(error, class))
+                            }
+                        }
+                    }
+                })
+                .await;
+            match outcome {
+                Ok(response) => Ok(response),
+                Err(gave_up) => gave_up.into_error().into_result(),
+            }
+        })
+    }
+}
