@@ -5,8 +5,8 @@ use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
 use syn::{
-    AttrStyle, Attribute, Error, GenericArgument, Item, PathArguments, ReturnType, Signature,
-    Token, Type, Visibility, braced, token,
+    AttrStyle, Attribute, Error, FnArg, GenericArgument, Item, Pat, PathArguments, ReceiverKind,
+    ReturnType, Signature, Token, Type, Visibility, braced, token,
 };
 
 use crate::errors::Errors;
@@ -111,6 +111,11 @@ fn check(sig: &Signature) -> syn::Result<Type> {
             None
         }
     };
+    if let Some(error) = output.as_ref().and_then(not_a_result) {
+        errors.push(error);
+    } else if let Some(error) = output.as_ref().and_then(foreign_error) {
+        errors.push(error);
+    }
     if let Some(impl_token) = output
         .as_ref()
         .and_then(|ty| find_impl(ty.to_token_stream()))
@@ -125,6 +130,131 @@ fn check(sig: &Signature) -> syn::Result<Type> {
     }
     errors.finish()?;
     output.ok_or_else(|| no_return_type(sig))
+}
+
+/// A return type that is visibly not a `Result` (`Option<T>`, `u32`, `()`, a reference, a
+/// tuple): "`#[retry]` needs a `Result`", on it. A path the macro cannot see through (an alias,
+/// `io::Result<T>`) is left to the type check in the expansion.
+fn not_a_result(ty: &Type) -> Option<Error> {
+    let visibly_not = match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?;
+            const NOT_RESULTS: &[&str] = &[
+                "Option",
+                "Vec",
+                "String",
+                "Box",
+                "Poll",
+                "ControlFlow",
+                "bool",
+                "char",
+                "str",
+                "u8",
+                "u16",
+                "u32",
+                "u64",
+                "u128",
+                "usize",
+                "i8",
+                "i16",
+                "i32",
+                "i64",
+                "i128",
+                "isize",
+                "f32",
+                "f64",
+            ];
+            NOT_RESULTS.iter().any(|name| last.ident == name)
+        }
+        Type::Group(group) => return not_a_result(&group.elem),
+        Type::Paren(paren) => return not_a_result(&paren.elem),
+        Type::Tuple(_)
+        | Type::Reference(_)
+        | Type::Array(_)
+        | Type::Slice(_)
+        | Type::Ptr(_)
+        | Type::Never(_)
+        | Type::FnPtr(_)
+        | Type::TraitObject(_) => true,
+        _ => false,
+    };
+    let written = written(ty);
+    visibly_not.then(|| {
+        Error::new_spanned(
+            ty,
+            format!(
+                "`#[retry]` needs a function that returns `Result<T, E>`, not `{written}`: only \
+                 a failure can be retried; return `Result<T, E>` where `E` implements `Classify`"
+            ),
+        )
+    })
+}
+
+/// An `E` that cannot implement `Classify` anywhere but in `retry-runtime` (`String`, `&str`,
+/// `Box<dyn Error>`, `anyhow::Error`): the orphan rule forbids the user's impl, so the fix is
+/// a type of their own.
+fn foreign_error(ty: &Type) -> Option<Error> {
+    let error = error_type(ty)?;
+    let foreign = match error {
+        Type::Reference(reference) => {
+            matches!(&*reference.elem, Type::Path(path) if path.path.is_ident("str"))
+        }
+        Type::TraitObject(_) => true,
+        Type::Path(path) if path.qself.is_none() => {
+            let segments: Vec<String> = path
+                .path
+                .segments
+                .iter()
+                .map(|segment| segment.ident.to_string())
+                .collect();
+            let last = path.path.segments.last()?;
+            match segments
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [.., "String"] | ["anyhow" | "eyre", ..] => true,
+                [.., "Box" | "Arc"] => {
+                    // `Box<dyn Error>`: `Classify` for `Box<T>` asks `T`, a trait object.
+                    matches!(&last.arguments, PathArguments::AngleBracketed(arguments)
+                        if matches!(arguments.args.first(), Some(GenericArgument::Type(Type::TraitObject(_)))))
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    let written = written(error);
+    foreign.then(|| {
+        Error::new_spanned(
+            error,
+            format!(
+                "`{written}` cannot say whether a failure is worth retrying, and `Classify` cannot \
+                 be implemented for it outside `retry-runtime`; wrap it in an error type of your \
+                 own and derive `Classify` on it, like `#[derive(Debug, thiserror::Error, \
+                 Classify)] enum FetchError {{ #[error(\"{{0}}\")] #[classify(definitive)] \
+                 Other({written}) }}`"
+            ),
+        )
+    })
+}
+
+/// A type as the user would write it: `Box<dyn Error + Send>`, not `Box < dyn Error + Send >`.
+pub(crate) fn written(ty: &impl ToTokens) -> String {
+    let mut text = ty.to_token_stream().to_string();
+    for (spaced, tight) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" < ", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        ("& ", "&"),
+        (" ,", ","),
+    ] {
+        text = text.replace(spaced, tight);
+    }
+    text
 }
 
 /// The first `impl` keyword in a type, nested groups included.
@@ -184,6 +314,36 @@ fn first_span(tokens: TokenStream) -> Span {
         .into_iter()
         .next()
         .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// The first token of the body that names an argument (`self` taken by value included): a
+/// body that moves it cannot run twice, and rustc's error about that points where the
+/// attempt's block starts.
+pub(crate) fn first_argument_use(function: &RetryFn) -> Option<Span> {
+    let names: Vec<String> = function
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(pat) => Some(pat.ident.to_string()),
+                _ => None,
+            },
+            FnArg::Receiver(receiver) if !matches!(receiver.kind, ReceiverKind::Reference(..)) => {
+                Some("self".to_owned())
+            }
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    find_ident(function.stmts.clone(), &names)
+}
+
+fn find_ident(tokens: TokenStream, names: &[String]) -> Option<Span> {
+    tokens.into_iter().find_map(|token| match token {
+        TokenTree::Ident(ident) if names.iter().any(|name| ident == name) => Some(ident.span()),
+        TokenTree::Group(group) => find_ident(group.stream(), names),
+        _ => None,
+    })
 }
 
 /// The `E` of a return type written `Result<T, E>` (any path ending in `Result` with two type

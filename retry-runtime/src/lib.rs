@@ -134,48 +134,62 @@ pub mod __private {
     pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run, Source, TimedRetry};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
-    pub use crate::timeout::{HoldsTimedOut, TimedOutResult};
+    pub use crate::timeout::HoldsTimedOut;
     pub use ::core;
     pub use ::core::ops::ControlFlow;
     pub use ::core::time::Duration;
 
-    /// The return type of a `#[retry]` function: a `Result` whose error the engine can
-    /// classify and report, however it is spelled (an alias such as `std::io::Result<T>`
-    /// included).
-    ///
-    /// The expansion settles each attempt's output through this one call, placed on the
-    /// return type (or on the `E` of `Result<T, E>` where it is written out): a return type
-    /// that is not a `Result` gets this trait's message there, an error type without
-    /// `Classify` gets that trait's message, and either mistake is reported once.
-    #[diagnostic::on_unimplemented(
-        message = "`#[retry]` needs a function that returns `Result<T, E>`, not `{Self}`",
-        label = "not a `Result`",
-        note = "return `Result<T, E>` where `E` implements `retry_runtime::Classify`, so each failure says whether it is worth another try"
-    )]
-    pub trait Fallible: Sized {
-        /// Decide on one attempt's output, and wait if the ladder goes on. `Break` carries
-        /// what the function returns: its own error, unchanged, once the ladder stops.
-        fn settle<R: Source>(
-            self,
-            run: &mut Run<R>,
-        ) -> impl ::core::future::Future<Output = ControlFlow<Self>>;
+    /// An attempt's error, with the two abilities the engine needs given as functions: the
+    /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
+    /// `Classify` or `Display` is reported once, there, naming the user's type and the trait,
+    /// and never this struct.
+    pub struct Judged<E, C, D> {
+        error: E,
+        classify: C,
+        display: D,
     }
 
-    impl<T, E: Classify + ::core::fmt::Display> Fallible for ::core::result::Result<T, E> {
-        async fn settle<R: Source>(self, run: &mut Run<R>) -> ControlFlow<Self> {
-            match self {
-                Ok(value) => {
-                    run.succeeded();
-                    ControlFlow::Break(Ok(value))
-                }
-                // A failure may wait: the engine's state for it lives in a box, made only on
-                // this path, so the function's own future stays a few words larger than the
-                // plain function's.
-                Err(error) => match ::std::boxed::Box::pin(run.failed(error)).await {
-                    Ok(()) => ControlFlow::Continue(()),
-                    Err(gave_up) => ControlFlow::Break(Err(gave_up.into_error())),
-                },
-            }
+    impl<E, C, D> Classify for Judged<E, C, D>
+    where
+        C: Fn(&E) -> Class,
+    {
+        #[inline]
+        fn classify(&self) -> Class {
+            (self.classify)(&self.error)
+        }
+    }
+
+    impl<E, C, D> ::core::fmt::Display for Judged<E, C, D>
+    where
+        D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
+    {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            (self.display)(&self.error, f)
+        }
+    }
+
+    /// Decide on a failed attempt: `Ok(())` once the wait before the next attempt is over,
+    /// or the error unchanged once the ladder stops. The engine's state for it lives in a box,
+    /// made only on this path, so the function's own future stays a few words larger than the
+    /// plain function's. `classify` and `display` are zero-sized closures.
+    pub async fn failed<R: Source, E, C, D>(
+        run: &mut Run<R>,
+        error: E,
+        classify: C,
+        display: D,
+    ) -> ::core::result::Result<(), E>
+    where
+        C: Fn(&E) -> Class,
+        D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
+    {
+        let judged = Judged {
+            error,
+            classify,
+            display,
+        };
+        match ::std::boxed::Box::pin(run.failed(judged)).await {
+            Ok(()) => Ok(()),
+            Err(gave_up) => Err(gave_up.into_error().error),
         }
     }
 
