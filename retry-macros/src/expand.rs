@@ -15,6 +15,9 @@ use crate::function::{self, RetryFn};
 
 /// `#[retry(args)] item`, expanded; or the item as written and every error found.
 pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    if function::rustc_reports(&item) {
+        return item;
+    }
     let config = args::parse(args);
     let function = function::parse(item.clone());
     match (config, function) {

@@ -25,12 +25,43 @@ pub(crate) struct RetryFn {
     pub(crate) output: Type,
 }
 
+/// `unsafe async fn`: rustc has already said "`async` must come before `unsafe`", with the
+/// fix; a message of ours would be a second one for the same mistake.
+pub(crate) fn rustc_reports(item: &TokenStream) -> bool {
+    let words: Vec<String> = item
+        .clone()
+        .into_iter()
+        .filter_map(|token| match token {
+            TokenTree::Ident(ident) => Some(ident.to_string()),
+            _ => None,
+        })
+        .take_while(|word| word != "fn")
+        .collect();
+    words
+        .windows(2)
+        .any(|pair| pair[0] == "unsafe" && pair[1] == "async")
+}
+
 /// Reads the item as a function `#[retry]` can rewrite; every reason it cannot, if not.
 pub(crate) fn parse(item: TokenStream) -> syn::Result<RetryFn> {
     let Candidate(Some(parsed)) = syn::parse2::<Candidate>(item.clone())? else {
         return Err(not_a_function(item));
     };
-    let output = check(&parsed.sig)?;
+    let mut errors = Errors::default();
+    for attr in &parsed.attrs {
+        if is_retry(attr) {
+            errors.push(Error::new_spanned(
+                attr,
+                "`#[retry]` is written twice on this function: a ladder inside a ladder; merge \
+                 the keys into one `#[retry(...)]`",
+            ));
+        }
+    }
+    if let Err(error) = check(&parsed.sig, &parsed.stmts) {
+        errors.push(error);
+    }
+    errors.finish()?;
+    let output = check(&parsed.sig, &parsed.stmts)?;
     let Parsed {
         attrs,
         vis,
@@ -94,15 +125,35 @@ impl Parse for Candidate {
     }
 }
 
+/// `#[retry]` or `#[retry_runtime::retry]`: a second attribute of ours on the same function.
+fn is_retry(attr: &Attribute) -> bool {
+    let segments: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    matches!(
+        segments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["retry"] | ["retry_runtime", "retry"]
+    )
+}
+
 /// The signature's mistakes, all of them; the return type if there are none.
-fn check(sig: &Signature) -> syn::Result<Type> {
+fn check(sig: &Signature, stmts: &TokenStream) -> syn::Result<Type> {
     let mut errors = Errors::default();
-    if sig.asyncness.is_none() {
+    if let Some(konst) = &sig.constness {
         errors.push(Error::new(
-            sig.fn_token.span,
-            "`#[retry]` needs an `async fn`: it retries a call by running its body again; write \
-             `async fn`",
+            konst.span,
+            "`#[retry]` cannot retry a `const fn`: retrying waits between attempts, which a \
+             `const fn` cannot do; remove `const` and write `async fn`",
         ));
+    } else if sig.asyncness.is_none() {
+        errors.push(not_async(sig, stmts));
     }
     let output = match &sig.output {
         ReturnType::Type(_, ty) => Some((**ty).clone()),
@@ -255,6 +306,37 @@ pub(crate) fn written(ty: &impl ToTokens) -> String {
         text = text.replace(spaced, tight);
     }
     text
+}
+
+/// "`#[retry]` needs an `async fn`", or, where another attribute macro has already made the
+/// `async fn` a plain one, which order works.
+fn not_async(sig: &Signature, stmts: &TokenStream) -> Error {
+    let returns = sig.output.to_token_stream();
+    let message = if contains_ident(returns, &|ident| ident == "async_trait") {
+        // `#[async_trait]` on the impl has turned the method into a `fn` returning a boxed
+        // future, before `#[retry]` could see its body.
+        "`#[retry]` cannot see this method's body: `#[async_trait]` has already turned it into \
+         a `fn` returning a boxed future; put `#[retry]` on an inherent `async fn` (or a free \
+         one) and call that from the trait method"
+    } else if contains_ident(stmts.clone(), &|ident| ident == "block_on") {
+        // `#[tokio::main]` or `#[tokio::test]` above: its body is a `block_on` call.
+        "`#[retry]` sees a plain `fn` here because an attribute above it (like \
+         `#[tokio::main]` or `#[tokio::test]`) has already run; write `#[retry]` first, above \
+         the other attribute"
+    } else {
+        "`#[retry]` needs an `async fn`: it retries a call by running its body again; write \
+         `async fn`"
+    };
+    Error::new(sig.fn_token.span, message)
+}
+
+/// Whether an identifier in `tokens` (nested groups included) passes `test`.
+pub(crate) fn contains_ident(tokens: TokenStream, test: &dyn Fn(&Ident) -> bool) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => test(&ident),
+        TokenTree::Group(group) => contains_ident(group.stream(), test),
+        _ => false,
+    })
 }
 
 /// The first `impl` keyword in a type, nested groups included.
