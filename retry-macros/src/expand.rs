@@ -181,7 +181,7 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
             if let #private::core::option::Option::Some(problem) =
                 #private::policy_problem(&__RETRY_POLICY)
             {
-                #private::core::panic!("{}", problem);
+                #private::core::panic!("{}", problem.as_str());
             }
         }
     });
@@ -191,14 +191,16 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
             span,
         }) => {
             let private = respan(private, *span);
-            let budget = budget_value(value, &private);
-            let message = format!(
-                "the ladder's worst case outlives `budget = \"{text}\"`: lower `attempts` or \
-                 `base_ms`, or raise `budget`"
-            );
+            let BudgetChoice::Within { millis, .. } = value else {
+                unreachable!("matched above")
+            };
             Some(quote_spanned! {*span=>
-                if !#private::Retry::new(&__RETRY_POLICY).within(#budget).fits_budget() {
-                    #private::core::panic!(#message);
+                if let #private::core::option::Option::Some(problem) = #private::budget_problem(
+                    &__RETRY_POLICY,
+                    #private::Duration::from_millis(#millis),
+                    #text,
+                ) {
+                    #private::core::panic!("{}", problem.as_str());
                 }
             })
         }
