@@ -57,6 +57,21 @@ pub(crate) fn parse(item: TokenStream) -> syn::Result<RetryFn> {
             ));
         }
     }
+    // `#[instrument]` above: its expansion (tracing-attributes 0.1) names its span so. A mark
+    // of its internals, not a promise: if it changes, rustc's own errors come back, and the
+    // README names the order that works.
+    if parsed.sig.asyncness.is_some()
+        && contains_ident(parsed.stmts.clone(), &|ident| {
+            ident == "__tracing_attr_span"
+        })
+    {
+        errors.push(Error::new(
+            parsed.sig.fn_token.span,
+            "`#[tracing::instrument]` above `#[retry]` has already moved this body into an \
+             `async move` block of its own, which a retry could not run twice; write `#[retry]` \
+             first, above `#[instrument]`, so one span covers the call and its retries",
+        ));
+    }
     if let Err(error) = check(&parsed.sig, &parsed.stmts) {
         errors.push(error);
     }
