@@ -133,6 +133,7 @@ pub(crate) struct Config {
 pub(crate) fn parse(args: TokenStream) -> syn::Result<Config> {
     let mut raw = RawArgs::default();
     let mut errors = Errors::default();
+    let args = strip_literals(args, &mut errors);
     let parser = syn::meta::parser(|meta| raw.accept(meta, &mut errors));
     if let Err(syntax) = parser.parse2(args) {
         errors.push_at(raw.seen, syntax);
@@ -254,10 +255,25 @@ impl RawArgs {
             .filter(|key| KEYS.iter().any(|(k, _)| key == k))
             .cloned();
         let Some(key) = known else {
-            errors.push_at(position, unknown_key(&meta.path));
+            let error = bare_value(&meta.path).unwrap_or_else(|| unknown_key(&meta.path));
+            errors.push_at(position, error);
             skip_value(meta.input)?;
             return Ok(());
         };
+        if meta.input.peek(Token![:]) && !meta.input.peek(Token![::]) {
+            meta.input.parse::<Token![:]>()?;
+            let value = value_tokens(meta.input)?;
+            let name = key.to_string();
+            let written = value.to_string();
+            errors.push_at(
+                position,
+                Error::new(
+                    key.span(),
+                    format!("write `{name} = {written}`: a key takes its value after `=`, not `:`"),
+                ),
+            );
+            return Ok(());
+        }
         if !meta.input.peek(Token![=]) {
             let name = key.to_string();
             let example = example_of(&name);
@@ -321,6 +337,79 @@ fn value_tokens(input: syn::parse::ParseStream<'_>) -> syn::Result<TokenStream> 
 /// Passes over whatever follows an unusable key, so the keys after it are still read.
 fn skip_value(input: syn::parse::ParseStream<'_>) -> syn::Result<()> {
     value_tokens(input).map(drop)
+}
+
+/// A value written without its key (`#[retry(availability)]`): "write `policy = ...`".
+fn bare_value(path: &Path) -> Option<Error> {
+    let word = path.get_ident()?.to_string();
+    let key = key_for_value(&word)?;
+    Some(Error::new_spanned(
+        path,
+        format!("`{word}` is a {key}'s name, not a key: write `{key} = \"{word}\"`"),
+    ))
+}
+
+/// The key a bare value belongs to, if it is one of the names a key takes.
+fn key_for_value(word: &str) -> Option<&'static str> {
+    if POLICIES.iter().any(|(name, _)| *name == word) {
+        Some("policy")
+    } else if JITTERS.iter().any(|(name, _)| *name == word) {
+        Some("jitter")
+    } else {
+        None
+    }
+}
+
+/// `#[retry("outage")]`: a literal where a key belongs. Each is reported with the key it
+/// most likely lacks, and taken out, so the keys around it are still read.
+fn strip_literals(args: TokenStream, errors: &mut Errors) -> TokenStream {
+    let mut kept = TokenStream::new();
+    let mut entry: Vec<TokenTree> = Vec::new();
+    let mut position = 0;
+    let mut flush =
+        |entry: &mut Vec<TokenTree>, comma: Option<TokenTree>, kept: &mut TokenStream| {
+            if let [TokenTree::Literal(literal)] = entry.as_slice() {
+                errors.push_at(position, literal_without_key(literal));
+            } else {
+                kept.extend(entry.iter().cloned());
+                kept.extend(comma);
+            }
+            entry.clear();
+            position += 1;
+        };
+    for token in args {
+        match &token {
+            TokenTree::Punct(punct) if punct.as_char() == ',' => {
+                flush(&mut entry, Some(token), &mut kept);
+            }
+            _ => entry.push(token),
+        }
+    }
+    if !entry.is_empty() {
+        flush(&mut entry, None, &mut kept);
+    }
+    kept
+}
+
+fn literal_without_key(literal: &proc_macro2::Literal) -> Error {
+    let written = literal.to_string();
+    let text = syn::parse_str::<LitStr>(&written)
+        .ok()
+        .map(|lit| lit.value());
+    let key = match text.as_deref() {
+        Some("turn") => Some("budget"),
+        Some(text) if duration_millis("budget", text).is_ok() => Some("budget"),
+        Some(text) => key_for_value(text),
+        None => None,
+    };
+    let message = match key {
+        Some(key) => format!("name the key: write `{key} = {written}`"),
+        None => format!(
+            "`{written}` needs a key: `#[retry]` takes `key = value` pairs, like \
+             `policy = \"outage\"` or `attempts = 3`"
+        ),
+    };
+    Error::new(literal.span(), message)
 }
 
 fn unknown_key(path: &Path) -> Error {
@@ -660,6 +749,17 @@ fn duration_string(given: &Given) -> syn::Result<LitStr> {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(lit),
+        // `budget = 2`: a number without a unit; `"2"` would be refused in turn.
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) if int.suffix().is_empty() => {
+            let name = given.name();
+            let n = int.base10_digits();
+            Err(given.error(format!(
+                "`{name}` takes a duration with its unit, in a string: write `{name} = \"{n}s\"` \
+                 (or `\"{n}ms\"`, `\"{n}m\"`, `\"{n}h\"`)"
+            )))
+        }
         // `budget = 2s` lexes as the integer 2 with the suffix `s`.
         Expr::Lit(ExprLit {
             lit: Lit::Int(int), ..
@@ -807,6 +907,24 @@ fn class_list(given: &Option<Given>, errors: &mut Errors) -> Vec<At<&'static str
 
 /// One entry of a class list: `Timeout` or `Class::Timeout`.
 fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
+    if let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = entry
+    {
+        let written = lit.value();
+        let name = CLASSES
+            .iter()
+            .find(|class| **class == written)
+            .copied()
+            .or_else(|| suggest::nearest(&written, CLASSES, &[]))
+            .unwrap_or("Timeout");
+        return Err(Error::new_spanned(
+            entry,
+            format!(
+                "`{list}` names `Class` variants without quotes: write `{name}`, not `\"{written}\"`"
+            ),
+        ));
+    }
     let Expr::Path(ExprPath {
         qself: None, path, ..
     }) = entry

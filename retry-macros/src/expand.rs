@@ -15,6 +15,9 @@ use crate::function::{self, RetryFn};
 
 /// `#[retry(args)] item`, expanded; or the item as written and every error found.
 pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    if function::rustc_reports(&item) {
+        return item;
+    }
     let config = args::parse(args);
     let function = function::parse(item.clone());
     match (config, function) {
@@ -178,7 +181,7 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
             if let #private::core::option::Option::Some(problem) =
                 #private::policy_problem(&__RETRY_POLICY)
             {
-                #private::core::panic!("{}", problem);
+                #private::core::panic!("{}", problem.as_str());
             }
         }
     });
@@ -188,14 +191,16 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
             span,
         }) => {
             let private = respan(private, *span);
-            let budget = budget_value(value, &private);
-            let message = format!(
-                "the ladder's worst case outlives `budget = \"{text}\"`: lower `attempts` or \
-                 `base_ms`, or raise `budget`"
-            );
+            let BudgetChoice::Within { millis, .. } = value else {
+                unreachable!("matched above")
+            };
             Some(quote_spanned! {*span=>
-                if !#private::Retry::new(&__RETRY_POLICY).within(#budget).fits_budget() {
-                    #private::core::panic!(#message);
+                if let #private::core::option::Option::Some(problem) = #private::budget_problem(
+                    &__RETRY_POLICY,
+                    #private::Duration::from_millis(#millis),
+                    #text,
+                ) {
+                    #private::core::panic!("{}", problem.as_str());
                 }
             })
         }
@@ -213,11 +218,15 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
 }
 
 /// The loop: each attempt runs the body as an `async` block pinned to the declared return
-/// type (so `?` and `return` mean what they meant), and the engine settles its output.
+/// type (so `?` and `return` mean what they meant), and the engine decides on its output.
 ///
-/// The settling call is placed where the user wrote the type: on the `E` of `Result<T, E>`
-/// when it is written out, else on the return type. That one call is where a return type
-/// that is not a `Result`, or an error that cannot be classified, is reported.
+/// The loop and the attempt's block carry the body's span, so a body that moves an argument
+/// (which a second attempt could not do) is reported in the body, not on the attribute.
+///
+/// The contract is checked where the user wrote it, once each: the output is a `Result` (on
+/// the return type), its error implements `Classify` and `Display` (on the `E` of
+/// `Result<T, E>`, or on the return type when an alias hides it). Each check is a closure
+/// the engine calls, so no bound of ours is involved and no message names the runtime.
 ///
 /// With a `timeout`, each attempt runs under its timer, and one that runs out becomes the
 /// error type's `From<TimedOut>`: that conversion is placed on the key, so an error type
@@ -227,63 +236,84 @@ fn attempt_loop(config: &Config, function: &RetryFn, private: &TokenStream) -> T
     let output = Ident::new("__retry_output", Span::mixed_site());
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
     let attempted = Ident::new("__retry_attempted", Span::mixed_site());
+    let value = Ident::new("__retry_value", Span::mixed_site());
     let stmts = &function.stmts;
     let ret = &function.output;
-    let check_span = function::error_type(ret).map_or_else(|| first_span(ret), first_span);
-    let at_check = respan(private, check_span);
-    // Every token of the settling expression, its bindings included, carries the one span,
-    // so rustc reports the call's unmet bound there, once (its errors at one span and for
-    // one predicate are deduplicated).
-    let settled = Ident::new("__retry_settled", check_span);
-    let ladder = Ident::new("__retry_ladder", check_span);
-    let settle = quote_spanned!(check_span=> #at_check::Fallible::settle(#settled, #ladder).await);
+    let body_span = function.brace.span.join();
+    // Where an argument is first used in the body: a second attempt that cannot use it again
+    // is reported there.
+    let attempt_span = function::first_argument_use(function)
+        .map_or(body_span, |span| Span::mixed_site().located_at(span));
+    let ret_span = first_span(ret);
+    let error_span = function::error_type(ret).map_or(ret_span, first_span);
+    // Only the closure's own body sees these, so they may take the user's span whole.
+    let error = Ident::new("__retry_error", error_span);
+    let formatter = Ident::new("__retry_formatter", error_span);
+    let at_ret = respan(private, ret_span);
+    let at_error = respan(private, error_span);
+    // The one place a return type that is not a `Result` is reported: a failed pattern makes
+    // the error's type unknown, which silences every later use of it.
+    let err_pattern = quote_spanned!(ret_span=> #at_ret::core::result::Result::Err(#error));
+    // Closures, not `<E as Classify>::classify`: a closure is `Fn` whatever its body says,
+    // so a missing bound is reported inside it, once, and not again where the engine takes it.
+    let classify = quote_spanned!(error_span=> |#error| #at_error::Classify::classify(#error));
+    let display = quote_spanned!(error_span=>
+        |#error, #formatter| #at_error::core::fmt::Display::fmt(#error, #formatter)
+    );
     let (start, take) = match &config.timeout {
         Some(At { span, .. }) => {
             let at_key = respan(private, *span);
-            let value = Ident::new("__retry_value", Span::mixed_site());
             let timed_out = Ident::new("__retry_timed_out", Span::mixed_site());
-            // Where `Result<T, E>` is written out, the conversion asks `E` directly, so a
-            // missing `From<TimedOut>` is one message naming `E`; behind an alias (or a
-            // return type that is not a `Result`), it asks the return type.
-            let convert = if function::error_type(&function.output).is_some() {
-                quote_spanned!(*span=>
-                    #at_key::core::result::Result::Err(#at_key::HoldsTimedOut::hold(#timed_out))
-                )
-            } else {
-                quote_spanned!(*span=> #at_key::TimedOutResult::timed_out(#timed_out))
-            };
+            let convert = quote_spanned!(*span=> #at_key::HoldsTimedOut::hold(#timed_out));
             (
                 quote!(attempt_timed),
                 quote! {
                     match #run.attempted(#attempted) {
                         #private::core::result::Result::Ok(#value) => #value,
-                        #private::core::result::Result::Err(#timed_out) => #convert,
+                        #private::core::result::Result::Err(#timed_out) => {
+                            #private::core::result::Result::Err(#convert)
+                        }
                     }
                 },
             )
         }
         None => (quote!(attempt), quote!(#run.attempted(#attempted))),
     };
-    quote! {
-        let mut #run = #private::Run::new(&__RETRY);
+    let attempt_block = quote_spanned! {attempt_span=>
+        async {
+            if let #private::core::option::Option::Some(#pinned) =
+                #private::core::option::Option::None::<#ret>
+            {
+                #[allow(unreachable_code)]
+                return #pinned;
+            }
+            #stmts
+        }
+    };
+    let retry_loop = quote_spanned! {body_span=>
         loop {
-            let #attempted = #run.#start(async {
-                if let #private::core::option::Option::Some(#pinned) =
-                    #private::core::option::Option::None::<#ret>
-                {
-                    #[allow(unreachable_code)]
-                    return #pinned;
-                }
-                #stmts
-            })
-            .await;
+            let #attempted = #run.#start(#attempt_block).await;
             let #output: #ret = #take;
-            let #settled = #output;
-            let #ladder = &mut #run;
-            if let #private::ControlFlow::Break(#output) = #settle {
-                return #output;
+            match #output {
+                #err_pattern => {
+                    // The closures are the checks: `E::classify` alone would not be one.
+                    #[allow(clippy::redundant_closure)]
+                    if let #private::core::result::Result::Err(#error) =
+                        #private::failed(&mut #run, #error, #classify, #display).await
+                    {
+                        return #private::core::result::Result::Err(#error);
+                    }
+                }
+                _ => {
+                    #run.succeeded();
+                    return #output;
+                }
             }
         }
+    };
+    quote! {
+        let mut #run = #private::Run::new(&__RETRY);
+        #retry_loop
     }
 }
 

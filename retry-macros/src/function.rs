@@ -5,8 +5,8 @@ use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
 use syn::{
-    AttrStyle, Attribute, Error, GenericArgument, Item, PathArguments, ReturnType, Signature,
-    Token, Type, Visibility, braced, token,
+    AttrStyle, Attribute, Error, FnArg, GenericArgument, Item, Pat, PathArguments, ReceiverKind,
+    ReturnType, Signature, Token, Type, Visibility, braced, token,
 };
 
 use crate::errors::Errors;
@@ -25,12 +25,58 @@ pub(crate) struct RetryFn {
     pub(crate) output: Type,
 }
 
+/// `unsafe async fn`: rustc has already said "`async` must come before `unsafe`", with the
+/// fix; a message of ours would be a second one for the same mistake.
+pub(crate) fn rustc_reports(item: &TokenStream) -> bool {
+    let words: Vec<String> = item
+        .clone()
+        .into_iter()
+        .filter_map(|token| match token {
+            TokenTree::Ident(ident) => Some(ident.to_string()),
+            _ => None,
+        })
+        .take_while(|word| word != "fn")
+        .collect();
+    words
+        .windows(2)
+        .any(|pair| pair[0] == "unsafe" && pair[1] == "async")
+}
+
 /// Reads the item as a function `#[retry]` can rewrite; every reason it cannot, if not.
 pub(crate) fn parse(item: TokenStream) -> syn::Result<RetryFn> {
     let Candidate(Some(parsed)) = syn::parse2::<Candidate>(item.clone())? else {
         return Err(not_a_function(item));
     };
-    let output = check(&parsed.sig)?;
+    let mut errors = Errors::default();
+    for attr in &parsed.attrs {
+        if is_retry(attr) {
+            errors.push(Error::new_spanned(
+                attr,
+                "`#[retry]` is written twice on this function: a ladder inside a ladder; merge \
+                 the keys into one `#[retry(...)]`",
+            ));
+        }
+    }
+    // `#[instrument]` above: its expansion (tracing-attributes 0.1) names its span so. A mark
+    // of its internals, not a promise: if it changes, rustc's own errors come back, and the
+    // README names the order that works.
+    if parsed.sig.asyncness.is_some()
+        && contains_ident(parsed.stmts.clone(), &|ident| {
+            ident == "__tracing_attr_span"
+        })
+    {
+        errors.push(Error::new(
+            parsed.sig.fn_token.span,
+            "`#[tracing::instrument]` above `#[retry]` has already moved this body into an \
+             `async move` block of its own, which a retry could not run twice; write `#[retry]` \
+             first, above `#[instrument]`, so one span covers the call and its retries",
+        ));
+    }
+    if let Err(error) = check(&parsed.sig, &parsed.stmts) {
+        errors.push(error);
+    }
+    errors.finish()?;
+    let output = check(&parsed.sig, &parsed.stmts)?;
     let Parsed {
         attrs,
         vis,
@@ -94,15 +140,35 @@ impl Parse for Candidate {
     }
 }
 
+/// `#[retry]` or `#[retry_runtime::retry]`: a second attribute of ours on the same function.
+fn is_retry(attr: &Attribute) -> bool {
+    let segments: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    matches!(
+        segments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["retry"] | ["retry_runtime", "retry"]
+    )
+}
+
 /// The signature's mistakes, all of them; the return type if there are none.
-fn check(sig: &Signature) -> syn::Result<Type> {
+fn check(sig: &Signature, stmts: &TokenStream) -> syn::Result<Type> {
     let mut errors = Errors::default();
-    if sig.asyncness.is_none() {
+    if let Some(konst) = &sig.constness {
         errors.push(Error::new(
-            sig.fn_token.span,
-            "`#[retry]` needs an `async fn`: it retries a call by running its body again; write \
-             `async fn`",
+            konst.span,
+            "`#[retry]` cannot retry a `const fn`: retrying waits between attempts, which a \
+             `const fn` cannot do; remove `const` and write `async fn`",
         ));
+    } else if sig.asyncness.is_none() {
+        errors.push(not_async(sig, stmts));
     }
     let output = match &sig.output {
         ReturnType::Type(_, ty) => Some((**ty).clone()),
@@ -111,6 +177,11 @@ fn check(sig: &Signature) -> syn::Result<Type> {
             None
         }
     };
+    if let Some(error) = output.as_ref().and_then(not_a_result) {
+        errors.push(error);
+    } else if let Some(error) = output.as_ref().and_then(foreign_error) {
+        errors.push(error);
+    }
     if let Some(impl_token) = output
         .as_ref()
         .and_then(|ty| find_impl(ty.to_token_stream()))
@@ -125,6 +196,162 @@ fn check(sig: &Signature) -> syn::Result<Type> {
     }
     errors.finish()?;
     output.ok_or_else(|| no_return_type(sig))
+}
+
+/// A return type that is visibly not a `Result` (`Option<T>`, `u32`, `()`, a reference, a
+/// tuple): "`#[retry]` needs a `Result`", on it. A path the macro cannot see through (an alias,
+/// `io::Result<T>`) is left to the type check in the expansion.
+fn not_a_result(ty: &Type) -> Option<Error> {
+    let visibly_not = match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?;
+            const NOT_RESULTS: &[&str] = &[
+                "Option",
+                "Vec",
+                "String",
+                "Box",
+                "Poll",
+                "ControlFlow",
+                "bool",
+                "char",
+                "str",
+                "u8",
+                "u16",
+                "u32",
+                "u64",
+                "u128",
+                "usize",
+                "i8",
+                "i16",
+                "i32",
+                "i64",
+                "i128",
+                "isize",
+                "f32",
+                "f64",
+            ];
+            NOT_RESULTS.iter().any(|name| last.ident == name)
+        }
+        Type::Group(group) => return not_a_result(&group.elem),
+        Type::Paren(paren) => return not_a_result(&paren.elem),
+        Type::Tuple(_)
+        | Type::Reference(_)
+        | Type::Array(_)
+        | Type::Slice(_)
+        | Type::Ptr(_)
+        | Type::Never(_)
+        | Type::FnPtr(_)
+        | Type::TraitObject(_) => true,
+        _ => false,
+    };
+    let written = written(ty);
+    visibly_not.then(|| {
+        Error::new_spanned(
+            ty,
+            format!(
+                "`#[retry]` needs a function that returns `Result<T, E>`, not `{written}`: only \
+                 a failure can be retried; return `Result<T, E>` where `E` implements `Classify`"
+            ),
+        )
+    })
+}
+
+/// An `E` that cannot implement `Classify` anywhere but in `retry-runtime` (`String`, `&str`,
+/// `Box<dyn Error>`, `anyhow::Error`): the orphan rule forbids the user's impl, so the fix is
+/// a type of their own.
+fn foreign_error(ty: &Type) -> Option<Error> {
+    let error = error_type(ty)?;
+    let foreign = match error {
+        Type::Reference(reference) => {
+            matches!(&*reference.elem, Type::Path(path) if path.path.is_ident("str"))
+        }
+        Type::TraitObject(_) => true,
+        Type::Path(path) if path.qself.is_none() => {
+            let segments: Vec<String> = path
+                .path
+                .segments
+                .iter()
+                .map(|segment| segment.ident.to_string())
+                .collect();
+            let last = path.path.segments.last()?;
+            match segments
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [.., "String"] | ["anyhow" | "eyre", ..] => true,
+                [.., "Box" | "Arc"] => {
+                    // `Box<dyn Error>`: `Classify` for `Box<T>` asks `T`, a trait object.
+                    matches!(&last.arguments, PathArguments::AngleBracketed(arguments)
+                        if matches!(arguments.args.first(), Some(GenericArgument::Type(Type::TraitObject(_)))))
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    let written = written(error);
+    foreign.then(|| {
+        Error::new_spanned(
+            error,
+            format!(
+                "`{written}` cannot say whether a failure is worth retrying, and `Classify` cannot \
+                 be implemented for it outside `retry-runtime`; wrap it in an error type of your \
+                 own and derive `Classify` on it, like `#[derive(Debug, thiserror::Error, \
+                 Classify)] enum FetchError {{ #[error(\"{{0}}\")] #[classify(definitive)] \
+                 Other({written}) }}`"
+            ),
+        )
+    })
+}
+
+/// A type as the user would write it: `Box<dyn Error + Send>`, not `Box < dyn Error + Send >`.
+pub(crate) fn written(ty: &impl ToTokens) -> String {
+    let mut text = ty.to_token_stream().to_string();
+    for (spaced, tight) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" < ", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        ("& ", "&"),
+        (" ,", ","),
+    ] {
+        text = text.replace(spaced, tight);
+    }
+    text
+}
+
+/// "`#[retry]` needs an `async fn`", or, where another attribute macro has already made the
+/// `async fn` a plain one, which order works.
+fn not_async(sig: &Signature, stmts: &TokenStream) -> Error {
+    let returns = sig.output.to_token_stream();
+    let message = if contains_ident(returns, &|ident| ident == "async_trait") {
+        // `#[async_trait]` on the impl has turned the method into a `fn` returning a boxed
+        // future, before `#[retry]` could see its body.
+        "`#[retry]` cannot see this method's body: `#[async_trait]` has already turned it into \
+         a `fn` returning a boxed future; put `#[retry]` on an inherent `async fn` (or a free \
+         one) and call that from the trait method"
+    } else if contains_ident(stmts.clone(), &|ident| ident == "block_on") {
+        // `#[tokio::main]` or `#[tokio::test]` above: its body is a `block_on` call.
+        "`#[retry]` sees a plain `fn` here because an attribute above it (like \
+         `#[tokio::main]` or `#[tokio::test]`) has already run; write `#[retry]` first, above \
+         the other attribute"
+    } else {
+        "`#[retry]` needs an `async fn`: it retries a call by running its body again; write \
+         `async fn`"
+    };
+    Error::new(sig.fn_token.span, message)
+}
+
+/// Whether an identifier in `tokens` (nested groups included) passes `test`.
+pub(crate) fn contains_ident(tokens: TokenStream, test: &dyn Fn(&Ident) -> bool) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => test(&ident),
+        TokenTree::Group(group) => contains_ident(group.stream(), test),
+        _ => false,
+    })
 }
 
 /// The first `impl` keyword in a type, nested groups included.
@@ -184,6 +411,36 @@ fn first_span(tokens: TokenStream) -> Span {
         .into_iter()
         .next()
         .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// The first token of the body that names an argument (`self` taken by value included): a
+/// body that moves it cannot run twice, and rustc's error about that points where the
+/// attempt's block starts.
+pub(crate) fn first_argument_use(function: &RetryFn) -> Option<Span> {
+    let names: Vec<String> = function
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(pat) => Some(pat.ident.to_string()),
+                _ => None,
+            },
+            FnArg::Receiver(receiver) if !matches!(receiver.kind, ReceiverKind::Reference(..)) => {
+                Some("self".to_owned())
+            }
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    find_ident(function.stmts.clone(), &names)
+}
+
+fn find_ident(tokens: TokenStream, names: &[String]) -> Option<Span> {
+    tokens.into_iter().find_map(|token| match token {
+        TokenTree::Ident(ident) if names.iter().any(|name| ident == name) => Some(ident.span()),
+        TokenTree::Group(group) => find_ident(group.stream(), names),
+        _ => None,
+    })
 }
 
 /// The `E` of a return type written `Result<T, E>` (any path ending in `Result` with two type

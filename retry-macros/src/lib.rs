@@ -121,14 +121,22 @@ use proc_macro::TokenStream;
 /// several mistakes in one attribute are reported together, and the function is still
 /// compiled as written, so the rest of the crate keeps type-checking.
 ///
-/// - a function that is not `async` (on `fn`), one without a body, or an item that is not a
-///   function (on its keyword);
-/// - no return type, or one that is not a `Result` (on the return type), or one that uses
-///   `impl Trait`;
-/// - an error type that does not implement `Classify` (on the `E` of `Result<T, E>`, or on
-///   the return type when an alias hides it) or `Display`;
+/// - a function that is not `async` (on `fn`), a `const fn` (on `const`), one without a body,
+///   or an item that is not a function (on its keyword); `unsafe async fn` is left to rustc,
+///   which says to write `async unsafe fn`;
+/// - `#[retry]` written twice on one function ("merge the keys into one `#[retry(...)]`");
+/// - no return type, or one that is visibly not a `Result` (`Option<T>`, `u32`, a tuple: on
+///   the return type), or one that uses `impl Trait`; an alias that turns out not to be a
+///   `Result` is rustc's "mismatched types" on the alias;
+/// - an error type that does not implement `Classify` or `Display`: one message each, on the
+///   `E` of `Result<T, E>` (or on the return type when an alias hides it), naming your type
+///   and the trait. An `E` that cannot implement `Classify` outside `retry-runtime`
+///   (`String`, `&str`, `Box<dyn Error>`, `anyhow::Error`) is refused by name, with the fix:
+///   wrap it in an error type of your own and `#[derive(Classify)]` on it;
 /// - an unknown key (listing the keys, with a suggestion for a near miss), a key given twice,
-///   a key without a value, a value of the wrong type;
+///   a key without a value, a value of the wrong type, and the forms other libraries use:
+///   `budget = 2` (write `"2s"`), `#[retry("outage")]` and `#[retry(availability)]` (write
+///   `policy = "outage"`), `attempts: 3` (write `=`), `also_retry = ["Timeout"]` (no quotes);
 /// - `attempts = 0`; a zero or negative `base_ms` or `cap_ms`; `cap_ms` below `base_ms`; a
 ///   `multiplier` below 1;
 /// - a `timeout` on a function whose error type does not implement
@@ -137,10 +145,29 @@ use proc_macro::TokenStream;
 ///   malformed duration, an unknown class, a class in both lists, `Definitive` or
 ///   `Cancelled` in `also_retry`;
 /// - a policy whose numbers do not make sense once built (a user's policy with no attempts, a
-///   `cap_ms` below the named policy's own base), and a literal `budget` that the ladder's
-///   worst case outlives: both found by `const` evaluation;
-/// - a body that moves an argument, so it could not run twice (rustc's "use of moved value
-///   ... in previous iteration of loop", on the argument).
+///   `cap_ms` below the named policy's own base: "`cap_ms` 1000 is below the policy's base,
+///   5000 ms"), and a literal `budget` that the ladder's worst case outlives ("the ladder's
+///   worst case, 93 s of waits, outlives `budget = "60s"`"): both found by `const`
+///   evaluation, on the key, with the figures;
+/// - a body that moves an argument, so it could not run twice: rustc's "use of moved value
+///   ... in previous iteration of loop", on the argument's use in the body.
+///
+/// A `quota` that names a `const` rather than a `static` is rustc's "temporary value dropped
+/// while borrowed" on the path: declare the quota as a `static`.
+///
+/// # Order with other attributes
+///
+/// Attribute macros run from the top down, each on what the one above produced. Write
+/// `#[retry]` first:
+///
+/// - `#[retry]` above `#[tracing::instrument]`: one span covers the call and its retries.
+///   Below it, the body is already inside `instrument`'s `async move` block, which cannot run
+///   twice, and `#[retry]` says so.
+/// - `#[retry]` above `#[tokio::main]` or `#[tokio::test]`. Below it, the function is already a
+///   plain `fn`, and `#[retry]` says which order works.
+/// - `#[async_trait]` rewrites a method before `#[retry]` sees it, whatever the order: put
+///   `#[retry]` on an inherent `async fn` and call it from the trait method. Native `async fn`
+///   in traits (no `#[async_trait]`) takes `#[retry]` directly.
 ///
 /// # How the body runs
 ///
@@ -169,16 +196,16 @@ use proc_macro::TokenStream;
 ///     // Evaluated at compile time: a failed check is a compile error at the key to change.
 ///     const _: () = {
 ///         if let Some(problem) = policy_problem(&__RETRY_POLICY) {
-///             panic!("{}", problem);
+///             panic!("{}", problem.as_str());
 ///         }
-///         if !Retry::new(&__RETRY_POLICY)
-///             .within(Budget::Within(Duration::from_millis(120_000)))
-///             .fits_budget()
-///         {
-///             panic!("the ladder's worst case outlives `budget = \"2m\"`: ...");
+///         // "the ladder's worst case, 93 s of waits, outlives `budget = "2m"`: ..."
+///         if let Some(problem) = budget_problem(&__RETRY_POLICY, Duration::from_millis(120_000), "2m") {
+///             panic!("{}", problem.as_str());
 ///         }
 ///     };
 ///     let mut run = Run::new(&__RETRY);
+///     // The loop and the attempt's block carry the body's span: a moved argument is
+///     // reported where the body uses it.
 ///     loop {
 ///         // The attempt is marked, so a retried call inside BODY knows it is nested.
 ///         let attempted = run
@@ -192,9 +219,21 @@ use proc_macro::TokenStream;
 ///             })
 ///             .await;
 ///         let output: Result<Item, FetchError> = run.attempted(attempted);
-///         // Placed on `FetchError`: this is where a missing `Classify` is reported.
-///         if let ControlFlow::Break(output) = Fallible::settle(output, &mut run).await {
-///             return output;
+///         match output {
+///             // The pattern and the two closures are written at `FetchError`: that is where
+///             // a return type that is not a `Result`, or a missing `Classify` or `Display`,
+///             // is reported, once each.
+///             Err(error) => {
+///                 let classify = |error| Classify::classify(error);
+///                 let display = |error, f| Display::fmt(error, f);
+///                 if let Err(error) = failed(&mut run, error, classify, display).await {
+///                     return Err(error);
+///                 }
+///             }
+///             _ => {
+///                 run.succeeded();
+///                 return output;
+///             }
 ///         }
 ///     }
 /// }

@@ -227,7 +227,8 @@ impl fmt::Debug for ClassSet {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not say whether a failure is worth retrying",
     label = "this error type does not implement `Classify`",
-    note = "implement `retry_runtime::Classify` for `{Self}`: `fn classify(&self) -> retry_runtime::Class` returns `Class::Transport`, `Class::Unavailable`, `Class::Definitive`, ...; or derive it, `#[derive(Classify)]`, with a `#[classify(...)]` on each variant"
+    note = "derive it, `#[derive(Classify)]` with a `#[classify(...)]` on each variant, or implement `retry_runtime::Classify` for `{Self}`: `fn classify(&self) -> retry_runtime::Class` returns `Class::Transport`, `Class::Unavailable`, `Class::Definitive`, ...",
+    note = "if `{Self}` is not your own type (a library's error, `String`, `dyn Error`), wrap it in an error type of your own and derive `Classify` on that"
 )]
 pub trait Classify {
     /// The class of this failure.

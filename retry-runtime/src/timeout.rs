@@ -136,33 +136,6 @@ impl<E: From<TimedOut>> HoldsTimedOut for E {
     }
 }
 
-/// The return type of a function with a `timeout`: a `Result` whose error can hold a
-/// [`TimedOut`]. Not public API: `#[retry]`'s expansion converts a timed-out attempt through
-/// it, on the key, so each mistake is reported once, in the user's terms.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`timeout` needs a function that returns `Result<T, E>`, not `{Self}`",
-    label = "an attempt that runs out of time fails with `E::from(retry_runtime::TimedOut)`"
-)]
-pub trait TimedOutResult {
-    /// The error type.
-    type Error;
-    /// The failed result of an attempt ended by `timed_out`.
-    fn timed_out(timed_out: TimedOut) -> Self
-    where
-        Self::Error: HoldsTimedOut;
-}
-
-impl<T, E> TimedOutResult for Result<T, E> {
-    type Error = E;
-    fn timed_out(timed_out: TimedOut) -> Self
-    where
-        E: HoldsTimedOut,
-    {
-        Err(E::hold(timed_out))
-    }
-}
-
 pin_project_lite::pin_project! {
     /// An attempt's future under its timer: dropped as soon as the timer fires. Not public
     /// API.
