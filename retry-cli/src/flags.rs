@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use retry_runtime::budget::{DurationError, parse_duration};
 use retry_runtime::{Budget, Clock, Draw, Jitter, Policy, TokioClock};
 
 /// The most attempts backoff takes. A thousand attempts at a one-minute cap is over 16 hours
@@ -53,9 +54,11 @@ impl DrawArgs {
 /// A built-in policy, adjusted by flags, as the attribute adjusts it by keys.
 #[derive(Debug, Args)]
 pub(crate) struct PolicyArgs {
-    /// The built-in policy.
-    #[arg(long, value_enum, default_value_t = PolicyName::Availability)]
-    policy: PolicyName,
+    /// The built-in policy: `availability` (4 attempts; 250, 500, 1000 ms; equal jitter; seed
+    /// 000), `outage` (4 attempts; at least 5, 15, 45 s; above jitter; seed 001) or `transient`
+    /// (5 attempts; 1, 2, 4, 8 s capped at 16 s; proportional jitter; seed 004).
+    #[arg(long, default_value = "availability", value_parser = policy_names())]
+    policy: String,
     /// Attempts in all, the first included; at most 1000.
     #[arg(long, value_parser = parse_attempts, allow_negative_numbers = true)]
     attempts: Option<u32>,
@@ -68,43 +71,28 @@ pub(crate) struct PolicyArgs {
     /// Each ideal wait over the one before, at least 1.
     #[arg(long, value_parser = parse_multiplier, allow_negative_numbers = true)]
     multiplier: Option<f64>,
-    /// How waits are spread around their ideal.
-    #[arg(long, value_enum)]
-    jitter: Option<JitterName>,
+    /// How waits are spread around their ideal: `proportional` [0.5, 1.5), `equal` [0.5, 1),
+    /// `full` [0, 1), `above` [1, 1.2) or `none`.
+    #[arg(long, value_parser = jitter_names())]
+    jitter: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum PolicyName {
-    /// 4 attempts; 250, 500, 1000 ms; equal jitter (seed 000).
-    Availability,
-    /// 4 attempts; 5, 15, 45 s at least; above jitter, at most a fifth longer (seed 001).
-    Outage,
-    /// 5 attempts; 1, 2, 4, 8 s capped at 16 s; proportional jitter (seed 004).
-    Transient,
+/// The built-in policies' names, from the library's one table.
+fn policy_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Policy::BUILT_IN.map(|policy| policy.name()))
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum JitterName {
-    /// A factor in [0.5, 1.5).
-    Proportional,
-    /// A factor in [0.5, 1): never longer than stated.
-    Equal,
-    /// A factor in [0, 1).
-    Full,
-    /// A factor in [1, 1.2): never shorter than stated.
-    Above,
-    /// No jitter.
-    None,
+/// The jitters' names, from the library's one table.
+fn jitter_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Jitter::ALL.map(Jitter::name))
 }
 
 impl PolicyArgs {
     /// The policy, or what is wrong with it, in the flags' terms.
     pub(crate) fn policy(&self) -> Result<Policy, String> {
-        let mut policy = match self.policy {
-            PolicyName::Availability => Policy::AVAILABILITY,
-            PolicyName::Outage => Policy::OUTAGE,
-            PolicyName::Transient => Policy::TRANSIENT,
-        };
+        // clap accepted only names from the same table.
+        let mut policy = Policy::named(&self.policy)
+            .ok_or_else(|| format!("unknown policy `{}`", self.policy))?;
         if let Some(attempts) = self.attempts {
             policy = policy.with_attempts(attempts);
         }
@@ -117,14 +105,10 @@ impl PolicyArgs {
         if let Some(multiplier) = self.multiplier {
             policy = policy.with_multiplier(multiplier);
         }
-        if let Some(jitter) = self.jitter {
-            policy = policy.with_jitter(match jitter {
-                JitterName::Proportional => Jitter::Proportional,
-                JitterName::Equal => Jitter::Equal,
-                JitterName::Full => Jitter::Full,
-                JitterName::Above => Jitter::Above,
-                JitterName::None => Jitter::None,
-            });
+        if let Some(jitter) = &self.jitter {
+            let jitter =
+                Jitter::named(jitter).ok_or_else(|| format!("unknown jitter `{jitter}`"))?;
+            policy = policy.with_jitter(jitter);
         }
         policy.check().map_err(|problem| {
             format!("the policy `{}` as adjusted: {problem} (flags: --base-ms, --cap-ms, --multiplier, --attempts)", policy.name())
@@ -133,45 +117,24 @@ impl PolicyArgs {
     }
 }
 
-/// A budget such as `500ms`, `30s`, `2m`, `1h`, at most [`MAX_BUDGET`].
+/// A budget such as `500ms`, `30s`, `2m`, `1h`, at most [`MAX_BUDGET`]: the library's one
+/// duration grammar, which the attribute's `budget` reads too.
 pub(crate) fn parse_budget(text: &str) -> Result<Budget, String> {
-    let malformed = || {
-        format!(
-            "malformed duration `{text}`: use a whole number and a unit (ms, s, m, h), like `30s` or `2m`"
-        )
-    };
     let too_large = || {
         format!(
             "`{text}` is too large for a budget: use at most a week, like `168h`, or leave out --budget for none"
         )
     };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(malformed)?;
-    let (digits, unit) = text.split_at(split);
-    let millis_per_unit: u64 = match unit {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60 * 1000,
-        "h" => 3600 * 1000,
-        _ => return Err(malformed()),
-    };
-    if digits.is_empty() {
-        return Err(malformed());
-    }
-    // Only digits remain, so a number that does not parse is one too long for u64.
-    let count: u64 = digits.parse().map_err(|_| too_large())?;
-    let budget = count
-        .checked_mul(millis_per_unit)
-        .map(Duration::from_millis)
-        .filter(|budget| *budget <= MAX_BUDGET)
-        .ok_or_else(too_large)?;
-    if budget.is_zero() {
-        return Err(format!(
+    match parse_duration(text) {
+        Ok(budget) if budget <= MAX_BUDGET => Ok(Budget::Within(budget)),
+        Ok(_) | Err(DurationError::TooLarge) => Err(too_large()),
+        Err(DurationError::Zero) => Err(format!(
             "`{text}` is not a usable budget: use a positive duration, like `30s`"
-        ));
+        )),
+        Err(_) => Err(format!(
+            "malformed duration `{text}`: use a whole number and a unit (ms, s, m, h), like `30s` or `2m`"
+        )),
     }
-    Ok(Budget::Within(budget))
 }
 
 /// A draw in [0, 1).

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::{Clock, TokioClock};
 use crate::ladder::{self, Failure, Step};
@@ -21,35 +22,6 @@ use crate::redact::Redacted;
 use crate::timeout::{Bound, Timed, TimedOut};
 use crate::turn::{self, Flight};
 use crate::verdict::{GaveUp, StopReason};
-
-/// The budget a ladder must fit in.
-///
-/// ```
-/// use retry_runtime::Budget;
-/// use std::time::Duration;
-/// assert_eq!(Budget::default(), Budget::Turn);
-/// assert_eq!(Budget::Within(Duration::from_secs(2)).limit(), Some(Duration::from_secs(2)));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Budget {
-    /// The enclosing [`Turn`](crate::Turn)'s deadline; outside any turn only `attempts` bounds
-    /// the ladder.
-    #[default]
-    Turn,
-    /// This call's own limit, counted from its first attempt, and the enclosing turn's
-    /// deadline if that comes sooner.
-    Within(Duration),
-}
-
-impl Budget {
-    /// The call's own limit, if it has one.
-    pub const fn limit(&self) -> Option<Duration> {
-        match self {
-            Budget::Turn => None,
-            Budget::Within(limit) => Some(*limit),
-        }
-    }
-}
 
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
 /// clock. Build it in `const` context and reuse it; [`run`](Self::run) drives the loop.

@@ -69,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod class;
 pub mod clock;
 pub mod engine;
@@ -120,9 +121,10 @@ pub mod verdict;
 #[doc(inline)]
 pub use retry_macros::retry;
 
+pub use budget::Budget;
 pub use class::{Class, ClassSet, Classify};
 pub use clock::{Clock, Sleep, TokioClock};
-pub use engine::{Budget, Retry, TimedRetry};
+pub use engine::{Retry, TimedRetry};
 pub use ladder::Draw;
 pub use notice::{Action, Notice, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
@@ -136,9 +138,10 @@ pub use verdict::{GaveUp, StopReason};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::budget::Budget;
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::clock::TokioClock;
-    pub use crate::engine::{Attempt, Attempted, Budget, Retry, Run, Source, TimedRetry};
+    pub use crate::engine::{Attempt, Attempted, Retry, Run, Source, TimedRetry};
     pub use crate::policy::{Jitter, Policy, PolicyError};
     pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;

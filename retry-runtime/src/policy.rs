@@ -38,6 +38,26 @@ pub enum Jitter {
 }
 
 impl Jitter {
+    /// Every jitter, in the order the attribute and the CLI list them.
+    pub const ALL: [Jitter; 5] = [
+        Jitter::Proportional,
+        Jitter::Equal,
+        Jitter::Full,
+        Jitter::Above,
+        Jitter::None,
+    ];
+
+    /// The jitter called `name`, as the attribute and the CLI spell it.
+    ///
+    /// ```
+    /// use retry_runtime::Jitter;
+    /// assert_eq!(Jitter::named("above"), Some(Jitter::Above));
+    /// assert_eq!(Jitter::named("decorrelated"), None);
+    /// ```
+    pub fn named(name: &str) -> Option<Jitter> {
+        Jitter::ALL.into_iter().find(|jitter| jitter.name() == name)
+    }
+
     /// The least upper bound of the factor, in percent (the factor itself stays below it,
     /// except for `None`, whose factor is exactly 100 %).
     pub const fn max_factor_percent(self) -> u32 {
