@@ -25,7 +25,7 @@
 //! Timings come from criterion's samples: the table shows, of the measured samples, the
 //! fastest sample's time per call (each sample averages thousands of calls). Other processes on
 //! a shared machine only ever add time, so the fastest sample is the least disturbed one;
-//! criterion's own report, above the table, has the mean and its confidence interval.
+//! criterion's own report, above the table, has its estimate and confidence interval.
 //! Allocations are counted with `allocation-counter`, whose counting `#[global_allocator]`
 //! serves this whole binary (criterion's timings included: each allocation pays a
 //! thread-local counter update, the same for every contender).
