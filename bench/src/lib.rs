@@ -1,6 +1,6 @@
 //! Benchmarks and simulations of `retry-runtime`.
 //!
-//! - `benches/`: criterion benchmarks against the peers; run them with `cargo bench -p retry-bench`.
+//! - `benches/compare.rs`: issue 12's table against the peers, in one run; `cargo bench -p retry-bench`.
 //! - [`storm`]: a retry storm in virtual time; print its table with
 //!   `cargo run --release -p retry-bench --example storm`.
 
