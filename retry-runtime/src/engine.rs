@@ -607,7 +607,6 @@ impl<R: Source> Run<R> {
             && frame.inner_ran()
         {
             flight.hollow_attempts = flight.hollow_attempts.saturating_add(1);
-            flight.nested_waited = flight.nested_waited.saturating_add(frame.inner_waited());
         }
         attempted.output
     }
@@ -822,11 +821,9 @@ impl<R: Source> Run<R> {
         }
         if let Some(started) = self.started() {
             let elapsed = self.retry().clock.now().saturating_duration_since(started);
-            let (hollow, nested_waited) = self.flight().map_or((0, Duration::ZERO), |f| {
-                (f.hollow_attempts, f.nested_waited)
-            });
+            let hollow = self.flight().map_or(0, |f| f.hollow_attempts);
             // A call nested in another's attempt: that attempt's time is the outer call's to
-            // report, less the waits, which each ladder reports itself.
+            // report; its waits, which the outer call's time includes, are taken off it.
             let nested = nesting::is_nested();
             turn::record_call(turn::Call {
                 op: self.retry().op,
@@ -836,13 +833,12 @@ impl<R: Source> Run<R> {
                 working: if nested {
                     Duration::ZERO
                 } else {
-                    elapsed
-                        .saturating_sub(self.waited())
-                        .saturating_sub(nested_waited)
+                    elapsed.saturating_sub(self.waited())
                 },
+                nested,
                 gave_up,
             });
-            nesting::mark_ran(self.waited().saturating_add(nested_waited));
+            nesting::mark_ran();
         }
         // Finished: no longer in flight.
         if let Since::InTurn(flight) = &self.since {
@@ -892,9 +888,8 @@ impl<R: Source> Drop for Run<R> {
                 attempts: self.attempts(),
                 counted_attempts: self.attempts().saturating_sub(flight.hollow_attempts),
                 waiting,
-                working: elapsed
-                    .saturating_sub(waiting)
-                    .saturating_sub(flight.nested_waited),
+                working: elapsed.saturating_sub(waiting),
+                nested: false,
                 gave_up: None,
             },
             now,

@@ -4,30 +4,27 @@
 //!
 //! The marker is a thread-local swapped in and out around each poll of an attempt (as tokio's
 //! task-locals are), so it follows the task across threads and costs no allocation. It also
-//! carries what the turn's report needs to count each moment once: whether a retried call ran
-//! inside the attempt (its attempts are the inner ladder's), and how long the calls nested in
-//! it waited (not the outer call's working time).
+//! carries what the turn's report needs to count each attempt once: whether a retried call
+//! ran inside the attempt (its attempts are the inner ladder's).
 
 use std::cell::Cell;
-use std::time::Duration;
 
 thread_local! {
     /// The frame of the attempt being polled on this thread; 0 when none is.
-    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    static CURRENT: Cell<u8> = const { Cell::new(0) };
 }
 
 /// Bits of a frame: present (an attempt is being polled), an inner ladder gave up on a
-/// transient failure, an inner retried call finished; above them, the milliseconds the
-/// calls nested in the attempt waited.
-const PRESENT: u64 = 1;
-const GAVE_UP: u64 = 1 << 1;
-const RAN: u64 = 1 << 2;
-const WAITED_SHIFT: u32 = 32;
+/// transient failure, an inner retried call finished.
+const PRESENT: u8 = 1;
+const GAVE_UP: u8 = 1 << 1;
+const RAN: u8 = 1 << 2;
 
-/// What an attempt learns from the retried calls nested inside it. One word, because it is
-/// swapped in and out of a thread-local on every poll of every attempt.
+/// What an attempt learns from the retried calls nested inside it. One byte, because it is
+/// swapped in and out of a thread-local on every poll of every attempt, and lives in every
+/// annotated function's future.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Frame(u64);
+pub(crate) struct Frame(u8);
 
 impl Default for Frame {
     fn default() -> Frame {
@@ -45,11 +42,6 @@ impl Frame {
     pub(crate) fn inner_ran(self) -> bool {
         self.0 & RAN != 0
     }
-
-    /// How long the calls nested in the attempt waited, to the millisecond.
-    pub(crate) fn inner_waited(self) -> Duration {
-        Duration::from_millis(self.0 >> WAITED_SHIFT)
-    }
 }
 
 /// Run `poll` with `frame` as the current attempt's frame, keeping what nested calls wrote.
@@ -57,7 +49,7 @@ impl Frame {
 pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
     struct Restore<'f> {
         frame: &'f mut Frame,
-        previous: u64,
+        previous: u8,
     }
     impl Drop for Restore<'_> {
         // Restores on unwind too, so a panicking attempt cannot leave its frame installed.
@@ -76,7 +68,7 @@ pub(crate) fn is_nested() -> bool {
     CURRENT.get() & PRESENT != 0
 }
 
-fn update(change: impl FnOnce(u64) -> u64) {
+fn update(change: impl FnOnce(u8) -> u8) {
     CURRENT.with(|current| {
         let frame = current.get();
         if frame & PRESENT != 0 {
@@ -91,16 +83,9 @@ pub(crate) fn mark_gave_up() {
     update(|frame| frame | GAVE_UP);
 }
 
-/// Tell the enclosing attempt, if there is one, that a retried call inside it finished after
-/// waiting `waited` in all (its own waits and those nested in it).
-pub(crate) fn mark_ran(waited: Duration) {
-    update(|frame| {
-        let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-        let total = (frame >> WAITED_SHIFT)
-            .saturating_add(millis)
-            .min(u64::from(u32::MAX));
-        (frame & ((1 << WAITED_SHIFT) - 1)) | RAN | (total << WAITED_SHIFT)
-    });
+/// Tell the enclosing attempt, if there is one, that a retried call inside it finished.
+pub(crate) fn mark_ran() {
+    update(|frame| frame | RAN);
 }
 
 /// Log that retry layers are nested, once for each ladder that stops because of it.

@@ -3,10 +3,10 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -360,7 +360,11 @@ pub struct TurnReport {
     attempts: u32,
     retries: [u32; Class::ALL.len()],
     waiting: Duration,
+    /// The working time of the calls not nested in another's attempt, each their whole
+    /// elapsed time less their own waits...
     working: Duration,
+    /// ...and the waits of the nested ones, which that elapsed time includes.
+    nested_waiting: Duration,
     gave_up: Vec<GaveUpRecord>,
     in_flight: Vec<InFlight>,
     cut_waits: Vec<CutWait>,
@@ -436,7 +440,7 @@ impl TurnReport {
     /// attempt does not count the waits of the calls nested in it. For calls made one after
     /// another, working and waiting add up to the turn's elapsed time.
     pub fn working(&self) -> Duration {
-        self.working
+        self.working.saturating_sub(self.nested_waiting)
     }
 
     /// The calls that gave up, in order.
@@ -466,7 +470,7 @@ impl fmt::Display for TurnReport {
             self.calls,
             self.attempts,
             self.retries(),
-            self.working.as_millis(),
+            self.working().as_millis(),
             self.waiting.as_millis()
         )?;
         for record in &self.gave_up {
@@ -509,6 +513,8 @@ pub(crate) struct Call {
     pub(crate) counted_attempts: u32,
     pub(crate) waiting: Duration,
     pub(crate) working: Duration,
+    /// Whether the call ran inside another's attempt, whose time includes its waits.
+    pub(crate) nested: bool,
     pub(crate) gave_up: Option<StopReason>,
 }
 
@@ -557,8 +563,6 @@ pub(crate) struct Flight {
     pub(crate) waiting: Option<(Instant, Duration)>,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
     pub(crate) hollow_attempts: u32,
-    /// How long the calls nested in this one's attempts waited: not this call's work.
-    pub(crate) nested_waited: Duration,
 }
 
 /// A call's flight, if it runs inside a turn; `now` is read only then.
@@ -572,7 +576,6 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
             attempt_started: started,
             waiting: None,
             hollow_attempts: 0,
-            nested_waited: Duration::ZERO,
         })
     })
     .ok()
@@ -662,6 +665,9 @@ fn add_call(report: &mut TurnReport, call: &Call) {
     report.attempts = report.attempts.saturating_add(call.counted_attempts);
     report.waiting = report.waiting.saturating_add(call.waiting);
     report.working = report.working.saturating_add(call.working);
+    if call.nested {
+        report.nested_waiting = report.nested_waiting.saturating_add(call.waiting);
+    }
     if let Some(reason) = call.gave_up {
         report.gave_up.push(GaveUpRecord {
             op: call.op,
@@ -671,29 +677,43 @@ fn add_call(report: &mut TurnReport, call: &Call) {
     }
 }
 
-/// Sleep, unless the turn (or one around it) is cancelled first; resolves to true if it was.
-/// Not boxed: it lives in the failure path's one allocation. Outside a turn it is the sleep
-/// alone; inside one, it also listens to every cancel of the chain.
-pub(crate) async fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> bool {
+pin_project_lite::pin_project! {
+    /// A wait that ends early, resolving to true, if the turn (or one around it) is
+    /// cancelled. Not boxed: it lives in the failure path's one allocation, the sleep in
+    /// place. Inside a turn, listening to the chain's cancels is boxed apart, so a call
+    /// outside any turn does not carry its room.
+    pub(crate) struct SleepOrCancel<S> {
+        #[pin]
+        sleep: S,
+        cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    }
+}
+
+impl<S: Future<Output = ()>> Future for SleepOrCancel<S> {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        if let Some(cancelled) = this.cancelled
+            && cancelled.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(true);
+        }
+        this.sleep.poll(cx).map(|()| false)
+    }
+}
+
+/// `sleep`, ended early by a cancel of the enclosing turns, if the call runs in one.
+pub(crate) fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> SleepOrCancel<S> {
     let cancels: Vec<Arc<Cancel>> = if in_turn {
         TURN.try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
             .unwrap_or_default()
     } else {
         Vec::new()
     };
-    let mut sleep = pin!(sleep);
-    if cancels.is_empty() {
-        sleep.await;
-        return false;
-    }
-    let mut cancelled = pin!(cancelled(cancels));
-    poll_fn(|cx| {
-        if cancelled.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(true);
-        }
-        sleep.as_mut().poll(cx).map(|()| false)
-    })
-    .await
+    let cancelled = (!cancels.is_empty())
+        .then(|| Box::pin(cancelled(cancels)) as Pin<Box<dyn Future<Output = ()> + Send>>);
+    SleepOrCancel { sleep, cancelled }
 }
 
 /// Resolves once any of `cancels` is cancelled (at once if one already is); never, if there
