@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use clap::Args;
-use retry_runtime::budget::{DurationError, parse_duration};
-use retry_runtime::{Budget, Clock, Draw, Jitter, Policy, TokioClock};
+use retry_runtime::{
+    Budget, Clock, Draw, DurationError, Jitter, Policy, TokioClock, parse_duration,
+};
 
 /// The most attempts backoff takes. A thousand attempts at a one-minute cap is over 16 hours
 /// of waiting, longer than a CI job may run (6 h on GitHub's hosted runners); a larger number

@@ -50,7 +50,7 @@ pub(crate) struct Run {
 /// How one run of the command ended, when it did not succeed. Its `Display` is what backoff
 /// prints: the status and why it was or was not retried, never the command's arguments.
 #[derive(Debug)]
-enum Failure {
+enum CommandFailure {
     /// It exited with this status.
     Exited {
         status: u8,
@@ -65,21 +65,25 @@ enum Failure {
     NotStarted { error: std::io::Error },
 }
 
-impl Failure {
+impl CommandFailure {
     fn status(&self) -> u8 {
         match self {
-            Failure::Exited { status, .. } => *status,
-            Failure::Killed { signal } => u8::try_from(128 + signal).unwrap_or(u8::MAX),
+            CommandFailure::Exited { status, .. } => *status,
+            CommandFailure::Killed { signal } => u8::try_from(128 + signal).unwrap_or(u8::MAX),
             // 127 and 126 as shells report a command not found and one not executable.
-            Failure::NotStarted { error } if error.kind() == std::io::ErrorKind::NotFound => 127,
-            Failure::NotStarted { .. } => 126,
+            CommandFailure::NotStarted { error }
+                if error.kind() == std::io::ErrorKind::NotFound =>
+            {
+                127
+            }
+            CommandFailure::NotStarted { .. } => 126,
         }
     }
 
     fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Failure::Exited {
+            CommandFailure::Exited {
                 listed: true,
                 stderr_matched: None | Some(true),
                 ..
@@ -88,7 +92,7 @@ impl Failure {
     }
 }
 
-impl Classify for Failure {
+impl Classify for CommandFailure {
     fn classify(&self) -> Class {
         if self.is_retryable() {
             // The command said "not now": the question stands.
@@ -99,10 +103,10 @@ impl Classify for Failure {
     }
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for CommandFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Exited {
+            CommandFailure::Exited {
                 status,
                 listed,
                 stderr_matched,
@@ -116,12 +120,12 @@ impl fmt::Display for Failure {
                     _ => Ok(()),
                 }
             }
-            Failure::Killed { signal } => write!(
+            CommandFailure::Killed { signal } => write!(
                 f,
                 "was killed by signal {signal}{}, which is never retried",
                 signal_name(*signal).map_or_else(String::new, |name| format!(" ({name})"))
             ),
-            Failure::NotStarted { error } => write!(f, "could not be started: {error}"),
+            CommandFailure::NotStarted { error } => write!(f, "could not be started: {error}"),
         }
     }
 }
@@ -168,7 +172,7 @@ impl Run {
         })
     }
 
-    async fn attempt(&self, program: &str, args: &[String]) -> Result<(), Failure> {
+    async fn attempt(&self, program: &str, args: &[String]) -> Result<(), CommandFailure> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
         if self.retry_if_stderr.is_some() {
@@ -176,7 +180,7 @@ impl Run {
         }
         let mut child = command
             .spawn()
-            .map_err(|error| Failure::NotStarted { error })?;
+            .map_err(|error| CommandFailure::NotStarted { error })?;
         let stderr = child.stderr.take();
         let matching = async {
             match (&self.retry_if_stderr, stderr) {
@@ -187,23 +191,27 @@ impl Run {
         let (stderr_matched, status) = tokio::join!(matching, child.wait());
         // Waiting on a started child fails only if it was already reaped; there is no status
         // to report, so say the command could not be run.
-        let status = status.map_err(|error| Failure::NotStarted { error })?;
+        let status = status.map_err(|error| CommandFailure::NotStarted { error })?;
         self.judge(status, stderr_matched)
     }
 
-    fn judge(&self, status: ExitStatus, stderr_matched: Option<bool>) -> Result<(), Failure> {
+    fn judge(
+        &self,
+        status: ExitStatus,
+        stderr_matched: Option<bool>,
+    ) -> Result<(), CommandFailure> {
         match status.code() {
             Some(0) => Ok(()),
             Some(code) => {
                 // Statuses above 255 do not occur on Unix; clamp rather than wrap elsewhere.
                 let status = u8::try_from(code).unwrap_or(u8::MAX);
-                Err(Failure::Exited {
+                Err(CommandFailure::Exited {
                     status,
                     listed: self.retry_on.contains(&status),
                     stderr_matched,
                 })
             }
-            None => Err(Failure::Killed {
+            None => Err(CommandFailure::Killed {
                 signal: killing_signal(&status),
             }),
         }

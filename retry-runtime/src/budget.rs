@@ -65,7 +65,7 @@ impl std::error::Error for DurationError {}
 /// this one); one table of cases, `duration_cases.txt` in this crate, pins both.
 ///
 /// ```
-/// use retry_runtime::budget::{parse_duration, DurationError};
+/// use retry_runtime::{parse_duration, DurationError};
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));

@@ -263,7 +263,7 @@ impl Classify for Class {
 /// if that type is a hint.
 ///
 /// ```
-/// use retry_runtime::class::RetryAfter;
+/// use retry_runtime::RetryAfter;
 /// use std::time::Duration;
 ///
 /// assert_eq!(Duration::from_secs(3).retry_after(), Some(Duration::from_secs(3)));

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ladder::Draw;
+use crate::draw::Draw;
+
 #[cfg(feature = "test-util")]
 use crate::testing;
 

@@ -19,8 +19,8 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::timeout::{Bound, Timed, TimedOut};
-use crate::turn::{self, Flight};
+use crate::scope::{self as turn, Flight};
+use crate::timeout::{Timed, TimedOut, TimeoutBound};
 use crate::verdict::{GaveUp, StopReason};
 
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
@@ -69,6 +69,10 @@ impl Retry<TokioClock> {
 
 impl<C> Retry<C> {
     /// Name the operation in notices and reports (`#[retry]` uses the function's path).
+    ///
+    /// The name is a `&'static str`, not an owned one, so that a `Retry` stays `Copy` and can
+    /// be built in `const` context, a `static` shared by every call; a name made at run time is
+    /// leaked once per process (`Box::leak`), as the `backoff` CLI does with its command.
     pub const fn named(mut self, op: &'static str) -> Self {
         self.op = op;
         self
@@ -565,15 +569,15 @@ impl<R: Source> Run<R> {
     }
 
     /// When the next attempt must end, on tokio's time, and which bound says so.
-    fn attempt_end(&self) -> (Instant, Bound) {
+    fn attempt_end(&self) -> (Instant, TimeoutBound) {
         let start = Instant::now();
         let timeout = self.retry().timeout.and_then(|t| start.checked_add(t));
-        let mut end = (timeout, Bound::Timeout);
+        let mut end = (timeout, TimeoutBound::Timeout);
         // The very instant the turn drops its work: on a tie, the turn wins.
         if let Some(turn) = turn::expiry()
             && end.0.is_none_or(|end| turn <= end)
         {
-            end = (Some(turn), Bound::Turn);
+            end = (Some(turn), TimeoutBound::Turn);
         }
         if let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started()) {
             // The budget is on the retry's clock; its remainder is the same on tokio's.
@@ -584,7 +588,7 @@ impl<R: Source> Run<R> {
             if let Some(budget) = budget
                 && end.0.is_none_or(|end| budget < end)
             {
-                end = (Some(budget), Bound::Budget);
+                end = (Some(budget), TimeoutBound::Budget);
             }
         }
         match end {

@@ -6,45 +6,12 @@
 use std::time::Duration;
 
 use crate::class::Class;
+use crate::draw::Draw;
 use crate::policy::{Jitter, Policy, RateLimit};
 use crate::verdict::StopReason;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 const MAX_NANOS: u128 = Duration::MAX.as_nanos();
-
-/// One random draw for one wait, uniform over [0, 1), or the absence of jitter.
-///
-/// The n-th wait depends only on n and its own draw, never on earlier draws, so a run with
-/// recorded draws is reproducible.
-///
-/// ```
-/// use retry_runtime::Draw;
-/// assert_eq!(Draw::from_unit(0.5), Draw::from_bits(1 << 31));
-/// assert_eq!(Draw::from_unit(7.0), Draw::from_bits(u32::MAX)); // clamped below 1
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Draw(Option<u32>);
-
-impl Draw {
-    /// No jitter: every wait is its ideal, whatever the policy's jitter says.
-    pub const IDEAL: Draw = Draw(None);
-
-    /// A draw from 32 uniform random bits: `bits / 2^32`.
-    pub const fn from_bits(bits: u32) -> Draw {
-        Draw(Some(bits))
-    }
-
-    /// A draw from a number in [0, 1); values outside are clamped into it, NaN reads as 0.
-    pub const fn from_unit(unit: f64) -> Draw {
-        // Float-to-int casts saturate (and NaN becomes 0), so any input maps into u32.
-        let scaled = unit * 4_294_967_296.0;
-        Draw(Some(if scaled >= 4_294_967_295.0 {
-            u32::MAX
-        } else {
-            scaled as u32
-        }))
-    }
-}
 
 /// The ideal wait before retry `retry` (1 for the first retry): `min(cap, base × multiplier^(retry-1))`,
 /// saturating.
@@ -156,7 +123,7 @@ const fn own_worst_case_wait(policy: &Policy) -> Duration {
 /// assert_eq!(ladder::jittered(ideal, Jitter::Full, Draw::IDEAL), ideal);
 /// ```
 pub const fn jittered(ideal: Duration, jitter: Jitter, draw: Draw) -> Duration {
-    let Some(bits) = draw.0 else {
+    let Some(bits) = draw.bits() else {
         return ideal;
     };
     let ideal = ideal.as_nanos();
@@ -184,7 +151,7 @@ pub const fn jittered(ideal: Duration, jitter: Jitter, draw: Draw) -> Duration {
 /// assert_eq!(ladder::hinted(hint, Draw::from_unit(0.5)), Duration::from_millis(30_500));
 /// ```
 pub const fn hinted(hint: Duration, draw: Draw) -> Duration {
-    let Some(bits) = draw.0 else {
+    let Some(bits) = draw.bits() else {
         return hint;
     };
     let hint = hint.as_nanos();
@@ -440,5 +407,46 @@ const fn clamp_u128(value: u128, low: u128, high: u128) -> u128 {
         high
     } else {
         value
+    }
+}
+
+/// A policy's worst cases, as the ladder's arithmetic sums them (here, so the policy does not
+/// import the ladder that imports it).
+impl Policy {
+    /// The longest the ladder can wait in all, jitter included, before it runs out of attempts;
+    /// `Retry-After` hints aside (they are bounded by [`max_retry_after`](Self::max_retry_after)
+    /// and by the budget at run time). A [`RateLimit::Once`] retry counts with its own wait
+    /// (and its small spread) in place of the first rung: the outage ladder's 5 + 15 + 45 s
+    /// becomes, at worst, 20 s (+ up to 1 s) + 15 + 45.
+    ///
+    /// ```
+    /// use retry_runtime::Policy;
+    /// use std::time::Duration;
+    ///
+    /// // Seed 000: under two seconds of waiting.
+    /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait().as_millis() < 2_000);
+    /// // Seed 001's 5 + 15 + 45 s, at most a fifth longer; the rate limit's 20 s (+ 1 s) in
+    /// // place of the first rung.
+    /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(78));
+    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(93));
+    /// ```
+    pub const fn worst_case_wait(&self) -> Duration {
+        worst_case_wait(self)
+    }
+
+    /// The longest the ladder can wait in all with every `Retry-After` hint at its longest
+    /// (the policy's `max_retry_after` and its spread), bounded by
+    /// [`max_total_wait`](Self::max_total_wait).
+    ///
+    /// ```
+    /// use retry_runtime::Policy;
+    /// use std::time::Duration;
+    ///
+    /// // Seed 000: the whole ladder, hints included, stays within a tenth of a 180 s turn.
+    /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait_with_hints().as_secs() <= 18);
+    /// assert_eq!(Policy::TRANSIENT.worst_case_wait_with_hints(), Duration::from_secs(4 * 121));
+    /// ```
+    pub const fn worst_case_wait_with_hints(&self) -> Duration {
+        worst_case_wait_with_hints(self)
     }
 }

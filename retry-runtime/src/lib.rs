@@ -1,95 +1,106 @@
 //! Retry what fails fast, and only that.
 //!
-//! `retry-runtime` makes retrying a fallible async call a one-line, reviewable decision. A
-//! failure says what it means through [`Classify`]; a [`Policy`] says which classes are worth
-//! another try and how long to wait; the engine never outlives the [`Turn`] it serves, never
-//! retries an answer, and never turns an exhausted ladder into a different verdict.
+//! `#[retry]` makes retrying a fallible async call a one-line, reviewable decision. A failure
+//! says what it means through [`Classify`]; a [`Policy`] says which classes are worth another
+//! try and how long to wait; the engine never outlives the [`Turn`] it serves, never retries
+//! an answer, and never turns an exhausted ladder into a different verdict.
 //!
 //! ```
-//! use retry_runtime::{testing, Class, Classify, Policy, Retry};
+//! use retry_runtime::{retry, testing, Classify};
+//! use std::sync::atomic::{AtomicU32, Ordering};
 //! use std::time::Duration;
 //!
-//! #[derive(Debug)]
-//! struct Status(u16);
-//!
-//! impl std::fmt::Display for Status {
-//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-//!         write!(f, "HTTP {}", self.0)
-//!     }
+//! #[derive(Debug, thiserror::Error, Classify)]
+//! enum ModelError {
+//!     #[error("the model is unavailable")]
+//!     #[classify(unavailable)]
+//!     Unavailable,
+//!     #[error("the request was refused")]
+//!     #[classify(definitive)]
+//!     BadRequest,
 //! }
 //!
-//! impl Classify for Status {
-//!     fn classify(&self) -> Class {
-//!         match self.0 {
-//!             429 => Class::RateLimited { retry_after: None },
-//!             502..=504 => Class::Unavailable { retry_after: None },
-//!             500 => Class::ServerError,
-//!             _ => Class::Definitive,
-//!         }
+//! #[retry(policy = "availability", name = "model")]
+//! async fn complete(calls: &AtomicU32, answer_on: u32) -> Result<&'static str, ModelError> {
+//!     match calls.fetch_add(1, Ordering::SeqCst) + 1 {
+//!         n if n < answer_on => Err(ModelError::Unavailable),
+//!         n if n == answer_on => Ok("reply"),
+//!         _ => Err(ModelError::BadRequest),
 //!     }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! // Two 503s, then an answer: retried twice, after 250 and 500 ms.
-//! let (result, recorded) = testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
-//!     if attempt <= 2 { Err(Status(503)) } else { Ok("reply") }
-//! }))
-//! .await;
-//! assert_eq!(result.unwrap(), "reply");
+//! // Two 503-like failures, then an answer: retried twice, after 250 and 500 ms.
+//! let calls = AtomicU32::new(0);
+//! let (reply, recorded) = testing::scope(complete(&calls, 3)).await;
+//! assert_eq!(reply.unwrap(), "reply");
 //! assert_eq!(recorded.waits(), [250, 500].map(Duration::from_millis));
 //!
-//! // A 400 is an answer: one attempt, no wait.
-//! let gave_up = Retry::new(&Policy::AVAILABILITY)
-//!     .run(async |_| Err::<(), _>(Status(400)))
-//!     .await
-//!     .unwrap_err();
-//! assert_eq!(gave_up.attempts(), 1);
-//! assert!(!gave_up.is_undetermined());
+//! // An answer is never retried.
+//! let calls = AtomicU32::new(1);
+//! let (refused, recorded) = testing::scope(complete(&calls, 1)).await;
+//! assert!(matches!(refused, Err(ModelError::BadRequest)));
+//! assert_eq!(recorded.waits(), []);
 //! # }
 //! ```
 //!
-//! | module | what |
+//! ## The surface
+//!
+//! Each item has one path. At the root, what a user writes:
+//!
+//! | items | what |
 //! |---|---|
-//! | [`class`] | [`Class`], [`ClassSet`], [`Classify`] and its impls for std and tokio errors; [`macro@Classify`], the derive |
-//! | [`policy`] | [`Policy`] and the built-ins `availability`, `outage`, `transient` |
-//! | [`ladder`] | the wait arithmetic, pure: the CLI and the engine share it |
-//! | [`engine`] | [`Retry`], the one loop |
-//! | [`verdict`] | [`GaveUp`] and [`StopReason`] |
-//! | [`turn`] | [`Turn`], the budget scope that bounds the work in it, and its [`TurnReport`] |
-//! | [`timeout`] | [`TimedOut`], the error of an attempt that ran out of time |
-//! | [`notice`] | [`Notice`], [`RetryEvent`], tracing events and hooks |
-//! | [`quota`] | [`Quota`], the cross-call retry budget |
-//! | [`redact`] | [`Redacted`](redact::Redacted): secrets stay out of notices, logs and reports |
-//! | [`clock`] | [`Clock`], injectable time, sleep and jitter |
-//! | `testing` | (feature `test-util`) a scope where waits are recorded, not slept |
-//! | `http` | (feature `http`) the one HTTP table, `HttpError`, `Retry-After`; (feature `reqwest`) `ResponseExt::check_status` and `reqwest::Error` |
-//! | `tower` | (feature `tower`) `RetryLayer`: the engine around a tower service, for clients you do not own |
-//! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: the engine in a `reqwest_middleware` chain |
+//! | [`retry`], [`Classify`] (trait and derive) | the attribute, and what a failure says |
+//! | [`Class`], [`ClassSet`], [`RetryAfter`] | the classes, sets of them, a derive's hint field |
+//! | [`Policy`], [`Jitter`], [`RateLimit`], [`PolicyError`] | which classes retry, and the ladder |
+//! | [`Retry`], [`TimedRetry`], [`Budget`], [`parse_duration`], [`DurationError`] | the explicit API and the budget it fits |
+//! | [`GaveUp`], [`StopReason`], [`TimedOut`], [`TimeoutBound`] | the verdict of a ladder that stopped |
+//! | [`Turn`], [`TurnReport`], [`Canceller`] | the budget scope, its report, its cancel |
+//! | [`Quota`] | the cross-call retry budget |
+//! | [`Clock`], [`Draw`], [`Sleep`], [`TokioClock`], [`TokioSleep`] | time, sleep and jitter, injectable |
+//!
+//! Families with more to offer have a module: [`turn`] (carrying a turn into a task, what is
+//! left of it, its outcome and records), [`notice`] (events and hooks), [`ladder`] (the wait
+//! arithmetic, pure, shared with the `backoff` CLI), [`redact`] (what the library logs), and,
+//! behind features, `http` (the one HTTP table), `tower` and `reqwest_middleware` (the engine
+//! in clients you do not own), and `testing` (feature `test-util`: waits recorded, not
+//! slept). `tests/tests/public_api.rs` names every item, so the surface cannot change unseen.
 
 #![forbid(unsafe_code)]
 
-pub mod budget;
-pub mod class;
-pub mod clock;
-pub mod engine;
+mod budget;
+mod class;
+mod clock;
+mod draw;
+mod engine;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod ladder;
 mod nesting;
 pub mod notice;
-pub mod policy;
-pub mod quota;
+mod policy;
+mod quota;
 pub mod redact;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest_middleware;
 #[cfg(feature = "test-util")]
 pub mod testing;
-pub mod timeout;
+mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
-pub mod turn;
-pub mod verdict;
+// The scope's implementation; its public face is `turn` below, less what the root exports.
+#[path = "turn.rs"]
+mod scope;
+mod verdict;
+
+/// The budget scope's family: carrying a [`Turn`] into a task, what is left of it, its outcome
+/// and the records of its report. `Turn`, `TurnReport` and `Canceller` are at the root.
+pub mod turn {
+    pub use crate::scope::{
+        CutWait, GaveUpRecord, InFlight, TurnHandle, TurnOutcome, current, remaining,
+    };
+}
 
 /// The attribute: `#[retry(...)]` on an `async fn` returning `Result<T, E>`, where `E`
 /// implements [`Classify`], retries each call under a [`Policy`] on this crate's engine.
@@ -121,18 +132,20 @@ pub mod verdict;
 #[doc(inline)]
 pub use retry_macros::retry;
 
-pub use budget::Budget;
-pub use class::{Class, ClassSet, Classify};
-pub use clock::{Clock, Sleep, TokioClock};
+pub use budget::{Budget, DurationError, parse_duration};
+pub use class::{Class, ClassSet, Classify, RetryAfter};
+pub use clock::{Clock, Sleep, TokioClock, TokioSleep};
+pub use draw::Draw;
 pub use engine::{Retry, TimedRetry};
-pub use ladder::Draw;
-pub use notice::{Action, Notice, RetryEvent};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
-pub use timeout::TimedOut;
-pub use turn::{Canceller, Turn, TurnHandle, TurnOutcome, TurnReport};
+pub use scope::{Canceller, Turn, TurnReport};
+pub use timeout::{TimedOut, TimeoutBound};
+// Named by rustc's message about a `timeout` key, which must not name `__private`.
+#[doc(hidden)]
+pub use timeout::HoldsTimedOut;
 pub use verdict::{GaveUp, StopReason};
 
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.

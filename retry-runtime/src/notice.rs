@@ -20,7 +20,7 @@ pub type Hook = Arc<dyn Fn(&Notice<'_>) + Send + Sync>;
 ///
 /// ```
 /// use retry_runtime::notice::{Notice, TurnEnded};
-/// use retry_runtime::turn::TurnEnd;
+/// use retry_runtime::notice::TurnEnd;
 /// use retry_runtime::Turn;
 /// use std::sync::{Arc, Mutex};
 /// use std::time::Duration;
@@ -66,10 +66,10 @@ impl fmt::Display for Notice<'_> {
     }
 }
 
-/// Why a [`Turn`](crate::Turn) ended before its work did (also `retry_runtime::turn::TurnEnd`).
+/// Why a [`Turn`](crate::Turn) ended before its work did.
 ///
 /// ```
-/// use retry_runtime::turn::TurnEnd;
+/// use retry_runtime::notice::TurnEnd;
 /// assert_eq!(TurnEnd::Expired.to_string(), "its deadline passed");
 /// ```
 #[non_exhaustive]
@@ -96,7 +96,7 @@ impl fmt::Display for TurnEnd {
 ///
 /// ```
 /// use retry_runtime::notice::TurnEnded;
-/// use retry_runtime::turn::TurnEnd;
+/// use retry_runtime::notice::TurnEnd;
 /// use std::time::Duration;
 ///
 /// let ended = TurnEnded::new(TurnEnd::Expired, Duration::from_millis(1500), 1, 0);

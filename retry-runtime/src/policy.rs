@@ -4,7 +4,6 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::class::{Class, ClassSet};
-use crate::ladder;
 
 /// How a wait is spread around its ideal value, so sessions that fail together do not retry
 /// together.
@@ -377,43 +376,6 @@ impl Policy {
             retried: self.retried.without(class),
             ..self
         }
-    }
-
-    /// The longest the ladder can wait in all, jitter included, before it runs out of attempts;
-    /// `Retry-After` hints aside (they are bounded by [`max_retry_after`](Self::max_retry_after)
-    /// and by the budget at run time). A [`RateLimit::Once`] retry counts with its own wait
-    /// (and its small spread) in place of the first rung: the outage ladder's 5 + 15 + 45 s
-    /// becomes, at worst, 20 s (+ up to 1 s) + 15 + 45.
-    ///
-    /// ```
-    /// use retry_runtime::Policy;
-    /// use std::time::Duration;
-    ///
-    /// // Seed 000: under two seconds of waiting.
-    /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait().as_millis() < 2_000);
-    /// // Seed 001's 5 + 15 + 45 s, at most a fifth longer; the rate limit's 20 s (+ 1 s) in
-    /// // place of the first rung.
-    /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(78));
-    /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(93));
-    /// ```
-    pub const fn worst_case_wait(&self) -> Duration {
-        ladder::worst_case_wait(self)
-    }
-
-    /// The longest the ladder can wait in all with every `Retry-After` hint at its longest
-    /// (the policy's `max_retry_after` and its spread), bounded by
-    /// [`max_total_wait`](Self::max_total_wait).
-    ///
-    /// ```
-    /// use retry_runtime::Policy;
-    /// use std::time::Duration;
-    ///
-    /// // Seed 000: the whole ladder, hints included, stays within a tenth of a 180 s turn.
-    /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait_with_hints().as_secs() <= 18);
-    /// assert_eq!(Policy::TRANSIENT.worst_case_wait_with_hints(), Duration::from_secs(4 * 121));
-    /// ```
-    pub const fn worst_case_wait_with_hints(&self) -> Duration {
-        ladder::worst_case_wait_with_hints(self)
     }
 
     /// Whether the policy's numbers make sense: at least one attempt and at most

@@ -2,7 +2,7 @@
 //! queries and userinfo, credential headers, bearer tokens and API-key shapes removed.
 //!
 //! Every error text the library hands to tracing, to a hook or to a person goes through it:
-//! the `error` field of [`RetryEvent`](crate::RetryEvent) and of the tracing events, and
+//! the `error` field of [`RetryEvent`](crate::notice::RetryEvent) and of the tracing events, and
 //! [`GaveUp`](crate::GaveUp)'s `Display` and `Debug`. The caller's own error inside `GaveUp`
 //! is untouched. Redaction is lazy: nothing is formatted or allocated unless something shows
 //! the text.

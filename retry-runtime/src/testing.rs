@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ladder::Draw;
+use crate::draw::Draw;
 
 tokio::task_local! {
     static SCOPE: State;

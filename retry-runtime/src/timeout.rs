@@ -20,12 +20,12 @@ use crate::class::{Class, Classify};
 /// Which bound ended an attempt.
 ///
 /// ```
-/// use retry_runtime::timeout::Bound;
-/// assert_eq!(Bound::Timeout.to_string(), "its `timeout`");
+/// use retry_runtime::TimeoutBound;
+/// assert_eq!(TimeoutBound::Timeout.to_string(), "its `timeout`");
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Bound {
+pub enum TimeoutBound {
     /// The call's own per-attempt `timeout`.
     Timeout,
     /// What was left of the enclosing turn.
@@ -34,12 +34,12 @@ pub enum Bound {
     Budget,
 }
 
-impl fmt::Display for Bound {
+impl fmt::Display for TimeoutBound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Bound::Timeout => "its `timeout`",
-            Bound::Turn => "the rest of its turn",
-            Bound::Budget => "the rest of its budget",
+            TimeoutBound::Timeout => "its `timeout`",
+            TimeoutBound::Turn => "the rest of its turn",
+            TimeoutBound::Budget => "the rest of its budget",
         })
     }
 }
@@ -53,28 +53,28 @@ impl fmt::Display for Bound {
 /// policy decides whether to retry it: `transient` does; `availability` and `outage` do not.
 ///
 /// ```
-/// use retry_runtime::{timeout::Bound, Class, Classify, TimedOut};
+/// use retry_runtime::{TimeoutBound, Class, Classify, TimedOut};
 /// use std::time::Duration;
 ///
-/// let timed_out = TimedOut::new(Bound::Timeout, Duration::from_millis(300));
+/// let timed_out = TimedOut::new(TimeoutBound::Timeout, Duration::from_millis(300));
 /// assert_eq!(timed_out.classify(), Class::Timeout);
-/// assert_eq!(timed_out.bound(), Bound::Timeout);
+/// assert_eq!(timed_out.bound(), TimeoutBound::Timeout);
 /// assert_eq!(timed_out.to_string(), "the attempt was dropped after 300 ms, at its `timeout`");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimedOut {
-    bound: Bound,
+    bound: TimeoutBound,
     ran: Duration,
 }
 
 impl TimedOut {
     /// An attempt ended by `bound` after running for `ran`.
-    pub const fn new(bound: Bound, ran: Duration) -> TimedOut {
+    pub const fn new(bound: TimeoutBound, ran: Duration) -> TimedOut {
         TimedOut { bound, ran }
     }
 
     /// Which bound ended the attempt.
-    pub const fn bound(&self) -> Bound {
+    pub const fn bound(&self) -> TimeoutBound {
         self.bound
     }
 
@@ -105,21 +105,8 @@ impl Classify for TimedOut {
 
 /// An error type that can hold a [`TimedOut`]: every type that implements `From<TimedOut>`.
 /// `#[retry(timeout = ...)]` asks for it at the key, so a missing `From` is reported there.
-///
-/// ```
-/// use retry_runtime::timeout::{Bound, HoldsTimedOut};
-/// use retry_runtime::TimedOut;
-/// use std::time::Duration;
-///
-/// #[derive(Debug)]
-/// enum FetchError { TimedOut(TimedOut) }
-/// impl From<TimedOut> for FetchError {
-///     fn from(timed_out: TimedOut) -> Self { FetchError::TimedOut(timed_out) }
-/// }
-///
-/// let error = FetchError::hold(TimedOut::new(Bound::Turn, Duration::ZERO));
-/// assert!(matches!(error, FetchError::TimedOut(_)));
-/// ```
+/// Used by the expansion, not public API.
+#[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`timeout` needs an error type that can hold a `retry_runtime::TimedOut`, and `{Self}` cannot",
     label = "`{Self}` does not implement `From<retry_runtime::TimedOut>`",
@@ -145,14 +132,14 @@ pin_project_lite::pin_project! {
         future: Option<F>,
         #[pin]
         timer: Sleep,
-        bound: Bound,
+        bound: TimeoutBound,
         started: Instant,
     }
 }
 
 impl<F> Timed<F> {
     /// `future`, dropped at `end` (on tokio's time), with `bound` named as the cause.
-    pub(crate) fn new(future: F, end: Instant, bound: Bound) -> Timed<F> {
+    pub(crate) fn new(future: F, end: Instant, bound: TimeoutBound) -> Timed<F> {
         Timed {
             future: Some(future),
             timer: tokio::time::sleep_until(end),
@@ -186,10 +173,10 @@ impl<F: Future> Future for Timed<F> {
 /// [`TimedOut`]: a function returning `std::io::Result<T>` can take a `timeout`.
 ///
 /// ```
-/// use retry_runtime::{timeout::Bound, Class, Classify, TimedOut};
+/// use retry_runtime::{TimeoutBound, Class, Classify, TimedOut};
 /// use std::time::Duration;
 ///
-/// let error = std::io::Error::from(TimedOut::new(Bound::Timeout, Duration::from_secs(1)));
+/// let error = std::io::Error::from(TimedOut::new(TimeoutBound::Timeout, Duration::from_secs(1)));
 /// assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
 /// assert_eq!(error.classify(), Class::Timeout);
 /// ```
@@ -203,10 +190,10 @@ impl From<TimedOut> for std::io::Error {
 /// `Class`.
 ///
 /// ```
-/// use retry_runtime::{timeout::Bound, Class, TimedOut};
+/// use retry_runtime::{TimeoutBound, Class, TimedOut};
 /// use std::time::Duration;
 ///
-/// assert_eq!(Class::from(TimedOut::new(Bound::Turn, Duration::ZERO)), Class::Timeout);
+/// assert_eq!(Class::from(TimedOut::new(TimeoutBound::Turn, Duration::ZERO)), Class::Timeout);
 /// ```
 impl From<TimedOut> for Class {
     fn from(_: TimedOut) -> Self {

@@ -3,7 +3,7 @@
 //!
 //! The async-openai recipe (features `tower` and `reqwest`, and async-openai's `middleware`):
 //!
-//! ```ignore
+//! ```text
 //! let client = async_openai::Client::with_config(config).with_http_service(
 //!     tower::ServiceBuilder::new()
 //!         .layer(retry_runtime::tower::RetryLayer::new(Retry::new(&Policy::AVAILABILITY).named("model")))

@@ -14,8 +14,7 @@ use tokio::time::Instant;
 
 use crate::class::Class;
 use crate::clock::{Clock, TokioClock};
-pub use crate::notice::TurnEnd;
-use crate::notice::{self, Hook, Notice, TurnEnded};
+use crate::notice::{self, Hook, Notice, TurnEnd, TurnEnded};
 use crate::verdict::StopReason;
 
 tokio::task_local! {
@@ -127,7 +126,8 @@ impl Turn {
     /// At the deadline, or on cancel, the work is dropped before `run` returns.
     ///
     /// ```
-    /// use retry_runtime::{Turn, TurnOutcome};
+    /// use retry_runtime::Turn;
+    /// use retry_runtime::turn::TurnOutcome;
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -203,7 +203,7 @@ impl Turn {
 /// How a [`Turn`] ended: its work finished, or it was dropped at the deadline or on cancel.
 ///
 /// ```
-/// use retry_runtime::TurnOutcome;
+/// use retry_runtime::turn::TurnOutcome;
 ///
 /// let finished = TurnOutcome::Finished(7);
 /// assert!(finished.is_finished());

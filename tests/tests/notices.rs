@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use retry_runtime::{Action, Class, Policy, Retry, StopReason, Turn, notice, testing};
+use retry_runtime::notice::Action;
+use retry_runtime::{Class, Policy, Retry, StopReason, Turn, notice, testing};
 use retry_tests::capture::{Capture, Fields};
 
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use retry_runtime::timeout::Bound;
+use retry_runtime::TimeoutBound;
 use retry_runtime::turn::{CutWait, InFlight};
 use retry_runtime::{
     Class, Classify, Clock, Draw, Policy, Quota, Retry, Sleep, TimedOut, Turn, retry,
@@ -180,7 +180,7 @@ async fn each_timed_out_attempt_is_dropped_at_its_timeout_and_retried_under_tran
     let Err(CallError::TimedOut(timed_out)) = result else {
         panic!("expected the caller's `TimedOut` variant, got {result:?}");
     };
-    assert_eq!(timed_out.bound(), Bound::Timeout);
+    assert_eq!(timed_out.bound(), TimeoutBound::Timeout);
     assert_within(timed_out.ran(), Duration::from_millis(300));
     assert_eq!(server.requests(), 3);
     let closed = tokio::time::timeout(SLACK, server.wait_for_closed(3)).await;
@@ -324,7 +324,7 @@ async fn an_attempt_is_bounded_by_what_is_left_of_a_literal_budget() {
     let CallError::TimedOut(timed_out) = gave_up.into_error() else {
         panic!("expected a timed-out attempt");
     };
-    assert_eq!(timed_out.bound(), Bound::Budget);
+    assert_eq!(timed_out.bound(), TimeoutBound::Budget);
     assert_eq!(timed_out.ran(), Duration::from_secs(1));
 }
 

@@ -1,0 +1,36 @@
+//! The public surface, named item by item, each by its one path: a change to it fails to
+//! compile here, so it is never made unseen. (Issue 14.)
+
+#![allow(unused_imports)]
+
+// The root: what a user writes.
+use retry_runtime::{
+    Budget, Canceller, Class, ClassSet, Classify, Clock, Draw, DurationError, GaveUp, Jitter,
+    Policy, PolicyError, Quota, RateLimit, Retry, RetryAfter, Sleep, StopReason, TimedOut,
+    TimedRetry, TimeoutBound, TokioClock, TokioSleep, Turn, TurnReport, parse_duration, retry,
+};
+
+// The families with a module of their own.
+use retry_runtime::http::{
+    AsTransport, ClassifyError, HttpError, Reply, ResponseExt, Rule, classify_response,
+    classify_status, parse_retry_after, retry_after,
+};
+use retry_runtime::ladder::{
+    Failure, Step, hinted, ideal_wait, jittered, ladder_wait, max_wait, next_step,
+    stop_before_waiting, worst_case_wait, worst_case_wait_with_hints,
+};
+use retry_runtime::notice::{
+    Action, Hook, Notice, RetryEvent, TurnEnd, TurnEnded, clear_process_hook, set_process_hook,
+};
+use retry_runtime::redact::{Redacted, clear_rule, set_rule};
+use retry_runtime::testing::{Recorded, scope, scope_with_draw};
+use retry_runtime::turn::{
+    CutWait, GaveUpRecord, InFlight, TurnHandle, TurnOutcome, current, remaining,
+};
+
+#[test]
+fn every_public_item_is_named_by_its_one_path() {
+    // The `use` lines above are the test: each must resolve, at that path and no other that
+    // this file names.
+    let _ = parse_duration("1s");
+}
