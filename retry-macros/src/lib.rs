@@ -3,6 +3,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | `key` | the attribute's keys: each one's name, kind of value and example, once |
 //! | `args` | the attribute's arguments: read as written, then validated |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
@@ -16,6 +17,7 @@ mod errors;
 mod expand;
 mod fallback;
 mod function;
+mod key;
 mod suggest;
 
 use proc_macro::TokenStream;
