@@ -8,6 +8,7 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
 
+use crate::duration;
 use crate::errors::Errors;
 use crate::key::Key;
 use crate::suggest;
@@ -315,7 +316,7 @@ fn literal_without_key(literal: &proc_macro2::Literal) -> Error {
         .map(|lit| lit.value());
     let key = match text.as_deref() {
         Some("turn") => Some("budget"),
-        Some(text) if duration_millis("budget", text).is_ok() => Some("budget"),
+        Some(text) if duration::millis(text).is_ok() => Some("budget"),
         Some(text) => key_for_value(text),
         None => None,
     };
@@ -728,7 +729,8 @@ fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
     let value = if text == "turn" {
         BudgetChoice::Turn
     } else {
-        let millis = duration_millis("budget", &text).map_err(|why| given.error(why))?;
+        let millis = duration::millis(&text)
+            .map_err(|why| given.error(duration::message(Key::Budget, &text, why)))?;
         BudgetChoice::Within { millis, text }
     };
     Ok(At {
@@ -748,57 +750,12 @@ fn timeout(given: &Given) -> syn::Result<At<u64>> {
              duration, like `timeout = \"30s\"`",
         ));
     }
-    let millis = duration_millis("timeout", &text).map_err(|why| given.error(why))?;
+    let millis = duration::millis(&text)
+        .map_err(|why| given.error(duration::message(Key::Timeout, &text, why)))?;
     Ok(At {
         value: millis,
         span: lit.span(),
     })
-}
-
-/// A duration literal (`"500ms"`, `"2s"`, `"3m"`, `"1h"`) in milliseconds, or why it is not one,
-/// worded for `key` (`budget` also takes `"turn"`, `timeout` does not).
-fn duration_millis(key: &str, text: &str) -> Result<u64, String> {
-    let takes_turn = key == "budget";
-    let malformed = || {
-        let hint = if takes_turn && !text.chars().any(|c| c.is_ascii_digit()) {
-            quoted_hint(text, &["turn"])
-        } else {
-            String::new()
-        };
-        let turn_or = if takes_turn { "`\"turn\"` or " } else { "" };
-        format!(
-            "malformed duration `\"{text}\"`; `{key}` takes {turn_or}a whole number and a unit \
-             (`ms`, `s`, `m`, `h`), like `\"500ms\"`, `\"2s\"` or `\"3m\"`{hint}"
-        )
-    };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(malformed)?;
-    let (digits, unit) = text.split_at(split);
-    let per_unit: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(malformed()),
-    };
-    if digits.is_empty() {
-        return Err(malformed());
-    }
-    let too_long = || format!("`\"{text}\"` is too long a {key} to count in milliseconds");
-    let count: u64 = digits.parse().map_err(|_| too_long())?;
-    let millis = count.checked_mul(per_unit).ok_or_else(too_long)?;
-    if millis == 0 {
-        let or_turn = if takes_turn {
-            ", or `\"turn\"` for the enclosing turn's"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "`{key} = \"{text}\"` leaves no time at all; give a positive duration{or_turn}"
-        ));
-    }
-    Ok(millis)
 }
 
 fn name(given: &Given) -> syn::Result<LitStr> {
@@ -905,46 +862,6 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_take_a_whole_number_and_a_unit() {
-        assert_eq!(duration_millis("budget", "500ms"), Ok(500));
-        assert_eq!(duration_millis("timeout", "300ms"), Ok(300));
-        assert_eq!(duration_millis("budget", "2s"), Ok(2_000));
-        assert_eq!(duration_millis("budget", "3m"), Ok(180_000));
-        assert_eq!(duration_millis("budget", "1h"), Ok(3_600_000));
-    }
-
-    #[test]
-    fn malformed_durations_are_refused() {
-        for text in ["2", "s", "2sec", "1.5s", "2 s", "-1s", "", "turns"] {
-            let error = duration_millis("budget", text).unwrap_err();
-            assert!(error.starts_with("malformed duration"), "{text}: {error}");
-        }
-    }
-
-    #[test]
-    fn a_zero_or_overflowing_duration_is_refused() {
-        assert!(
-            duration_millis("budget", "0s")
-                .unwrap_err()
-                .contains("no time at all")
-        );
-        assert!(
-            duration_millis("budget", "99999999999999999999h")
-                .unwrap_err()
-                .contains("too long")
-        );
-    }
-
-    #[test]
-    fn a_near_miss_of_turn_is_suggested() {
-        assert!(
-            duration_millis("budget", "trun")
-                .unwrap_err()
-                .ends_with("did you mean `\"turn\"`?")
-        );
-    }
 
     /// `key = example` for one key.
     fn example(key: Key) -> TokenStream {

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `key` | the attribute's keys: each one's name, kind of value and example, once |
 //! | `args` | the attribute's arguments: read as written, then validated |
+//! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
 //! | `fallback` | the item as written, beside the errors, when something is wrong |
@@ -13,6 +14,7 @@
 
 mod args;
 mod classify;
+mod duration;
 mod errors;
 mod expand;
 mod fallback;
