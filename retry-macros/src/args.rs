@@ -863,6 +863,29 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
 mod tests {
     use super::*;
 
+    /// The runtime's table of names is the one the CLI reads; the macro, which cannot depend on
+    /// the runtime, keeps its own copy, checked here against it.
+    #[test]
+    fn policy_names_are_the_runtimes_built_ins() {
+        let names: Vec<&str> = POLICIES.iter().map(|(name, _)| *name).collect();
+        let runtime = retry_runtime::Policy::BUILT_IN.map(|policy| policy.name());
+        assert_eq!(names, runtime);
+        // Each name means the runtime's constant of that name: `Policy::OUTAGE` is `"outage"`.
+        for (name, konst) in POLICIES {
+            assert_eq!(name.to_uppercase(), *konst);
+        }
+    }
+
+    #[test]
+    fn jitter_names_are_the_runtimes_and_mean_its_variants() {
+        let names: Vec<&str> = JITTERS.iter().map(|(name, _)| *name).collect();
+        let runtime = retry_runtime::Jitter::ALL.map(|jitter| jitter.name());
+        assert_eq!(names, runtime);
+        for (jitter, (name, variant)) in retry_runtime::Jitter::ALL.iter().zip(JITTERS) {
+            assert_eq!(format!("{jitter:?}"), *variant, "`\"{name}\"`");
+        }
+    }
+
     /// `key = example` for one key.
     fn example(key: Key) -> TokenStream {
         format!("{} = {}", key.name(), key.example())
