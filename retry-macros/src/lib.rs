@@ -181,8 +181,13 @@ use proc_macro::TokenStream;
 /// by the next attempt. The function's future stays `Send` when the plain function's is, and a
 /// first-try success allocates nothing.
 ///
-/// A policy given by path is named from inside the function, in a `const`: a path through
-/// `Self` (`Self::POLICY`) cannot be used there; write the type's name instead.
+/// A policy's path may go through `Self` (`policy = Self::POLICY`, in a generic `impl` too),
+/// a type parameter of the function (`T::POLICY`) or a qualified path
+/// (`<Client as Tuned>::POLICY`). Such a policy cannot be named by a `const` or `static` in the
+/// body (E0401), so it is built in an inline `const` block and the call's `Retry` is made per
+/// call (a copy of the policy). Its checks are then made when the function is compiled into the
+/// program, not when it is type-checked: `cargo check` does not report them, `cargo build` does.
+/// (A type parameter of the `impl`, `T::POLICY`, is not recognised: write `Self::POLICY`.)
 ///
 /// # Equivalent code without `#[retry]`
 ///
