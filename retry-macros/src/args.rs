@@ -8,47 +8,10 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
 
+use crate::duration;
 use crate::errors::Errors;
+use crate::key::Key;
 use crate::suggest;
-
-/// Every key, with an example value for messages; the order of the docs.
-pub(crate) const KEYS: &[(&str, &str)] = &[
-    ("policy", "\"availability\""),
-    ("attempts", "4"),
-    ("base_ms", "250"),
-    ("cap_ms", "20000"),
-    ("multiplier", "2"),
-    ("jitter", "\"equal\""),
-    ("budget", "\"2s\""),
-    ("timeout", "\"30s\""),
-    ("name", "\"model\""),
-    ("quota", "crate::MODEL_QUOTA"),
-    ("also_retry", "[InvalidOutput]"),
-    ("never_retry", "[RateLimited]"),
-    ("crate", "\"retry_runtime\""),
-];
-
-/// Names other retry libraries use, mapped to ours, so "did you mean" can bridge them.
-const KEY_ALIASES: &[(&str, &str)] = &[
-    ("retries", "attempts"),
-    ("max_retries", "attempts"),
-    ("max_attempts", "attempts"),
-    ("tries", "attempts"),
-    ("delay_ms", "base_ms"),
-    ("initial_ms", "base_ms"),
-    ("min_delay_ms", "base_ms"),
-    ("max_delay_ms", "cap_ms"),
-    ("max_ms", "cap_ms"),
-    ("factor", "multiplier"),
-    ("deadline", "budget"),
-    ("attempt_timeout", "timeout"),
-    ("request_timeout", "timeout"),
-    ("op", "name"),
-    ("retry_also", "also_retry"),
-    ("retrying", "also_retry"),
-    ("retry_never", "never_retry"),
-    ("not_retrying", "never_retry"),
-];
 
 /// The built-in policies: the name the attribute takes, the `Policy` constant it means.
 const POLICIES: &[(&str, &str)] = &[
@@ -131,29 +94,37 @@ pub(crate) struct Config {
 
 /// Reads and validates the attribute's arguments; all the mistakes in them, combined, if any.
 pub(crate) fn parse(args: TokenStream) -> syn::Result<Config> {
-    let mut raw = RawArgs::default();
     let mut errors = Errors::default();
-    let args = strip_literals(args, &mut errors);
-    let parser = syn::meta::parser(|meta| raw.accept(meta, &mut errors));
-    if let Err(syntax) = parser.parse2(args) {
-        errors.push_at(raw.seen, syntax);
-    }
+    let raw = read(args, &mut errors);
     let config = Config::validate(raw, &mut errors);
     errors.finish()?;
     Ok(config)
 }
 
+/// The first step: each key's value as written, in its place.
+fn read(args: TokenStream, errors: &mut Errors) -> RawArgs {
+    let mut raw = RawArgs::default();
+    let args = strip_literals(args, errors);
+    let parser = syn::meta::parser(|meta| raw.accept(meta, errors));
+    if let Err(syntax) = parser.parse2(args) {
+        errors.push_at(raw.seen, syntax);
+    }
+    raw
+}
+
 /// One `key = value` as written, and where in the attribute it was.
 struct Given {
-    key: Ident,
+    key: Key,
+    /// The key's tokens, for spans.
+    ident: Ident,
     value: TokenStream,
     /// 0 for the first key: errors are reported in the order the keys were written.
     position: usize,
 }
 
 impl Given {
-    fn name(&self) -> String {
-        self.key.to_string()
+    fn name(&self) -> &'static str {
+        self.key.name()
     }
 
     /// The value as an expression: every value the attribute accepts is one.
@@ -163,26 +134,14 @@ impl Given {
 
     /// "`key` takes ..., like `key = example`", on the value.
     fn wrong_type(&self) -> Error {
-        let name = self.name();
-        let (kind, example) = match name.as_str() {
-            "policy" => (
-                "a built-in policy's name or a path to a `const` `Policy`",
-                "\"availability\"",
-            ),
-            "attempts" | "base_ms" | "cap_ms" => ("a whole number", example_of(&name)),
-            "multiplier" => ("a number", "2"),
-            "jitter" | "budget" | "timeout" | "name" => ("a string", example_of(&name)),
-            "quota" => ("a path to a `static` `Quota`", "crate::MODEL_QUOTA"),
-            "also_retry" | "never_retry" => ("a list of `Class` variants", example_of(&name)),
-            _ => ("a string holding a path", "\"retry_runtime\""),
-        };
+        let (name, kind, example) = (self.name(), self.key.kind(), self.key.example());
         self.error(format!("`{name}` takes {kind}, like `{name} = {example}`"))
     }
 
     /// An error on the value's tokens (on the key if the value is empty).
     fn error(&self, message: impl std::fmt::Display) -> Error {
         if self.value.is_empty() {
-            Error::new(self.key.span(), message)
+            Error::new(self.ident.span(), message)
         } else {
             Error::new_spanned(&self.value, message)
         }
@@ -194,54 +153,27 @@ impl Given {
             .clone()
             .into_iter()
             .next()
-            .map_or(self.key.span(), |token| token.span())
+            .map_or(self.ident.span(), |token| token.span())
     }
-}
-
-fn example_of(key: &str) -> &'static str {
-    KEYS.iter()
-        .find(|(k, _)| *k == key)
-        .map_or("...", |(_, example)| example)
 }
 
 /// The arguments as written, each key at most once; values unchecked.
 #[derive(Default)]
 struct RawArgs {
-    policy: Option<Given>,
-    attempts: Option<Given>,
-    base_ms: Option<Given>,
-    cap_ms: Option<Given>,
-    multiplier: Option<Given>,
-    jitter: Option<Given>,
-    budget: Option<Given>,
-    timeout: Option<Given>,
-    name: Option<Given>,
-    quota: Option<Given>,
-    also_retry: Option<Given>,
-    never_retry: Option<Given>,
-    krate: Option<Given>,
+    /// Each key's value, at the key's index in [`Key::ALL`]: every key has its place.
+    given: [Option<Given>; Key::ALL.len()],
     /// How many keys have been read.
     seen: usize,
 }
 
 impl RawArgs {
-    fn slot(&mut self, key: &str) -> Option<&mut Option<Given>> {
-        Some(match key {
-            "policy" => &mut self.policy,
-            "attempts" => &mut self.attempts,
-            "base_ms" => &mut self.base_ms,
-            "cap_ms" => &mut self.cap_ms,
-            "multiplier" => &mut self.multiplier,
-            "jitter" => &mut self.jitter,
-            "budget" => &mut self.budget,
-            "timeout" => &mut self.timeout,
-            "name" => &mut self.name,
-            "quota" => &mut self.quota,
-            "also_retry" => &mut self.also_retry,
-            "never_retry" => &mut self.never_retry,
-            "crate" => &mut self.krate,
-            _ => return None,
-        })
+    fn get(&self, key: Key) -> Option<&Given> {
+        self.given[key.index()].as_ref()
+    }
+
+    /// Where `key` was written, if it was; after every key if not.
+    fn position(&self, key: Key) -> usize {
+        self.get(key).map_or(usize::MAX, |given| given.position)
     }
 
     /// Reads one key and its value. Mistakes in them are recorded and reading goes on; only
@@ -252,9 +184,8 @@ impl RawArgs {
         let known = meta
             .path
             .get_ident()
-            .filter(|key| KEYS.iter().any(|(k, _)| key == k))
-            .cloned();
-        let Some(key) = known else {
+            .and_then(|ident| Some((Key::named(&ident.to_string())?, ident.clone())));
+        let Some((key, ident)) = known else {
             let error = bare_value(&meta.path).unwrap_or_else(|| unknown_key(&meta.path));
             errors.push_at(position, error);
             skip_value(meta.input)?;
@@ -263,24 +194,23 @@ impl RawArgs {
         if meta.input.peek(Token![:]) && !meta.input.peek(Token![::]) {
             meta.input.parse::<Token![:]>()?;
             let value = value_tokens(meta.input)?;
-            let name = key.to_string();
+            let name = key.name();
             let written = value.to_string();
             errors.push_at(
                 position,
                 Error::new(
-                    key.span(),
+                    ident.span(),
                     format!("write `{name} = {written}`: a key takes its value after `=`, not `:`"),
                 ),
             );
             return Ok(());
         }
         if !meta.input.peek(Token![=]) {
-            let name = key.to_string();
-            let example = example_of(&name);
+            let (name, example) = (key.name(), key.example());
             errors.push_at(
                 position,
                 Error::new(
-                    key.span(),
+                    ident.span(),
                     format!("`{name}` needs a value, like `{name} = {example}`"),
                 ),
             );
@@ -289,15 +219,13 @@ impl RawArgs {
         }
         meta.input.parse::<Token![=]>()?;
         let value = value_tokens(meta.input)?;
-        let name = key.to_string();
-        if let Some(slot) = self.slot(&name) {
-            let given = Given {
-                key,
-                value,
-                position,
-            };
-            errors.keep_at(position, once(slot, given));
-        }
+        let given = Given {
+            key,
+            ident,
+            value,
+            position,
+        };
+        errors.keep_at(position, once(&mut self.given[key.index()], given));
         Ok(())
     }
 }
@@ -305,7 +233,7 @@ impl RawArgs {
 /// Stores a key's value, or rejects the key as given twice (the value stays the first one).
 fn once(slot: &mut Option<Given>, given: Given) -> syn::Result<()> {
     if slot.is_some() {
-        let key = &given.key;
+        let key = &given.ident;
         return Err(Error::new(
             key.span(),
             format!("`{key}` is given twice; each key may appear once, so remove one"),
@@ -313,16 +241,6 @@ fn once(slot: &mut Option<Given>, given: Given) -> syn::Result<()> {
     }
     *slot = Some(given);
     Ok(())
-}
-
-/// A key's value validated by `validate`, if the key was given; its error recorded, if any.
-fn checked<T>(
-    given: &Option<Given>,
-    errors: &mut Errors,
-    validate: fn(&Given) -> syn::Result<T>,
-) -> Option<T> {
-    let given = given.as_ref()?;
-    errors.keep_at(given.position, validate(given))
 }
 
 /// The tokens up to the next top-level comma: the value, unparsed.
@@ -398,7 +316,7 @@ fn literal_without_key(literal: &proc_macro2::Literal) -> Error {
         .map(|lit| lit.value());
     let key = match text.as_deref() {
         Some("turn") => Some("budget"),
-        Some(text) if duration_millis("budget", text).is_ok() => Some("budget"),
+        Some(text) if duration::millis(text).is_ok() => Some("budget"),
         Some(text) => key_for_value(text),
         None => None,
     };
@@ -416,8 +334,8 @@ fn unknown_key(path: &Path) -> Error {
     let written = quote::ToTokens::to_token_stream(path)
         .to_string()
         .replace(' ', "");
-    let keys: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-    let hint = suggest::hint(&written, &keys, KEY_ALIASES);
+    let keys = Key::names();
+    let hint = suggest::hint(&written, &keys, &Key::aliases());
     let expected = suggest::one_of(&keys, false);
     Error::new_spanned(
         path,
@@ -429,29 +347,58 @@ impl Config {
     /// Checks each value, then the rules across keys. Everything wrong goes to `errors`; the
     /// config returned is meaningful only if nothing was.
     fn validate(raw: RawArgs, errors: &mut Errors) -> Config {
-        let config = Config {
-            krate: checked(&raw.krate, errors, krate)
-                .unwrap_or_else(|| syn::parse_quote!(::retry_runtime)),
-            policy: checked(&raw.policy, errors, policy).unwrap_or(PolicyChoice::Default),
-            attempts: checked(&raw.attempts, errors, attempts),
-            base_ms: checked(&raw.base_ms, errors, millis),
-            cap_ms: checked(&raw.cap_ms, errors, millis),
-            multiplier: checked(&raw.multiplier, errors, multiplier),
-            jitter: checked(&raw.jitter, errors, jitter),
-            budget: checked(&raw.budget, errors, budget),
-            timeout: checked(&raw.timeout, errors, timeout),
-            name: checked(&raw.name, errors, name),
-            quota: checked(&raw.quota, errors, quota),
-            also_retry: class_list(&raw.also_retry, errors),
-            never_retry: class_list(&raw.never_retry, errors),
-        };
+        let mut config = Config::default();
+        for given in raw.given.iter().flatten() {
+            let at = given.position;
+            match given.key {
+                Key::Policy => {
+                    config.policy = errors
+                        .keep_at(at, policy(given))
+                        .unwrap_or(PolicyChoice::Default);
+                }
+                Key::Attempts => config.attempts = errors.keep_at(at, attempts(given)),
+                Key::BaseMs => config.base_ms = errors.keep_at(at, millis(given)),
+                Key::CapMs => config.cap_ms = errors.keep_at(at, millis(given)),
+                Key::Multiplier => config.multiplier = errors.keep_at(at, multiplier(given)),
+                Key::Jitter => config.jitter = errors.keep_at(at, jitter(given)),
+                Key::Budget => config.budget = errors.keep_at(at, budget(given)),
+                Key::Timeout => config.timeout = errors.keep_at(at, timeout(given)),
+                Key::Name => config.name = errors.keep_at(at, name(given)),
+                Key::Quota => config.quota = errors.keep_at(at, quota(given)),
+                Key::AlsoRetry => config.also_retry = class_list(given, errors),
+                Key::NeverRetry => config.never_retry = class_list(given, errors),
+                Key::Crate => {
+                    if let Some(path) = errors.keep_at(at, krate(given)) {
+                        config.krate = path;
+                    }
+                }
+            }
+        }
         config.check_across(&raw, errors);
         config
     }
 
+    /// The configuration of `#[retry]` without arguments.
+    fn default() -> Config {
+        Config {
+            krate: syn::parse_quote!(::retry_runtime),
+            policy: PolicyChoice::Default,
+            attempts: None,
+            base_ms: None,
+            cap_ms: None,
+            multiplier: None,
+            jitter: None,
+            budget: None,
+            timeout: None,
+            name: None,
+            quota: None,
+            also_retry: Vec::new(),
+            never_retry: Vec::new(),
+        }
+    }
+
     /// The rules that involve two keys; each error is reported with the later key.
     fn check_across(&self, raw: &RawArgs, errors: &mut Errors) {
-        let position = |given: &Option<Given>| given.as_ref().map_or(usize::MAX, |g| g.position);
         if let (Some(base), Some(cap)) = (&self.base_ms, &self.cap_ms)
             && cap.value < base.value
         {
@@ -460,7 +407,7 @@ impl Config {
                 "`cap_ms = {cap}` is below `base_ms = {base}`; the cap bounds every wait, so \
                  raise `cap_ms` to at least {base} or lower `base_ms`"
             );
-            let later = position(&raw.cap_ms).max(position(&raw.base_ms));
+            let later = raw.position(Key::CapMs).max(raw.position(Key::BaseMs));
             errors.push_at(later, Error::new(self.cap_ms_span(), message));
         }
         for class in &self.also_retry {
@@ -475,7 +422,7 @@ impl Config {
                 }
                 _ => continue,
             };
-            errors.push_at(position(&raw.also_retry), Error::new(class.span, why));
+            errors.push_at(raw.position(Key::AlsoRetry), Error::new(class.span, why));
         }
         for class in &self.never_retry {
             if self.also_retry.iter().any(|also| also.value == class.value) {
@@ -483,7 +430,10 @@ impl Config {
                     "`{}` is in both `also_retry` and `never_retry`; keep it in one",
                     class.value
                 );
-                errors.push_at(position(&raw.never_retry), Error::new(class.span, message));
+                errors.push_at(
+                    raw.position(Key::NeverRetry),
+                    Error::new(class.span, message),
+                );
             }
         }
     }
@@ -646,7 +596,7 @@ fn millis(given: &Given) -> syn::Result<At<u64>> {
     let name = given.name();
     let n = integer(given)?;
     if n == 0 {
-        let why = if name == "base_ms" {
+        let why = if given.key == Key::BaseMs {
             "a ladder that does not back off hammers the far side while it is down"
         } else {
             "a cap of zero would make every wait zero"
@@ -779,7 +729,8 @@ fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
     let value = if text == "turn" {
         BudgetChoice::Turn
     } else {
-        let millis = duration_millis("budget", &text).map_err(|why| given.error(why))?;
+        let millis = duration::millis(&text)
+            .map_err(|why| given.error(duration::message(Key::Budget, &text, why)))?;
         BudgetChoice::Within { millis, text }
     };
     Ok(At {
@@ -799,57 +750,12 @@ fn timeout(given: &Given) -> syn::Result<At<u64>> {
              duration, like `timeout = \"30s\"`",
         ));
     }
-    let millis = duration_millis("timeout", &text).map_err(|why| given.error(why))?;
+    let millis = duration::millis(&text)
+        .map_err(|why| given.error(duration::message(Key::Timeout, &text, why)))?;
     Ok(At {
         value: millis,
         span: lit.span(),
     })
-}
-
-/// A duration literal (`"500ms"`, `"2s"`, `"3m"`, `"1h"`) in milliseconds, or why it is not one,
-/// worded for `key` (`budget` also takes `"turn"`, `timeout` does not).
-fn duration_millis(key: &str, text: &str) -> Result<u64, String> {
-    let takes_turn = key == "budget";
-    let malformed = || {
-        let hint = if takes_turn && !text.chars().any(|c| c.is_ascii_digit()) {
-            quoted_hint(text, &["turn"])
-        } else {
-            String::new()
-        };
-        let turn_or = if takes_turn { "`\"turn\"` or " } else { "" };
-        format!(
-            "malformed duration `\"{text}\"`; `{key}` takes {turn_or}a whole number and a unit \
-             (`ms`, `s`, `m`, `h`), like `\"500ms\"`, `\"2s\"` or `\"3m\"`{hint}"
-        )
-    };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(malformed)?;
-    let (digits, unit) = text.split_at(split);
-    let per_unit: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(malformed()),
-    };
-    if digits.is_empty() {
-        return Err(malformed());
-    }
-    let too_long = || format!("`\"{text}\"` is too long a {key} to count in milliseconds");
-    let count: u64 = digits.parse().map_err(|_| too_long())?;
-    let millis = count.checked_mul(per_unit).ok_or_else(too_long)?;
-    if millis == 0 {
-        let or_turn = if takes_turn {
-            ", or `\"turn\"` for the enclosing turn's"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "`{key} = \"{text}\"` leaves no time at all; give a positive duration{or_turn}"
-        ));
-    }
-    Ok(millis)
 }
 
 fn name(given: &Given) -> syn::Result<LitStr> {
@@ -876,10 +782,7 @@ fn quota(given: &Given) -> syn::Result<ExprPath> {
 }
 
 /// `[A, B]` (or a single `A`): each a `Class` variant, each once. Every bad entry is reported.
-fn class_list(given: &Option<Given>, errors: &mut Errors) -> Vec<At<&'static str>> {
-    let Some(given) = given else {
-        return Vec::new();
-    };
+fn class_list(given: &Given, errors: &mut Errors) -> Vec<At<&'static str>> {
     let entries: Vec<Expr> = match errors.keep_at(given.position, given.expr()) {
         Some(Expr::Array(array)) => array.elems.into_iter().collect(),
         Some(path @ Expr::Path(_)) => vec![path],
@@ -892,7 +795,7 @@ fn class_list(given: &Option<Given>, errors: &mut Errors) -> Vec<At<&'static str
     let list = given.name();
     let mut classes: Vec<At<&'static str>> = Vec::new();
     for entry in &entries {
-        let Some(class) = errors.keep_at(given.position, class_name(entry, &list)) else {
+        let Some(class) = errors.keep_at(given.position, class_name(entry, list)) else {
             continue;
         };
         if classes.iter().any(|c| c.value == class.value) {
@@ -960,44 +863,55 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
 mod tests {
     use super::*;
 
+    /// The runtime's table of names is the one the CLI reads; the macro, which cannot depend on
+    /// the runtime, keeps its own copy, checked here against it.
     #[test]
-    fn durations_take_a_whole_number_and_a_unit() {
-        assert_eq!(duration_millis("budget", "500ms"), Ok(500));
-        assert_eq!(duration_millis("timeout", "300ms"), Ok(300));
-        assert_eq!(duration_millis("budget", "2s"), Ok(2_000));
-        assert_eq!(duration_millis("budget", "3m"), Ok(180_000));
-        assert_eq!(duration_millis("budget", "1h"), Ok(3_600_000));
-    }
-
-    #[test]
-    fn malformed_durations_are_refused() {
-        for text in ["2", "s", "2sec", "1.5s", "2 s", "-1s", "", "turns"] {
-            let error = duration_millis("budget", text).unwrap_err();
-            assert!(error.starts_with("malformed duration"), "{text}: {error}");
+    fn policy_names_are_the_runtimes_built_ins() {
+        let names: Vec<&str> = POLICIES.iter().map(|(name, _)| *name).collect();
+        let runtime = retry_runtime::Policy::BUILT_IN.map(|policy| policy.name());
+        assert_eq!(names, runtime);
+        // Each name means the runtime's constant of that name: `Policy::OUTAGE` is `"outage"`.
+        for (name, konst) in POLICIES {
+            assert_eq!(name.to_uppercase(), *konst);
         }
     }
 
     #[test]
-    fn a_zero_or_overflowing_duration_is_refused() {
-        assert!(
-            duration_millis("budget", "0s")
-                .unwrap_err()
-                .contains("no time at all")
-        );
-        assert!(
-            duration_millis("budget", "99999999999999999999h")
-                .unwrap_err()
-                .contains("too long")
-        );
+    fn jitter_names_are_the_runtimes_and_mean_its_variants() {
+        let names: Vec<&str> = JITTERS.iter().map(|(name, _)| *name).collect();
+        let runtime = retry_runtime::Jitter::ALL.map(|jitter| jitter.name());
+        assert_eq!(names, runtime);
+        for (jitter, (name, variant)) in retry_runtime::Jitter::ALL.iter().zip(JITTERS) {
+            assert_eq!(format!("{jitter:?}"), *variant, "`\"{name}\"`");
+        }
+    }
+
+    /// `key = example` for one key.
+    fn example(key: Key) -> TokenStream {
+        format!("{} = {}", key.name(), key.example())
+            .parse()
+            .unwrap_or_else(|e| panic!("{key:?}: {e}"))
     }
 
     #[test]
-    fn a_near_miss_of_turn_is_suggested() {
-        assert!(
-            duration_millis("budget", "trun")
-                .unwrap_err()
-                .ends_with("did you mean `\"turn\"`?")
-        );
+    fn every_key_is_read_into_its_own_place() {
+        for &key in Key::ALL {
+            let mut errors = Errors::default();
+            let raw = read(example(key), &mut errors);
+            errors.finish().unwrap_or_else(|e| panic!("{key:?}: {e}"));
+            let read: Vec<Key> = raw.given.iter().flatten().map(|given| given.key).collect();
+            assert_eq!(read, [key]);
+            assert_eq!(raw.get(key).map(|given| given.position), Some(0));
+        }
+    }
+
+    #[test]
+    fn every_keys_example_is_a_value_it_accepts() {
+        for &key in Key::ALL {
+            if let Err(error) = parse(example(key)) {
+                panic!("`{}`: {error}", example(key));
+            }
+        }
     }
 
     #[test]
@@ -1007,6 +921,9 @@ mod tests {
             jitter = "full", budget = "1m", timeout = "5s", name = "op", quota = crate::Q,
             also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
         };
+        let mut errors = Errors::default();
+        let raw = read(args.clone(), &mut errors);
+        assert_eq!(raw.given.iter().flatten().count(), Key::ALL.len());
         let config = parse(args).unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(
             config.policy,

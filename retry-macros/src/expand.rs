@@ -33,10 +33,19 @@ pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
 fn generate(config: &Config, function: RetryFn) -> TokenStream {
     let krate = &config.krate;
     let private = quote!(#krate::__private);
-    let policy = policy_consts(config, &private);
-    let retry = retry_static(config, &private, &function.sig.ident);
-    let checks = const_checks(config, &private);
-    let attempts = attempt_loop(config, &function, &private);
+    let (setup, source) = if names_the_functions_context(config, &function) {
+        local_retry(config, &private, &function.sig.ident)
+    } else {
+        let policy = policy_consts(config, &private);
+        let retry = retry_static(config, &private, &function.sig.ident);
+        let checks = const_checks(config, &private, &policy_ident()).map(|checks| {
+            quote! {
+                const _: () = { #checks };
+            }
+        });
+        (quote!(#policy #retry #checks), quote!(&__RETRY))
+    };
+    let attempts = attempt_loop(config, &function, &private, &source);
     let RetryFn {
         attrs,
         vis,
@@ -46,9 +55,71 @@ fn generate(config: &Config, function: RetryFn) -> TokenStream {
     } = function;
     let mut tokens = quote!(#(#attrs)* #vis #sig);
     brace.surround(&mut tokens, |body| {
-        body.extend([policy, retry, checks, attempts]);
+        body.extend([setup, attempts]);
     });
     tokens
+}
+
+/// The name of the adjusted policy in the `const` items.
+fn policy_ident() -> Ident {
+    Ident::new("__RETRY_POLICY", Span::call_site())
+}
+
+/// Whether the policy's path names what only the function's body can: `Self` (an associated
+/// const of the `impl`), generic arguments, or one of the function's type parameters. Items
+/// in the body (`const`, `static`) cannot name them (E0401), so the policy is then built in
+/// an inline `const` block, which can.
+fn names_the_functions_context(config: &Config, function: &RetryFn) -> bool {
+    let PolicyChoice::Path(path) = &config.policy else {
+        return false;
+    };
+    if path.qself.is_some() {
+        return true;
+    }
+    let params: Vec<&Ident> = function
+        .sig
+        .generics
+        .type_params()
+        .map(|param| &param.ident)
+        .collect();
+    let first = path.path.segments.first().map(|segment| &segment.ident);
+    first.is_some_and(|ident| ident == "Self" || params.contains(&ident))
+        || path
+            .path
+            .segments
+            .iter()
+            .any(|segment| !segment.arguments.is_none())
+}
+
+/// The call's `Retry` as a local the `Run` owns, its policy built and checked in an inline
+/// `const` block, for a policy that names the function's context (`Self::POLICY`). It is
+/// built per call, which costs a copy of the policy; the checks are as compile-time as the
+/// `static` expansion's, but run when the function is instantiated (for a generic `impl`,
+/// once per type it is used with).
+fn local_retry(
+    config: &Config,
+    private: &TokenStream,
+    ident: &Ident,
+) -> (TokenStream, TokenStream) {
+    let PolicyChoice::Path(path) = &config.policy else {
+        unreachable!("only a user's path names the function's context")
+    };
+    let policy = Ident::new("__retry_policy", Span::mixed_site());
+    let retry = Ident::new("__retry_retry", Span::mixed_site());
+    let adjustments = adjustments(config, private);
+    let checks = const_checks(config, private, &policy);
+    let build = retry_builder(config, private, ident, &quote!(&#policy));
+    let setup = quote! {
+        let #retry = {
+            let #policy: #private::Policy = const {
+                let #policy: #private::Policy = #path #(#adjustments)*;
+                #checks
+                #policy
+            };
+            #build
+        };
+    };
+    (setup, quote!(#retry))
 }
 
 /// `__RETRY_BASE`, the policy named (on the user's path, so a path that is not a `Policy`
@@ -63,9 +134,10 @@ fn policy_consts(config: &Config, private: &TokenStream) -> TokenStream {
         PolicyChoice::Path(path) => path.to_token_stream(),
     };
     let adjustments = adjustments(config, private);
+    let policy = policy_ident();
     quote! {
         const __RETRY_BASE: #private::Policy = #base;
-        const __RETRY_POLICY: #private::Policy = __RETRY_BASE #(#adjustments)*;
+        const #policy: #private::Policy = __RETRY_BASE #(#adjustments)*;
     }
 }
 
@@ -124,6 +196,24 @@ fn spanned(mut literal: Literal, span: Span) -> Literal {
 /// `__RETRY`: the call's `Retry`, a `static` because a quota is a `static` it points to, which
 /// a `const` may not.
 fn retry_static(config: &Config, private: &TokenStream, ident: &Ident) -> TokenStream {
+    // With a timeout, the `Retry` becomes a `TimedRetry`, the type that times its attempts.
+    let ty = match &config.timeout {
+        Some(_) => quote!(TimedRetry),
+        None => quote!(Retry),
+    };
+    let build = retry_builder(config, private, ident, &quote!(&__RETRY_POLICY));
+    quote! {
+        static __RETRY: #private::#ty = #build;
+    }
+}
+
+/// `Retry::new(policy)` and the builder calls for the name, budget, quota and timeout.
+fn retry_builder(
+    config: &Config,
+    private: &TokenStream,
+    ident: &Ident,
+    policy: &TokenStream,
+) -> TokenStream {
     let name = match &config.name {
         Some(name) => name.to_token_stream(),
         None => {
@@ -139,18 +229,11 @@ fn retry_static(config: &Config, private: &TokenStream, ident: &Ident) -> TokenS
         .quota
         .as_ref()
         .map(|quota| quote!(.with_quota(&#quota)));
-    // With a timeout, the `Retry` becomes a `TimedRetry`, the type that times its attempts.
-    let (ty, timeout) = match &config.timeout {
-        Some(At { value, .. }) => (
-            quote!(TimedRetry),
-            Some(quote!(.timeout(#private::Duration::from_millis(#value)))),
-        ),
-        None => (quote!(Retry), None),
-    };
-    quote! {
-        static __RETRY: #private::#ty =
-            #private::Retry::new(&__RETRY_POLICY).named(#name) #budget #quota #timeout;
-    }
+    let timeout = config
+        .timeout
+        .as_ref()
+        .map(|At { value, .. }| quote!(.timeout(#private::Duration::from_millis(#value))));
+    quote!(#private::Retry::new(#policy).named(#name) #budget #quota #timeout)
 }
 
 fn budget_value(budget: &BudgetChoice, private: &TokenStream) -> TokenStream {
@@ -166,7 +249,7 @@ fn budget_value(budget: &BudgetChoice, private: &TokenStream) -> TokenStream {
 /// or a built-in whose base the attribute's `cap_ms` undercuts), and that its worst case fits
 /// a literal budget. A failed check panics in `const` evaluation, which is a compile error at
 /// the key to change.
-fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
+fn const_checks(config: &Config, private: &TokenStream, policy: &Ident) -> Option<TokenStream> {
     let adjusted = !matches!(
         config.policy,
         PolicyChoice::Default | PolicyChoice::BuiltIn(_)
@@ -179,7 +262,7 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
         let private = respan(private, blame);
         quote_spanned! {blame=>
             if let #private::core::option::Option::Some(problem) =
-                #private::policy_problem(&__RETRY_POLICY)
+                #private::policy_problem(&#policy)
             {
                 #private::core::panic!("{}", problem.as_str());
             }
@@ -196,7 +279,7 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
             };
             Some(quote_spanned! {*span=>
                 if let #private::core::option::Option::Some(problem) = #private::budget_problem(
-                    &__RETRY_POLICY,
+                    &#policy,
                     #private::Duration::from_millis(#millis),
                     #text,
                 ) {
@@ -207,14 +290,12 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
         _ => None,
     };
     if policy_check.is_none() && budget_check.is_none() {
-        return TokenStream::new();
+        return None;
     }
-    quote! {
-        const _: () = {
-            #policy_check
-            #budget_check
-        };
-    }
+    Some(quote! {
+        #policy_check
+        #budget_check
+    })
 }
 
 /// The loop: each attempt runs the body as an `async` block pinned to the declared return
@@ -231,7 +312,12 @@ fn const_checks(config: &Config, private: &TokenStream) -> TokenStream {
 /// With a `timeout`, each attempt runs under its timer, and one that runs out becomes the
 /// error type's `From<TimedOut>`: that conversion is placed on the key, so an error type
 /// that cannot hold a `TimedOut` is reported there.
-fn attempt_loop(config: &Config, function: &RetryFn, private: &TokenStream) -> TokenStream {
+fn attempt_loop(
+    config: &Config,
+    function: &RetryFn,
+    private: &TokenStream,
+    source: &TokenStream,
+) -> TokenStream {
     let run = Ident::new("__retry_run", Span::mixed_site());
     let output = Ident::new("__retry_output", Span::mixed_site());
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
@@ -312,7 +398,7 @@ fn attempt_loop(config: &Config, function: &RetryFn, private: &TokenStream) -> T
         }
     };
     quote! {
-        let mut #run = #private::Run::new(&__RETRY);
+        let mut #run = #private::Run::new(#source);
         #retry_loop
     }
 }

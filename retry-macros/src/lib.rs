@@ -3,7 +3,9 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | `key` | the attribute's keys: each one's name, kind of value and example, once |
 //! | `args` | the attribute's arguments: read as written, then validated |
+//! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
 //! | `fallback` | the item as written, beside the errors, when something is wrong |
@@ -12,10 +14,12 @@
 
 mod args;
 mod classify;
+mod duration;
 mod errors;
 mod expand;
 mod fallback;
 mod function;
+mod key;
 mod suggest;
 
 use proc_macro::TokenStream;
@@ -177,8 +181,13 @@ use proc_macro::TokenStream;
 /// by the next attempt. The function's future stays `Send` when the plain function's is, and a
 /// first-try success allocates nothing.
 ///
-/// A policy given by path is named from inside the function, in a `const`: a path through
-/// `Self` (`Self::POLICY`) cannot be used there; write the type's name instead.
+/// A policy's path may go through `Self` (`policy = Self::POLICY`, in a generic `impl` too),
+/// a type parameter of the function (`T::POLICY`) or a qualified path
+/// (`<Client as Tuned>::POLICY`). Such a policy cannot be named by a `const` or `static` in the
+/// body (E0401), so it is built in an inline `const` block and the call's `Retry` is made per
+/// call (a copy of the policy). Its checks are then made when the function is compiled into the
+/// program, not when it is type-checked: `cargo check` does not report them, `cargo build` does.
+/// (A type parameter of the `impl`, `T::POLICY`, is not recognised: write `Self::POLICY`.)
 ///
 /// # Equivalent code without `#[retry]`
 ///

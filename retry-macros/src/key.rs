@@ -1,0 +1,149 @@
+//! The attribute's keys, each named once: its spelling, the kind of value it takes and an
+//! example, from which parsing, "did you mean", type errors and validation all read.
+//!
+//! Adding a key is one row here; every `match` on [`Key`] (its slot in `args::RawArgs`, its
+//! check in `args::Config::validate`) then fails to compile until it says what the key does.
+
+/// Declares [`Key`], [`Key::ALL`] (the rows in order) and the facts of each row, so a key
+/// cannot exist without a name, a kind and an example, nor be left out of `ALL`.
+macro_rules! keys {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, takes $kind:literal, like $example:literal;
+    )*) => {
+        /// One of `#[retry]`'s keys.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Key {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Key {
+            /// Every key, in the order the docs and "expected one of" list them.
+            pub(crate) const ALL: &'static [Key] = &[$(Key::$variant),*];
+
+            /// The key as written in the attribute.
+            pub(crate) const fn name(self) -> &'static str {
+                match self {
+                    $(Key::$variant => $name,)*
+                }
+            }
+
+            /// What the value is, for "`key` takes ..." messages.
+            pub(crate) const fn kind(self) -> &'static str {
+                match self {
+                    $(Key::$variant => $kind,)*
+                }
+            }
+
+            /// A value as it would be written, for "like `key = ...`" messages.
+            pub(crate) const fn example(self) -> &'static str {
+                match self {
+                    $(Key::$variant => $example,)*
+                }
+            }
+        }
+    };
+}
+
+keys! {
+    /// The policy to start from: a built-in's name or the user's `const`.
+    Policy = "policy",
+        takes "a built-in policy's name or a path to a `const` `Policy`", like "\"availability\"";
+    Attempts = "attempts", takes "a whole number", like "4";
+    BaseMs = "base_ms", takes "a whole number", like "250";
+    CapMs = "cap_ms", takes "a whole number", like "20000";
+    Multiplier = "multiplier", takes "a number", like "2";
+    Jitter = "jitter", takes "a string", like "\"equal\"";
+    Budget = "budget", takes "a string", like "\"2s\"";
+    /// Each attempt's timeout.
+    Timeout = "timeout", takes "a string", like "\"30s\"";
+    /// The call's name in notices.
+    Name = "name", takes "a string", like "\"model\"";
+    Quota = "quota", takes "a path to a `static` `Quota`", like "crate::MODEL_QUOTA";
+    AlsoRetry = "also_retry", takes "a list of `Class` variants", like "[InvalidOutput]";
+    NeverRetry = "never_retry", takes "a list of `Class` variants", like "[RateLimited]";
+    /// The runtime's path, for users who rename the dependency.
+    Crate = "crate", takes "a string holding a path", like "\"retry_runtime\"";
+}
+
+/// Names other retry libraries use, mapped to ours, so "did you mean" can bridge them.
+pub(crate) const ALIASES: &[(&str, Key)] = &[
+    ("retries", Key::Attempts),
+    ("max_retries", Key::Attempts),
+    ("max_attempts", Key::Attempts),
+    ("tries", Key::Attempts),
+    ("delay_ms", Key::BaseMs),
+    ("initial_ms", Key::BaseMs),
+    ("min_delay_ms", Key::BaseMs),
+    ("max_delay_ms", Key::CapMs),
+    ("max_ms", Key::CapMs),
+    ("factor", Key::Multiplier),
+    ("deadline", Key::Budget),
+    ("attempt_timeout", Key::Timeout),
+    ("request_timeout", Key::Timeout),
+    ("op", Key::Name),
+    ("retry_also", Key::AlsoRetry),
+    ("retrying", Key::AlsoRetry),
+    ("retry_never", Key::NeverRetry),
+    ("not_retrying", Key::NeverRetry),
+];
+
+impl Key {
+    /// The key spelt `name`, if there is one.
+    pub(crate) fn named(name: &str) -> Option<Key> {
+        Key::ALL.iter().copied().find(|key| key.name() == name)
+    }
+
+    /// Every key's name, in order.
+    pub(crate) fn names() -> Vec<&'static str> {
+        Key::ALL.iter().map(|key| key.name()).collect()
+    }
+
+    /// [`ALIASES`] with each key by name, as "did you mean" takes them.
+    pub(crate) fn aliases() -> Vec<(&'static str, &'static str)> {
+        ALIASES
+            .iter()
+            .map(|(alias, key)| (*alias, key.name()))
+            .collect()
+    }
+
+    /// Its index in [`Key::ALL`], where `args::RawArgs` keeps its value.
+    pub(crate) fn index(self) -> usize {
+        // `ALL` lists the variants in declaration order.
+        self as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_named_by_its_own_name() {
+        for (index, key) in Key::ALL.iter().enumerate() {
+            assert_eq!(Key::named(key.name()), Some(*key));
+            assert_eq!(key.index(), index, "{key:?}");
+        }
+        assert_eq!(Key::named("retries"), None);
+    }
+
+    #[test]
+    fn names_are_distinct_and_no_alias_shadows_one() {
+        let names = Key::names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!names[..i].contains(name), "`{name}` twice");
+        }
+        for (alias, _) in ALIASES {
+            assert_eq!(Key::named(alias), None, "alias `{alias}` is a key");
+        }
+    }
+
+    #[test]
+    fn the_attributes_docs_have_a_row_for_every_key() {
+        let docs = include_str!("lib.rs");
+        for key in Key::ALL {
+            let row = format!("/// | `{}` |", key.name());
+            assert!(docs.contains(&row), "no row `{row}` in the `#[retry]` docs");
+        }
+    }
+}
