@@ -10,9 +10,6 @@ use crate::explain::Explain;
 use crate::run::Run;
 use crate::schedule::Schedule;
 
-/// Set to skip waits: they are printed, not slept (the CLI's own tests use it).
-pub(crate) const SKIP_WAITS: &str = "BACKOFF_SKIP_WAITS";
-
 /// The retry ladder of retry-runtime, for shell scripts and CI workflows.
 #[derive(Debug, Parser)]
 #[command(name = "backoff", version, about)]
@@ -48,9 +45,4 @@ impl Cli {
         };
         outcome.unwrap_or_else(CliError::report)
     }
-}
-
-/// Whether `BACKOFF_SKIP_WAITS` asks for waits to be printed instead of slept.
-pub(crate) fn skip_waits() -> bool {
-    std::env::var_os(SKIP_WAITS).is_some_and(|value| !value.is_empty() && value != "0")
 }

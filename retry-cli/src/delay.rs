@@ -7,10 +7,10 @@ use std::time::Duration;
 use clap::Args;
 use retry_runtime::{Draw, Policy, ladder};
 
-use crate::cli::skip_waits;
 use crate::error::CliError;
 use crate::flags::{DrawArgs, PolicyArgs};
 use crate::output::{self, format_wait, json_ms};
+use crate::skipping_clock::skip_waits;
 
 /// Which wait: the policy, the attempt that failed and the draw.
 #[derive(Debug, Args)]

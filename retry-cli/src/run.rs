@@ -10,11 +10,10 @@ use std::process::{ExitCode, ExitStatus, Stdio};
 use clap::Args;
 use retry_runtime::{Budget, Class, Classify, Retry, notice};
 
-use crate::cli::skip_waits;
 use crate::error::CliError;
 use crate::flags::{PolicyArgs, parse_budget};
 use crate::output;
-use crate::skipping_clock::SkippingClock;
+use crate::skipping_clock::{SkippingClock, skip_waits};
 use crate::stderr_match::StderrPattern;
 
 /// sysexits.h's EX_TEMPFAIL: "temporary failure, the user is invited to retry".

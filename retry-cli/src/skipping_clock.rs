@@ -9,6 +9,14 @@ use std::time::Duration;
 use retry_runtime::{Clock, Draw};
 use tokio::time::Instant;
 
+/// Set to skip waits: they are printed, not slept (the CLI's own tests use it).
+pub(crate) const SKIP_WAITS: &str = "BACKOFF_SKIP_WAITS";
+
+/// Whether `BACKOFF_SKIP_WAITS` asks for waits to be printed instead of slept.
+pub(crate) fn skip_waits() -> bool {
+    std::env::var_os(SKIP_WAITS).is_some_and(|value| !value.is_empty() && value != "0")
+}
+
 /// Records waits instead of sleeping them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SkippingClock {

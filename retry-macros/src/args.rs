@@ -443,28 +443,6 @@ impl Config {
             .as_ref()
             .map_or_else(Span::call_site, |cap| cap.span)
     }
-
-    /// The span to blame when the policy the attribute built is inconsistent at compile time
-    /// (a cap below the policy's own base, say): the adjustment most likely at fault.
-    pub(crate) fn policy_blame(&self) -> Span {
-        let adjusted = [
-            self.cap_ms.as_ref().map(|c| c.span),
-            self.base_ms.as_ref().map(|b| b.span),
-            self.multiplier.as_ref().map(|m| m.span),
-            self.attempts.as_ref().map(|a| a.span),
-        ];
-        let policy = match &self.policy {
-            PolicyChoice::Path(path) => path.path.segments.first().map(|s| s.ident.span()),
-            PolicyChoice::BuiltIn(built_in) => Some(built_in.span),
-            PolicyChoice::Default => None,
-        };
-        adjusted
-            .into_iter()
-            .flatten()
-            .next()
-            .or(policy)
-            .unwrap_or_else(Span::call_site)
-    }
 }
 
 fn string(given: &Given) -> syn::Result<LitStr> {

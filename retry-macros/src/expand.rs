@@ -258,7 +258,7 @@ fn const_checks(config: &Config, private: &TokenStream, policy: &Ident) -> Optio
         || config.cap_ms.is_some()
         || config.multiplier.is_some();
     let policy_check = adjusted.then(|| {
-        let blame = config.policy_blame();
+        let blame = policy_blame(config);
         let private = respan(private, blame);
         quote_spanned! {blame=>
             if let #private::core::option::Option::Some(problem) =
@@ -430,4 +430,26 @@ fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// The span to blame when the policy the attribute built is inconsistent at compile time
+/// (a cap below the policy's own base, say): the adjustment most likely at fault.
+fn policy_blame(config: &Config) -> Span {
+    let adjusted = [
+        config.cap_ms.as_ref().map(|c| c.span),
+        config.base_ms.as_ref().map(|b| b.span),
+        config.multiplier.as_ref().map(|m| m.span),
+        config.attempts.as_ref().map(|a| a.span),
+    ];
+    let policy = match &config.policy {
+        PolicyChoice::Path(path) => path.path.segments.first().map(|s| s.ident.span()),
+        PolicyChoice::BuiltIn(built_in) => Some(built_in.span),
+        PolicyChoice::Default => None,
+    };
+    adjusted
+        .into_iter()
+        .flatten()
+        .next()
+        .or(policy)
+        .unwrap_or_else(Span::call_site)
 }
