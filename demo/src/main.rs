@@ -17,23 +17,16 @@ use retry_runtime::http::{HttpError, ResponseExt};
 use retry_runtime::{Class, Classify, Turn, retry};
 
 /// What can go wrong calling the model: the library's own errors, classified by its one table.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Classify)]
 enum ModelError {
     /// The model answered with an error status; the hint headers and error body are kept.
     #[error(transparent)]
+    #[classify(from)]
     Http(#[from] HttpError),
     /// No answer was read: refused, reset, cut off, timed out.
     #[error(transparent)]
+    #[classify(from)]
     Request(#[from] reqwest::Error),
-}
-
-impl Classify for ModelError {
-    fn classify(&self) -> Class {
-        match self {
-            ModelError::Http(error) => error.classify(),
-            ModelError::Request(error) => error.classify(),
-        }
-    }
 }
 
 struct Model {

@@ -1,21 +1,14 @@
 use retry_runtime::http::{HttpError, ResponseExt};
-use retry_runtime::{Class, Classify, retry};
+use retry_runtime::{Classify, retry};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Classify)]
 pub enum ModelError {
     #[error(transparent)]
-    Http(#[from] HttpError), // a status, with its Retry-After and the provider's error code
+    #[classify(from)] // a status, with its Retry-After and the provider's error code
+    Http(#[from] HttpError),
     #[error(transparent)]
-    Request(#[from] reqwest::Error), // no answer: refused, reset, cut off, timed out
-}
-
-impl Classify for ModelError {
-    fn classify(&self) -> Class {
-        match self {
-            ModelError::Http(error) => error.classify(),
-            ModelError::Request(error) => error.classify(),
-        }
-    }
+    #[classify(from)] // no answer: refused, reset, cut off, timed out
+    Request(#[from] reqwest::Error),
 }
 
 pub struct Model {
