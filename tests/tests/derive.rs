@@ -6,6 +6,7 @@
 use std::io;
 use std::time::Duration;
 
+use retry_runtime::TimedOut;
 use retry_runtime::http::{HttpError, ResponseExt};
 use retry_runtime::{Class, Classify, Policy, Retry, retry, testing};
 use retry_tests::{Server, Step};
@@ -42,12 +43,9 @@ enum ModelError {
 
 /// A struct takes its decision on the type.
 #[derive(Debug, thiserror::Error, Classify)]
-#[error("the attempt timed out")]
+#[error("the stream stalled")]
 #[classify(timeout)]
-struct TimedOut;
-
-/// The client's own limit on one attempt.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+struct Stalled;
 
 /// A `reqwest` client with its own retries off and no idle connections, as the shared
 /// `Client` is, so each attempt is one request the server counts.
@@ -63,11 +61,10 @@ fn http() -> reqwest::Client {
 /// One model call: a 2xx body must be a whole JSON object (the tool's arguments; checked by
 /// its braces, which is enough for this server), a 400 is a bad
 /// request, a 402 a budget refusal, any other failed status the library's `HttpError`.
-#[retry(attempts = 4, base_ms = 250, also_retry = [InvalidOutput])]
+/// Each attempt has 5 s: one that runs out is the library's `TimedOut`, which the enum holds.
+#[retry(attempts = 4, base_ms = 250, also_retry = [InvalidOutput], timeout = "5s")]
 async fn complete(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
-    let response = tokio::time::timeout(ATTEMPT_TIMEOUT, http.get(url).send())
-        .await
-        .map_err(|_| TimedOut)??;
+    let response = http.get(url).send().await?;
     match response.status().as_u16() {
         400 => return Err(ModelError::BadRequest(response.text().await?)),
         402 => return Err(ModelError::BudgetRefused),
@@ -232,7 +229,7 @@ enum Layered<E: std::error::Error + 'static> {
 
 #[test]
 fn a_generic_enum_delegates_to_its_parameter() {
-    let timed_out: Layered<TimedOut> = Layered::from(TimedOut);
+    let timed_out: Layered<Stalled> = Layered::from(Stalled);
     assert_eq!(timed_out.classify(), Class::Timeout);
     let io: Layered<io::Error> = Layered::from(io::Error::from(io::ErrorKind::BrokenPipe));
     assert_eq!(io.classify(), Class::Transport);
