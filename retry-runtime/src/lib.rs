@@ -154,13 +154,10 @@ pub use verdict::{GaveUp, StopReason};
 pub mod __private {
     pub use crate::budget::Budget;
     pub use crate::class::{Class, Classify, RetryAfter};
-    pub use crate::clock::TokioClock;
     pub use crate::engine::{Attempt, Attempted, Retry, Run, Source, TimedRetry};
     pub use crate::expansion::*;
-    pub use crate::policy::{Jitter, Policy, PolicyError};
-    pub use crate::quota::Quota;
+    pub use crate::policy::{Jitter, Policy};
     pub use crate::timeout::HoldsTimedOut;
     pub use ::core;
-    pub use ::core::ops::ControlFlow;
     pub use ::core::time::Duration;
 }
