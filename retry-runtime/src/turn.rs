@@ -1,6 +1,7 @@
 //! The budget scope: a [`Turn`] runs a future with a deadline that every ladder inside it must
 //! fit, and reports what the retries cost ([`TurnReport`]).
 
+use std::cell::Cell;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -19,6 +20,56 @@ use crate::verdict::StopReason;
 
 tokio::task_local! {
     static TURN: Arc<Scope>;
+}
+
+thread_local! {
+    /// How many turns' work is being polled on this thread. A task-local is read through a
+    /// lazily registered destructor; this plain counter lets a call outside any turn learn so
+    /// with one load, and read no task-local at all.
+    static POLLING_TURNS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// `read` of the turn the current task runs in, if any. Outside every turn it costs one load
+/// of a plain thread-local: the task-local is set exactly while [`POLLING_TURNS`] is raised.
+#[inline]
+fn with_scope<R>(read: impl FnOnce(&Arc<Scope>) -> R) -> Option<R> {
+    if POLLING_TURNS.get() == 0 {
+        return None;
+    }
+    TURN.try_with(read).ok()
+}
+
+/// `work` run inside `scope`: the task-local for what a call needs of its turn, and the
+/// counter that says cheaply whether there is one.
+fn within<F: Future>(scope: Arc<Scope>, work: F) -> impl Future<Output = F::Output> {
+    TURN.scope(scope, Counted { work })
+}
+
+pin_project_lite::pin_project! {
+    /// A turn's work, counted in [`POLLING_TURNS`] while it is polled.
+    struct Counted<F> {
+        #[pin]
+        work: F,
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        struct Leave;
+        impl Drop for Leave {
+            // On unwind too, so a panicking poll cannot leave the count raised.
+            #[inline]
+            fn drop(&mut self) {
+                POLLING_TURNS.set(POLLING_TURNS.get() - 1);
+            }
+        }
+        POLLING_TURNS.set(POLLING_TURNS.get() + 1);
+        let _leave = Leave;
+        self.project().work.poll(cx)
+    }
 }
 
 /// One running turn. Shared (`Arc`) so a nested turn can reach the one around it and a
@@ -140,7 +191,7 @@ impl Turn {
     /// # }
     /// ```
     pub async fn run<F: Future>(self, work: F) -> (TurnOutcome<F::Output>, TurnReport) {
-        let parent = TURN.try_with(Arc::clone).ok();
+        let parent = with_scope(Arc::clone);
         let now = TokioClock.now();
         let own = now.checked_add(self.budget);
         let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
@@ -161,7 +212,7 @@ impl Turn {
         // On tokio's time: the deadline less the time a testing scope skipped.
         let expiry = expiry.map(tokio::time::sleep_until);
         let outcome = {
-            let mut work = pin!(TURN.scope(Arc::clone(&scope), work));
+            let mut work = pin!(within(Arc::clone(&scope), work));
             let mut cancelled = pin!(cancelled(cancels));
             let mut expiry = pin!(expiry);
             // The turn first: when its deadline and an attempt's timeout fire together, the
@@ -304,7 +355,7 @@ impl TurnHandle {
     /// on cancel, and an attempt with a `timeout` is bounded by the rest of the turn; an
     /// attempt without one runs on until it ends by itself.
     pub async fn scope<F: Future>(self, work: F) -> F::Output {
-        TURN.scope(self.scope, work).await
+        within(self.scope, work).await
     }
 }
 
@@ -318,10 +369,9 @@ impl fmt::Debug for TurnHandle {
 
 /// The turn the current task runs in, if any.
 pub fn current() -> Option<TurnHandle> {
-    TURN.try_with(|scope| TurnHandle {
+    with_scope(|scope| TurnHandle {
         scope: Arc::clone(scope),
     })
-    .ok()
 }
 
 fn lock(report: &Mutex<TurnReport>) -> std::sync::MutexGuard<'_, TurnReport> {
@@ -568,7 +618,7 @@ pub(crate) struct Flight {
 /// A call's flight, if it runs inside a turn; `now` is read only then.
 #[inline]
 pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
-    TURN.try_with(|scope| {
+    with_scope(|scope| {
         let started = now();
         Box::new(Flight {
             scope: Arc::clone(scope),
@@ -578,7 +628,6 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
             hollow_attempts: 0,
         })
     })
-    .ok()
 }
 
 impl Flight {
@@ -614,17 +663,17 @@ enum Stage {
 }
 
 pub(crate) fn deadline() -> Option<Instant> {
-    TURN.try_with(|scope| scope.deadline).ok().flatten()
+    with_scope(|scope| scope.deadline).flatten()
 }
 
 /// The instant, on tokio's time, at which the enclosing turn drops its work.
 pub(crate) fn expiry() -> Option<Instant> {
-    TURN.try_with(|scope| scope.expiry).ok().flatten()
+    with_scope(|scope| scope.expiry).flatten()
 }
 
 /// Whether this turn, or one around it, was cancelled.
 pub(crate) fn is_cancelled() -> bool {
-    TURN.try_with(|scope| {
+    with_scope(|scope| {
         scope
             .chain()
             .any(|turn| turn.cancel.cancelled.load(Ordering::Acquire))
@@ -634,12 +683,12 @@ pub(crate) fn is_cancelled() -> bool {
 
 /// The hooks of this turn and of those around it, innermost first.
 pub(crate) fn hooks() -> Vec<Hook> {
-    TURN.try_with(|scope| scope.chain().filter_map(|turn| turn.hook.clone()).collect())
+    with_scope(|scope| scope.chain().filter_map(|turn| turn.hook.clone()).collect())
         .unwrap_or_default()
 }
 
 fn record(update: impl Fn(&mut TurnReport)) {
-    let _ = TURN.try_with(|scope| {
+    let _ = with_scope(|scope| {
         for turn in scope.chain() {
             update(&mut lock(&turn.report));
         }
@@ -706,7 +755,7 @@ impl<S: Future<Output = ()>> Future for SleepOrCancel<S> {
 /// `sleep`, ended early by a cancel of the enclosing turns, if the call runs in one.
 pub(crate) fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> SleepOrCancel<S> {
     let cancels: Vec<Arc<Cancel>> = if in_turn {
-        TURN.try_with(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
+        with_scope(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
             .unwrap_or_default()
     } else {
         Vec::new()
