@@ -173,7 +173,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
         attempts_in_outage: 0,
         last_success: Duration::ZERO,
     }));
-    let mut retry = Retry::new(&storm.policy)
+    let mut retry = Retry::new(Box::leak(Box::new(storm.policy)))
         .named("storm")
         .with_clock(SeededClock(seed));
     if storm.quota {

@@ -92,7 +92,7 @@ impl PolicyArgs {
     /// The policy, or what is wrong with it, in the flags' terms.
     pub(crate) fn policy(&self) -> Result<Policy, String> {
         // clap accepted only names from the same table.
-        let mut policy = Policy::named(&self.policy)
+        let mut policy = *Policy::named(&self.policy)
             .ok_or_else(|| format!("unknown policy `{}`", self.policy))?;
         if let Some(attempts) = self.attempts {
             policy = policy.with_attempts(attempts);

@@ -93,7 +93,7 @@ fn names_the_functions_context(config: &Config, function: &RetryFn) -> bool {
 
 /// The call's `Retry` as a local the `Run` owns, its policy built and checked in an inline
 /// `const` block, for a policy that names the function's context (`Self::POLICY`). It is
-/// built per call, which costs a copy of the policy; the checks are as compile-time as the
+/// built per call (six words; the policy is a `'static` constant); the checks are as compile-time as the
 /// `static` expansion's, but run when the function is instantiated (for a generic `impl`,
 /// once per type it is used with).
 fn local_retry(
@@ -108,13 +108,17 @@ fn local_retry(
     let retry = Ident::new("__retry_retry", Span::mixed_site());
     let adjustments = adjustments(config, private);
     let checks = const_checks(config, private, &policy);
-    let build = retry_builder(config, private, ident, &quote!(&#policy));
+    let build = retry_builder(config, private, ident, &quote!(#policy));
+    // The `&` of the block's value is the const's own final value, so it lives for
+    // `'static`, as `Retry::new` asks.
     let setup = quote! {
         let #retry = {
-            let #policy: #private::Policy = const {
-                let #policy: #private::Policy = #path #(#adjustments)*;
-                #checks
-                #policy
+            let #policy: &'static #private::Policy = const {
+                &{
+                    let #policy: #private::Policy = #path #(#adjustments)*;
+                    #checks
+                    #policy
+                }
             };
             #build
         };

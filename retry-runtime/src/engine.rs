@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -44,24 +43,39 @@ use crate::verdict::{GaveUp, StopReason};
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Retry<C = TokioClock> {
-    policy: Policy,
+    policy: &'static Policy,
     op: &'static str,
     budget: Budget,
     quota: Option<&'static Quota>,
-    /// Set only through [`TimedRetry`], whose `run` can turn a [`TimedOut`] into the error.
-    timeout: Option<Duration>,
     clock: C,
 }
 
 impl Retry<TokioClock> {
     /// Retry under `policy`, on tokio's clock, within the enclosing turn.
-    pub const fn new(policy: &Policy) -> Self {
+    ///
+    /// The policy is borrowed for `'static`, so that a `Retry` is six words and a call's
+    /// future moves cheaply: a built-in policy (`&Policy::AVAILABILITY`), a `static` or a
+    /// `const { &... }` block of your own, or [`Policy::named`]. A policy made at run time,
+    /// from configuration, is made once per process and leaked (`Box::leak`), as the `backoff`
+    /// CLI does.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::time::Duration;
+    ///
+    /// static PATIENT: Policy = Policy::OUTAGE.with_attempts(6);
+    /// let patient = Retry::new(&PATIENT);
+    /// let quick = Retry::new(const { &Policy::TRANSIENT.with_base(Duration::from_millis(50)) });
+    /// let configured = Retry::new(Box::leak(Box::new(Policy::AVAILABILITY.with_attempts(2))));
+    /// assert_eq!(configured.policy().attempts(), 2);
+    /// # let _ = (patient, quick);
+    /// ```
+    pub const fn new(policy: &'static Policy) -> Self {
         Retry {
-            policy: *policy,
+            policy,
             op: "retry",
             budget: Budget::Turn,
             quota: None,
-            timeout: None,
             clock: TokioClock,
         }
     }
@@ -97,7 +111,6 @@ impl<C> Retry<C> {
             op: self.op,
             budget: self.budget,
             quota: self.quota,
-            timeout: self.timeout,
             clock,
         }
     }
@@ -141,14 +154,16 @@ impl<C> Retry<C> {
     /// assert_eq!(timed_out.ran(), Duration::from_secs(2));
     /// # }
     /// ```
-    pub const fn timeout(mut self, timeout: Duration) -> TimedRetry<C> {
-        self.timeout = Some(timeout);
-        TimedRetry { retry: self }
+    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C> {
+        TimedRetry {
+            retry: self,
+            timeout,
+        }
     }
 
     /// The policy.
-    pub const fn policy(&self) -> &Policy {
-        &self.policy
+    pub const fn policy(&self) -> &'static Policy {
+        self.policy
     }
 
     /// The operation's name.
@@ -204,8 +219,9 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                if let ControlFlow::Break(output) = run.settle(output).await {
-                    return output;
+                match run.settle(output) {
+                    Ok(value) => return Ok(value),
+                    Err(wait) => wait.await?,
                 }
             }
         }
@@ -274,8 +290,9 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                if let ControlFlow::Break(output) = run.settle(output).await {
-                    return output;
+                match run.settle(output) {
+                    Ok(value) => return Ok(value),
+                    Err(wait) => wait.await?,
                 }
             }
         }
@@ -295,6 +312,9 @@ impl<C: Clock> Retry<C> {
 #[derive(Debug, Clone, Copy)]
 pub struct TimedRetry<C = TokioClock> {
     retry: Retry<C>,
+    /// Kept here, not in [`Retry`]: only this type's `run` can turn a [`TimedOut`] into the
+    /// error, and a plain `Retry` stays small.
+    timeout: Duration,
 }
 
 impl<C> TimedRetry<C> {
@@ -321,15 +341,13 @@ impl<C> TimedRetry<C> {
     pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D> {
         TimedRetry {
             retry: self.retry.with_clock(clock),
+            timeout: self.timeout,
         }
     }
 
     /// The timeout of each attempt.
     pub const fn attempt_timeout(&self) -> Duration {
-        match self.retry.timeout {
-            Some(timeout) => timeout,
-            None => Duration::MAX,
-        }
+        self.timeout
     }
 
     /// The rest of the configuration: policy, name, budget.
@@ -351,8 +369,9 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                if let ControlFlow::Break(output) = run.settle(output).await {
-                    return output;
+                match run.settle(output) {
+                    Ok(value) => return Ok(value),
+                    Err(wait) => wait.await?,
                 }
             }
         }
@@ -389,8 +408,9 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                if let ControlFlow::Break(output) = run.settle(output).await {
-                    return output;
+                match run.settle(output) {
+                    Ok(value) => return Ok(value),
+                    Err(wait) => wait.await?,
                 }
             }
         }
@@ -450,6 +470,11 @@ pub trait Source {
     type Clock: Clock;
     /// The retry.
     fn retry(&self) -> &Retry<Self::Clock>;
+    /// Each attempt's timeout: only a [`TimedRetry`] has one.
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl<C: Clock> Source for Retry<C> {
@@ -474,6 +499,10 @@ impl<C: Clock> Source for TimedRetry<C> {
     fn retry(&self) -> &Retry<C> {
         &self.retry
     }
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
 }
 
 impl<C: Clock> Source for &TimedRetry<C> {
@@ -481,6 +510,10 @@ impl<C: Clock> Source for &TimedRetry<C> {
     #[inline]
     fn retry(&self) -> &Retry<C> {
         &self.retry
+    }
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
     }
 }
 
@@ -571,7 +604,7 @@ impl<R: Source> Run<R> {
     /// When the next attempt must end, on tokio's time, and which bound says so.
     fn attempt_end(&self) -> (Instant, TimeoutBound) {
         let start = Instant::now();
-        let timeout = self.retry().timeout.and_then(|t| start.checked_add(t));
+        let timeout = self.source.timeout().and_then(|t| start.checked_add(t));
         let mut end = (timeout, TimeoutBound::Timeout);
         // The very instant the turn drops its work: on a tie, the turn wins.
         if let Some(turn) = turn::expiry()
@@ -615,23 +648,26 @@ impl<R: Source> Run<R> {
         attempted.output
     }
 
-    /// Decide on one attempt's output, and wait if the ladder goes on.
-    /// `Break` carries the call's result.
-    pub async fn settle<T, E>(&mut self, output: Result<T, E>) -> ControlFlow<Result<T, GaveUp<E>>>
+    /// Decide on one attempt's output: the value, or the failure path to await, which is
+    /// `Ok(())` once the wait before the next attempt is over. The failure path (the decision,
+    /// the wait and its cancel) lives in one box, made only when a call fails, so the caller's
+    /// future holds one pointer for it.
+    #[inline]
+    // An opaque future's type cannot be given a name (an alias) on stable Rust.
+    #[allow(clippy::type_complexity)]
+    pub fn settle<T, E>(
+        &mut self,
+        output: Result<T, E>,
+    ) -> Result<T, Pin<Box<impl Future<Output = Result<(), GaveUp<E>>>>>>
     where
         E: Classify + fmt::Display,
     {
         match output {
             Ok(value) => {
                 self.succeeded();
-                ControlFlow::Break(Ok(value))
+                Ok(value)
             }
-            // The failure path (the decision, the wait and its cancel) lives in one box, made
-            // only when a call fails, so the caller's future stays small.
-            Err(error) => match Box::pin(self.failed(error)).await {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(gave_up) => ControlFlow::Break(Err(gave_up)),
-            },
+            Err(error) => Err(Box::pin(self.failed(error))),
         }
     }
 
@@ -714,7 +750,7 @@ impl<R: Source> Run<R> {
     }
 
     fn next_step(&mut self, class: Class) -> Step {
-        let policy = &self.retry().policy;
+        let policy = self.retry().policy;
         // Any inner give-up during this attempt, whatever this failure's class: retrying at
         // two layers would multiply the attempts.
         if self.state & INNER_GAVE_UP != 0 && class.is_transient() {

@@ -2,11 +2,16 @@
 //! module: the check of an attempt's error at the user's `E`, the boxed failure path, and the
 //! const checks of a policy and a budget, worded in the attribute's terms.
 
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::class::{Class, Classify};
 use crate::engine::{Run, Source};
 use crate::policy::{Policy, PolicyError};
+use crate::verdict::GaveUp;
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
@@ -39,14 +44,17 @@ where
 
 /// Decide on a failed attempt: `Ok(())` once the wait before the next attempt is over,
 /// or the error unchanged once the ladder stops. The engine's state for it lives in a box,
-/// made only on this path, so the function's own future stays a few words larger than the
-/// plain function's. `classify` and `display` are zero-sized closures.
-pub async fn failed<R: Source, E, C, D>(
+/// made only on this path, and the annotated function's future holds only the box's
+/// pointer while it waits, so it stays a few words larger than the plain function's.
+/// `classify` and `display` are zero-sized closures.
+// An opaque future's type cannot be given a name (an alias) on stable Rust.
+#[allow(clippy::type_complexity)]
+pub fn failed<R: Source, E, C, D>(
     run: &mut Run<R>,
     error: E,
     classify: C,
     display: D,
-) -> ::core::result::Result<(), E>
+) -> Failed<impl Future<Output = Result<(), GaveUp<Judged<E, C, D>>>>, E, C, D>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
@@ -56,9 +64,33 @@ where
         classify,
         display,
     };
-    match ::std::boxed::Box::pin(run.failed(judged)).await {
-        Ok(()) => Ok(()),
-        Err(gave_up) => Err(gave_up.into_error().error),
+    Failed {
+        wait: ::std::boxed::Box::pin(run.failed(judged)),
+        error: PhantomData,
+    }
+}
+
+/// [`failed`]'s future: one pointer in the caller's future, whose output is the user's error.
+pub struct Failed<F, E, C, D> {
+    wait: Pin<Box<F>>,
+    error: PhantomData<Judged<E, C, D>>,
+}
+
+// Only the box is ever polled, and it is `Unpin`; the error is phantom here.
+impl<F, E, C, D> Unpin for Failed<F, E, C, D> {}
+
+impl<F, E, C, D> Future for Failed<F, E, C, D>
+where
+    F: Future<Output = Result<(), GaveUp<Judged<E, C, D>>>>,
+{
+    type Output = Result<(), E>;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.wait
+            .as_mut()
+            .poll(cx)
+            .map(|waited| waited.map_err(|gave_up| gave_up.into_error().error))
     }
 }
 

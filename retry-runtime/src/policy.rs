@@ -221,15 +221,20 @@ impl Policy {
     /// The built-in policies, by name: `availability` (the default), `outage`, `transient`.
     pub const BUILT_IN: [Policy; 3] = [Policy::AVAILABILITY, Policy::OUTAGE, Policy::TRANSIENT];
 
-    /// The built-in policy called `name`.
+    /// The built-in policy called `name`, as the `&'static` reference [`Retry::new`] takes.
     ///
     /// ```
-    /// use retry_runtime::Policy;
-    /// assert_eq!(Policy::named("outage"), Some(Policy::OUTAGE));
+    /// use retry_runtime::{Policy, Retry};
+    /// assert_eq!(Policy::named("outage"), Some(&Policy::OUTAGE));
     /// assert_eq!(Policy::named("outrage"), None);
+    /// let retry = Retry::new(Policy::named("transient").unwrap());
+    /// # let _ = retry;
     /// ```
-    pub fn named(name: &str) -> Option<Policy> {
-        Policy::BUILT_IN.into_iter().find(|p| p.name == name)
+    ///
+    /// [`Retry::new`]: crate::Retry::new
+    pub fn named(name: &str) -> Option<&'static Policy> {
+        let built_in: &'static [Policy; 3] = &Policy::BUILT_IN;
+        built_in.iter().find(|p| p.name == name)
     }
 
     /// A policy with this name and the `availability` policy's settings, to adjust from.

@@ -40,8 +40,8 @@ fn a_first_try_success_on_a_tokio_runtime_allocates_nothing() {
 
 #[test]
 fn each_built_in_policy_and_every_later_call_allocates_nothing_on_a_first_try_success() {
-    for policy in Policy::BUILT_IN {
-        let retry = Retry::new(&policy);
+    for policy in &Policy::BUILT_IN {
+        let retry = Retry::new(policy);
         for _ in 0..3 {
             let counted = allocation_counter::measure(|| {
                 let result = poll_once(retry.run(async |attempt| Ok::<_, Class>(attempt)));

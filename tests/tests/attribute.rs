@@ -419,6 +419,14 @@ fn with_an_out_of_line_operation_the_annotated_future_outgrows_the_plain_one_by_
 }
 
 #[test]
+fn a_retry_is_six_words() {
+    // A policy by `'static` reference, the name, the budget and the quota: what `Retry::run`'s
+    // future owns, and moves with it.
+    let words = std::mem::size_of::<retry_runtime::Retry>() / std::mem::size_of::<usize>();
+    assert!(words <= 6, "{words} words");
+}
+
+#[test]
 fn the_explicit_apis_future_is_at_most_the_attributes_and_one_retry() {
     let retried = std::mem::size_of_val(&calls_retried(1));
     let explicit = std::mem::size_of_val(

@@ -32,12 +32,15 @@ async fn replay(
     cap: Duration,
     responses: &[Response],
 ) -> (Vec<u32>, Vec<Duration>, Result<(), StopReason>) {
-    let policy = Policy::TRANSIENT
-        .with_attempts(max_retries + 1)
-        .with_cap(cap)
-        .with_jitter(Jitter::None);
+    // Made at run time: leaked, as a program leaks its configured policy once.
+    let policy: &'static Policy = Box::leak(Box::new(
+        Policy::TRANSIENT
+            .with_attempts(max_retries + 1)
+            .with_cap(cap)
+            .with_jitter(Jitter::None),
+    ));
     let seen = Mutex::new(Vec::new());
-    let retry = Retry::new(&policy).with_quota(quota);
+    let retry = Retry::new(policy).with_quota(quota);
     let (result, recorded) = testing::scope(retry.run(async |attempt| {
         // The quota after the previous response was handled, as the spec reads it.
         if attempt > 1 {

@@ -42,7 +42,7 @@ impl Shown {
 /// installed, and collect every text the library showed.
 async fn show<T, E>(
     op: &'static str,
-    policy: Policy,
+    policy: &'static Policy,
     call: impl AsyncFnMut(u32) -> Result<T, E>,
 ) -> Shown
 where
@@ -72,7 +72,7 @@ where
         }
     });
     let ((result, report), _) =
-        testing::scope(turn.run(Retry::new(&policy).named(op).run(call))).await;
+        testing::scope(turn.run(Retry::new(policy).named(op).run(call))).await;
 
     let mut shown = Shown::default();
     for fields in capture.events() {
@@ -126,7 +126,7 @@ async fn a_key_in_a_urls_query_never_leaves_the_library() {
     let url = format!("{}v1/models?key={KEY}", refused_url());
     let client = Client::new(url);
 
-    let shown = show("secret-query", Policy::AVAILABILITY, async |_| {
+    let shown = show("secret-query", &Policy::AVAILABILITY, async |_| {
         client.get().await
     })
     .await;
@@ -155,7 +155,7 @@ async fn an_authorization_header_echoed_in_an_error_body_never_leaves_the_librar
     .await;
     let client = server.client();
 
-    let shown = show("secret-header", Policy::AVAILABILITY, async |_| {
+    let shown = show("secret-header", &Policy::AVAILABILITY, async |_| {
         client.get().await.map_err(|error| Echoing { error })
     })
     .await;
@@ -179,7 +179,7 @@ async fn an_sk_token_in_a_providers_message_never_leaves_the_library() {
     .await;
     let client = server.client();
 
-    let shown = show("secret-token", Policy::AVAILABILITY, async |_| {
+    let shown = show("secret-token", &Policy::AVAILABILITY, async |_| {
         client.get().await.map_err(|error| Echoing { error })
     })
     .await;
@@ -216,10 +216,12 @@ impl Classify for Leaky {
 #[tokio::test]
 async fn no_class_lets_a_secret_through_on_a_retry_or_a_give_up() {
     // Every class this can retry is retried once, then given up on; the others give up at once.
-    let everything = Policy::TRANSIENT
-        .with_attempts(2)
-        .retrying(Class::QuotaExhausted)
-        .retrying(Class::InvalidOutput);
+    let everything = const {
+        &Policy::TRANSIENT
+            .with_attempts(2)
+            .retrying(Class::QuotaExhausted)
+            .retrying(Class::InvalidOutput)
+    };
     for class in Class::ALL {
         let shown = show("secret-class", everything, async |_| {
             Err::<(), _>(Leaky(class))

@@ -49,13 +49,13 @@ async fn a_dropped_connection_then_a_403_reaches_the_server_twice() {
 
 #[tokio::test]
 async fn every_deterministic_request_error_reaches_the_server_once_under_every_policy() {
-    for policy in Policy::BUILT_IN {
+    for policy in &Policy::BUILT_IN {
         for status in [400, 401, 403, 404, 413, 422] {
             let server = Server::start([Step::status(status), Step::ok("never")]).await;
             let client = server.client();
 
             let (result, recorded) =
-                testing::scope(Retry::new(&policy).run(async |_| client.get().await)).await;
+                testing::scope(Retry::new(policy).run(async |_| client.get().await)).await;
 
             let gave_up = result.unwrap_err();
             let case = format!("{} {status}", policy.name());
@@ -69,12 +69,12 @@ async fn every_deterministic_request_error_reaches_the_server_once_under_every_p
 
 #[tokio::test]
 async fn invalid_output_is_not_retried_by_a_policy_that_did_not_opt_in() {
-    for policy in Policy::BUILT_IN {
+    for policy in &Policy::BUILT_IN {
         let server = Server::start([Step::ok(""), Step::ok("answer")]).await;
         let client = server.client();
 
         let (result, recorded) =
-            testing::scope(Retry::new(&policy).run(async |_| client.get().await?.nonempty())).await;
+            testing::scope(Retry::new(policy).run(async |_| client.get().await?.nonempty())).await;
 
         let gave_up = result.unwrap_err();
         assert_eq!(server.requests(), 1, "{}", policy.name());

@@ -416,9 +416,11 @@ async fn a_turns_counts_match_what_the_server_saw_when_attempts_time_out_and_the
     let (outcome, report) = Turn::new(Duration::from_millis(1100))
         .run(
             Retry::new(
-                &Policy::TRANSIENT
-                    .with_attempts(10)
-                    .with_base(Duration::from_millis(10)),
+                const {
+                    &Policy::TRANSIENT
+                        .with_attempts(10)
+                        .with_base(Duration::from_millis(10))
+                },
             )
             .timeout(Duration::from_millis(300))
             .run(async |_| Ok::<_, CallError>(client.get().await?)),
