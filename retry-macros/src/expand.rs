@@ -327,6 +327,7 @@ fn attempt_loop(
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
     let attempted = Ident::new("__retry_attempted", Span::mixed_site());
     let value = Ident::new("__retry_value", Span::mixed_site());
+    let wait = Ident::new("__retry_wait", Span::mixed_site());
     let stmts = &function.stmts;
     let ret = &function.output;
     let body_span = function.brace.span.join();
@@ -388,9 +389,14 @@ fn attempt_loop(
                 #err_pattern => {
                     // The closures are the checks: `E::classify` alone would not be one.
                     #[allow(clippy::redundant_closure)]
-                    if let #private::core::result::Result::Err(#error) =
-                        #private::failed(&mut #run, #error, #classify, #display).await
-                    {
+                    let #wait = match #private::failed(&mut #run, #error, #classify, #display) {
+                        #private::core::result::Result::Ok(#wait) => #wait,
+                        #private::core::result::Result::Err(#error) => {
+                            return #private::core::result::Result::Err(#error);
+                        }
+                    };
+                    // Only the wait's pointer lives across the `.await`.
+                    if let #private::core::result::Result::Err(#error) = #wait.await {
                         return #private::core::result::Result::Err(#error);
                     }
                 }

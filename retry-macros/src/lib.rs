@@ -235,7 +235,12 @@ use proc_macro::TokenStream;
 ///             Err(error) => {
 ///                 let classify = |error| Classify::classify(error);
 ///                 let display = |error, f| Display::fmt(error, f);
-///                 if let Err(error) = failed(&mut run, error, classify, display).await {
+///                 // The wait is boxed: only its pointer lives across the `.await`.
+///                 let wait = match failed(&mut run, error, classify, display) {
+///                     Ok(wait) => wait,
+///                     Err(error) => return Err(error),
+///                 };
+///                 if let Err(error) = wait.await {
 ///                     return Err(error);
 ///                 }
 ///             }

@@ -18,7 +18,7 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::scope::{self as turn, Flight};
+use crate::scope::{self as turn, Flight, SleepOrCancel};
 use crate::timeout::{Timed, TimedOut, TimeoutBound};
 use crate::verdict::{GaveUp, StopReason};
 
@@ -219,10 +219,12 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                match run.settle(output) {
-                    Ok(value) => return Ok(value),
-                    Err(wait) => wait.await?,
-                }
+                // Only the wait's pointer lives across the `.await`.
+                let wait = match run.settle(output) {
+                    Settled::Done(result) => return result,
+                    Settled::Wait(wait) => wait,
+                };
+                wait.await?;
             }
         }
     }
@@ -290,10 +292,12 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                match run.settle(output) {
-                    Ok(value) => return Ok(value),
-                    Err(wait) => wait.await?,
-                }
+                // Only the wait's pointer lives across the `.await`.
+                let wait = match run.settle(output) {
+                    Settled::Done(result) => return result,
+                    Settled::Wait(wait) => wait,
+                };
+                wait.await?;
             }
         }
     }
@@ -369,10 +373,12 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                match run.settle(output) {
-                    Ok(value) => return Ok(value),
-                    Err(wait) => wait.await?,
-                }
+                // Only the wait's pointer lives across the `.await`.
+                let wait = match run.settle(output) {
+                    Settled::Done(result) => return result,
+                    Settled::Wait(wait) => wait,
+                };
+                wait.await?;
             }
         }
     }
@@ -408,10 +414,12 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                match run.settle(output) {
-                    Ok(value) => return Ok(value),
-                    Err(wait) => wait.await?,
-                }
+                // Only the wait's pointer lives across the `.await`.
+                let wait = match run.settle(output) {
+                    Settled::Done(result) => return result,
+                    Settled::Wait(wait) => wait,
+                };
+                wait.await?;
             }
         }
     }
@@ -648,26 +656,22 @@ impl<R: Source> Run<R> {
         attempted.output
     }
 
-    /// Decide on one attempt's output: the value, or the failure path to await, which is
-    /// `Ok(())` once the wait before the next attempt is over. The failure path (the decision,
-    /// the wait and its cancel) lives in one box, made only when a call fails, so the caller's
-    /// future holds one pointer for it.
+    /// Decide on one attempt's output: the call's result, or the wait to await before the
+    /// next attempt.
     #[inline]
-    // An opaque future's type cannot be given a name (an alias) on stable Rust.
-    #[allow(clippy::type_complexity)]
-    pub fn settle<T, E>(
-        &mut self,
-        output: Result<T, E>,
-    ) -> Result<T, Pin<Box<impl Future<Output = Result<(), GaveUp<E>>>>>>
+    pub fn settle<T, E>(&mut self, output: Result<T, E>) -> Settled<'_, T, R, E>
     where
         E: Classify + fmt::Display,
     {
         match output {
             Ok(value) => {
                 self.succeeded();
-                Ok(value)
+                Settled::Done(Ok(value))
             }
-            Err(error) => Err(Box::pin(self.failed(error))),
+            Err(error) => match self.failed(error) {
+                Ok(wait) => Settled::Wait(wait),
+                Err(gave_up) => Settled::Done(Err(gave_up)),
+            },
         }
     }
 
@@ -679,9 +683,10 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// Decide on a failure: `Ok(())` once the wait before the next attempt is over, or the
-    /// failure given up on, unchanged.
-    pub async fn failed<E>(&mut self, error: E) -> Result<(), GaveUp<E>>
+    /// Decide on a failure: the wait before the next attempt, or the failure given up on,
+    /// unchanged. The wait is the one allocation of a retry, and only a call that waits makes
+    /// it; the caller's future holds its pointer.
+    pub fn failed<E>(&mut self, error: E) -> Result<BoxedWait<'_, R, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
@@ -690,44 +695,69 @@ impl<R: Source> Run<R> {
             Ok(wait) => wait,
             Err(reason) => return Err(self.give_up(error, class, reason)),
         };
-        // The retry the quota paid for is refunded if it is never made: the wait is cut short
-        // by a cancel, or dropped with the call.
-        let refund = Refund {
-            quota: self.retry().quota,
-            class,
+        let in_turn = match &mut self.since {
+            // A turn reports the time actually spent, timer granularity included, and a wait
+            // cut short; what it needs for that is in the flight's box, not in the wait's.
+            Since::InTurn(flight) => {
+                flight.waiting = Some((self.source.retry().clock.now(), wait, class));
+                true
+            }
+            // Elsewhere the wait counts as chosen, and nothing reads the clock for it.
+            _ => {
+                self.add_waited(wait);
+                false
+            }
         };
-        // Only the error, the start of the wait, the refund and one box live across the
-        // `.await`.
-        let waiting_since = self.started().map(|_| self.retry().clock.now());
-        if let (Since::InTurn(flight), Some(since)) = (&mut self.since, waiting_since) {
-            flight.waiting = Some((since, wait));
-        }
-        let cancelled =
-            turn::sleep_or_cancel(self.retry().clock.sleep(wait), self.flight().is_some()).await;
-        if let Since::InTurn(flight) = &mut self.since {
-            flight.waiting = None;
-        }
-        // Where the clock is read anyway (a turn, a literal budget), report the time actually
-        // spent, timer granularity included; elsewhere the wait as chosen.
-        let waited = waiting_since.map_or(wait, |since| {
-            self.retry().clock.now().saturating_duration_since(since)
-        });
+        let sleep = turn::sleep_or_cancel(self.retry().clock.sleep(wait), in_turn);
+        Ok(Box::pin(Waiting {
+            error: Some(error),
+            run: self,
+            sleep,
+        }))
+    }
+
+    /// The wait is over, or was cut short by a cancel of the turn: account for it.
+    fn waited_for<E>(&mut self, error: E, cancelled: bool) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let Since::InTurn(flight) = &mut self.since else {
+            // Only a turn cancels a wait.
+            return Ok(());
+        };
+        let Some((since, wanted, class)) = flight.waiting.take() else {
+            return Ok(());
+        };
+        let waited = self
+            .source
+            .retry()
+            .clock
+            .now()
+            .saturating_duration_since(since);
         self.add_waited(waited);
         if cancelled {
-            drop(refund);
+            self.refund();
             turn::record_cut_wait(turn::CutWait {
                 op: self.retry().op,
                 after_attempt: self.attempts(),
                 waited,
-                wanted: wait,
+                wanted,
             });
             return Err(self.give_up(error, class, StopReason::Cancelled));
         }
-        refund.disarm();
-        if self.flight().is_some() {
-            turn::record_retry(class);
-        }
+        turn::record_retry(class);
         Ok(())
+    }
+
+    /// Give the quota back the cost of the retry it paid for and that was never made.
+    fn refund(&self) {
+        if let Some(quota) = self.retry().quota {
+            quota.refund(if self.state & LAST_RETRY_TIMED_OUT != 0 {
+                Class::Timeout
+            } else {
+                Class::Transport
+            });
+        }
     }
 
     /// The wait before the next attempt, with the retry announced; or the reason to stop.
@@ -917,7 +947,7 @@ impl<R: Source> Drop for Run<R> {
         let now = self.retry().clock.now();
         let waiting = flight
             .waiting
-            .map_or(Duration::ZERO, |(since, _)| {
+            .map_or(Duration::ZERO, |(since, _, _)| {
                 now.saturating_duration_since(since)
             })
             .saturating_add(self.waited());
@@ -937,24 +967,53 @@ impl<R: Source> Drop for Run<R> {
     }
 }
 
-/// Gives a quota back the cost of a retry it paid for, unless disarmed: held across a wait,
-/// so a wait dropped with its call refunds too.
-struct Refund {
-    quota: Option<&'static Quota>,
-    class: Class,
+/// What [`Run::settle`] decided: the call's result, or the wait before the next attempt. Not
+/// public API.
+#[doc(hidden)]
+pub enum Settled<'r, T, R: Source, E> {
+    /// The call is over.
+    Done(Result<T, GaveUp<E>>),
+    /// Await this, then make the next attempt (or return its error: a cancel of the turn).
+    Wait(BoxedWait<'r, R, E>),
 }
 
-impl Refund {
-    /// The retry was made: keep the cost.
-    fn disarm(mut self) {
-        self.quota = None;
+/// A [`Waiting`] in its box: what a waiting call's future holds. Not public API.
+#[doc(hidden)]
+pub(crate) type BoxedWait<'r, R, E> = Pin<Box<Waiting<'r, R, E>>>;
+
+pin_project_lite::pin_project! {
+    /// The wait before the next attempt, boxed: the failure that caused it, and the sleep,
+    /// which a cancel of the turn ends early. Dropped before it is over (its call was dropped,
+    /// or its turn ended), it gives the quota back the retry's cost. Not public API.
+    #[doc(hidden)]
+    pub struct Waiting<'r, R: Source, E> {
+        run: &'r mut Run<R>,
+        // `None` once the wait is over.
+        error: Option<E>,
+        #[pin]
+        sleep: SleepOrCancel<<R::Clock as Clock>::Sleep>,
+    }
+
+    impl<'r, R: Source, E> PinnedDrop for Waiting<'r, R, E> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if this.error.is_some() {
+                this.run.refund();
+            }
+        }
     }
 }
 
-impl Drop for Refund {
-    fn drop(&mut self) {
-        if let Some(quota) = self.quota {
-            quota.refund(self.class);
+impl<R: Source, E: Classify + fmt::Display> Future for Waiting<'_, R, E> {
+    type Output = Result<(), GaveUp<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let cancelled = std::task::ready!(this.sleep.poll(cx));
+        match this.error.take() {
+            Some(error) => Poll::Ready(this.run.waited_for(error, cancelled)),
+            None => panic!("a retry's wait polled after it was over"),
         }
     }
 }

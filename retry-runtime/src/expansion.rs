@@ -3,15 +3,13 @@
 //! const checks of a policy and a budget, worded in the attribute's terms.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::class::{Class, Classify};
-use crate::engine::{Run, Source};
+use crate::engine::{BoxedWait, Run, Source};
 use crate::policy::{Policy, PolicyError};
-use crate::verdict::GaveUp;
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
@@ -42,19 +40,16 @@ where
     }
 }
 
-/// Decide on a failed attempt: `Ok(())` once the wait before the next attempt is over,
-/// or the error unchanged once the ladder stops. The engine's state for it lives in a box,
-/// made only on this path, and the annotated function's future holds only the box's
-/// pointer while it waits, so it stays a few words larger than the plain function's.
-/// `classify` and `display` are zero-sized closures.
-// An opaque future's type cannot be given a name (an alias) on stable Rust.
-#[allow(clippy::type_complexity)]
+/// Decide on a failed attempt: the wait before the next attempt, or the error unchanged once
+/// the ladder stops. The wait lives in a box, made only when a call waits, and the annotated
+/// function's future holds only its pointer, so it stays a few words larger than the plain
+/// function's. `classify` and `display` are zero-sized closures.
 pub fn failed<R: Source, E, C, D>(
     run: &mut Run<R>,
     error: E,
     classify: C,
     display: D,
-) -> Failed<impl Future<Output = Result<(), GaveUp<Judged<E, C, D>>>>, E, C, D>
+) -> Result<Failed<'_, R, E, C, D>, E>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
@@ -64,24 +59,22 @@ where
         classify,
         display,
     };
-    Failed {
-        wait: ::std::boxed::Box::pin(run.failed(judged)),
-        error: PhantomData,
+    match run.failed(judged) {
+        Ok(wait) => Ok(Failed { wait }),
+        Err(gave_up) => Err(gave_up.into_error().error),
     }
 }
 
-/// [`failed`]'s future: one pointer in the caller's future, whose output is the user's error.
-pub struct Failed<F, E, C, D> {
-    wait: Pin<Box<F>>,
-    error: PhantomData<Judged<E, C, D>>,
+/// [`failed`]'s wait: one pointer in the caller's future, whose output is the user's error
+/// (a cancel of the turn during the wait).
+pub struct Failed<'r, R: Source, E, C, D> {
+    wait: BoxedWait<'r, R, Judged<E, C, D>>,
 }
 
-// Only the box is ever polled, and it is `Unpin`; the error is phantom here.
-impl<F, E, C, D> Unpin for Failed<F, E, C, D> {}
-
-impl<F, E, C, D> Future for Failed<F, E, C, D>
+impl<R: Source, E, C, D> Future for Failed<'_, R, E, C, D>
 where
-    F: Future<Output = Result<(), GaveUp<Judged<E, C, D>>>>,
+    C: Fn(&E) -> Class,
+    D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
     type Output = Result<(), E>;
 

@@ -610,7 +610,7 @@ pub(crate) struct Flight {
     /// When the current attempt started.
     pub(crate) attempt_started: Instant,
     /// The wait in progress: since when, and how long it was to be.
-    pub(crate) waiting: Option<(Instant, Duration)>,
+    pub(crate) waiting: Option<(Instant, Duration, Class)>,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
     pub(crate) hollow_attempts: u32,
 }
@@ -634,7 +634,7 @@ impl Flight {
     /// Report the call as dropped at `now`: its counts so far, and what it was doing.
     pub(crate) fn dropped(&self, call: Call, now: Instant) {
         let stage = match self.waiting {
-            Some((since, wanted)) => Stage::Waiting(CutWait {
+            Some((since, wanted, _)) => Stage::Waiting(CutWait {
                 op: call.op,
                 after_attempt: call.attempts,
                 waited: now.saturating_duration_since(since),
@@ -731,7 +731,7 @@ pin_project_lite::pin_project! {
     /// cancelled. Not boxed: it lives in the failure path's one allocation, the sleep in
     /// place. Inside a turn, listening to the chain's cancels is boxed apart, so a call
     /// outside any turn does not carry its room.
-    pub(crate) struct SleepOrCancel<S> {
+    pub struct SleepOrCancel<S> {
         #[pin]
         sleep: S,
         cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,

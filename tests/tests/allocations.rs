@@ -95,3 +95,28 @@ fn one_retry_allocates_at_most_once() {
     assert_eq!(result.map(Result::ok), Some(Some(2)));
     assert!(counted.count_total <= 1, "{counted:?}");
 }
+
+#[test]
+fn one_retrys_box_holds_the_sleep_the_failure_and_three_words() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a paused current-thread runtime");
+    runtime.block_on(fails_once()).unwrap();
+
+    let counted = allocation_counter::measure(|| {
+        runtime.block_on(fails_once()).unwrap();
+    });
+
+    // tokio's sleep, the failure it follows, the call's state and the turn's cancel (none
+    // here): nothing else of the failure path waits in the box.
+    let words = 3 * std::mem::size_of::<usize>();
+    let most = std::mem::size_of::<tokio::time::Sleep>() + std::mem::size_of::<Class>() + words;
+    assert_eq!(counted.count_total, 1, "{counted:?}");
+    assert!(
+        counted.bytes_total <= most as u64,
+        "{} bytes, at most {most}",
+        counted.bytes_total
+    );
+}
