@@ -135,6 +135,32 @@ async fn hand_loop(x: u64) -> Result<u64, io::Error> {
     }
 }
 
+/// A control, not a contender: the hand-written loop with its sleep boxed, as this crate's
+/// wait is, and its future padded to the attribute's size. Its first try is what moving a
+/// future of that size costs; its parked heap is the least a wait in a box can cost.
+async fn control(x: u64) -> Result<u64, io::Error> {
+    let pad = [black_box(0u64); CONTROL_PAD];
+    let mut wait = Duration::from_millis(250);
+    let mut attempt = 1;
+    let result = loop {
+        match op(x).await {
+            Ok(value) => break Ok(value),
+            Err(error) if attempt >= 4 => break Err(error),
+            Err(_) => {
+                Box::pin(tokio::time::sleep(wait)).await;
+                wait *= 2;
+                attempt += 1;
+            }
+        }
+    };
+    black_box(&pad);
+    result
+}
+
+/// Words of padding that bring [`control`]'s future to the attribute's size (checked in
+/// `main`).
+const CONTROL_PAD: usize = 3;
+
 /// The attribute, availability's policy.
 #[retry(policy = "availability")]
 async fn annotated(x: u64) -> Result<u64, io::Error> {
@@ -481,6 +507,16 @@ fn main() {
             g,
             r,
             s,
+            "first/control",
+            "control",
+            0,
+            Where::Outside,
+            control,
+        );
+        time(
+            g,
+            r,
+            s,
             "first/tokio-retry",
             "tokio-retry",
             0,
@@ -559,6 +595,16 @@ fn main() {
             g,
             p,
             s,
+            "retry/control",
+            "control",
+            1,
+            Where::Outside,
+            control,
+        );
+        time(
+            g,
+            p,
+            s,
             "retry/tokio-retry",
             "tokio-retry",
             1,
@@ -624,6 +670,17 @@ fn main() {
             wait: "`TokioClock::sleep` (`tokio::time::sleep`) on the paused clock",
         },
         Row {
+            name: "control: hand loop, sleep boxed, future padded to `#[retry]`'s",
+            first_try_key: "first/control",
+            bytes: std::mem::size_of_val(&control(1)),
+            first_try_allocations: allocations(&running, "control", 0, Where::Outside, control),
+            retry_key: "retry/control",
+            retry_allocations: allocations(&paused, "control", 1, Where::Outside, control),
+            in_turn: None,
+            parked: parked_heap("control", control),
+            wait: "`Box::pin(tokio::time::sleep)` on the paused clock",
+        },
+        Row {
             name: "tokio-retry 0.3",
             first_try_key: "first/tokio-retry",
             bytes: std::mem::size_of_val(&tokio_retry(1)),
@@ -664,6 +721,10 @@ fn main() {
         },
     ];
 
+    assert_eq!(
+        rows[3].bytes, rows[1].bytes,
+        "adjust CONTROL_PAD: the control's future is not the attribute's size"
+    );
     print!("{}", table(&samples, &rows, loop_bytes));
 }
 

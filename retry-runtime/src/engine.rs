@@ -940,7 +940,17 @@ impl<R: Source> Run<R> {
 impl<R: Source> Drop for Run<R> {
     /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
     /// itself to its turn: what it did so far, and the attempt or the wait it was in.
+    #[inline]
     fn drop(&mut self) {
+        if matches!(self.since, Since::InTurn(_)) {
+            self.dropped_in_turn();
+        }
+    }
+}
+
+impl<R: Source> Run<R> {
+    #[cold]
+    fn dropped_in_turn(&mut self) {
         let Since::InTurn(flight) = &self.since else {
             return;
         };
