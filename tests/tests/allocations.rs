@@ -79,15 +79,21 @@ async fn fails_once() -> Result<u32, retry_runtime::GaveUp<Class>> {
         .await
 }
 
-#[test]
-fn one_retry_allocates_at_most_once() {
+/// A paused current-thread runtime that has already run [`fails_once`]: the runtime's and the
+/// RNG's own first-use costs are not the retry's.
+fn paused_after_one_retry() -> tokio::runtime::Runtime {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .expect("a paused current-thread runtime");
-    // The runtime's and the RNG's own first-use costs are not the retry's.
     runtime.block_on(fails_once()).unwrap();
+    runtime
+}
+
+#[test]
+fn one_retry_allocates_at_most_once() {
+    let runtime = paused_after_one_retry();
 
     let mut result = None;
     let counted = allocation_counter::measure(|| result = Some(runtime.block_on(fails_once())));
@@ -98,12 +104,7 @@ fn one_retry_allocates_at_most_once() {
 
 #[test]
 fn one_retrys_box_holds_the_sleep_the_failure_and_three_words() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a paused current-thread runtime");
-    runtime.block_on(fails_once()).unwrap();
+    let runtime = paused_after_one_retry();
 
     let counted = allocation_counter::measure(|| {
         runtime.block_on(fails_once()).unwrap();
