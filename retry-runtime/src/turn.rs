@@ -754,15 +754,35 @@ impl<S: Future<Output = ()>> Future for SleepOrCancel<S> {
 
 /// `sleep`, ended early by a cancel of the enclosing turns, if the call runs in one.
 pub(crate) fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> SleepOrCancel<S> {
-    let cancels: Vec<Arc<Cancel>> = if in_turn {
-        with_scope(|scope| scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect())
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let cancelled = (!cancels.is_empty())
-        .then(|| Box::pin(cancelled(cancels)) as Pin<Box<dyn Future<Output = ()> + Send>>);
+    let cancelled = in_turn
+        .then(|| with_scope(|scope| listen(scope.chain().map(|turn| Arc::clone(&turn.cancel)))))
+        .flatten();
     SleepOrCancel { sleep, cancelled }
+}
+
+/// One future that resolves once any of `cancels` is cancelled. A call in a single turn, the
+/// common case, listens with one allocation; a chain of nested turns, with a few more.
+fn listen(
+    mut cancels: impl Iterator<Item = Arc<Cancel>>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    let innermost = cancels.next();
+    // Collecting an empty iterator allocates nothing.
+    let outer: Vec<Arc<Cancel>> = cancels.collect();
+    match innermost {
+        Some(only) if outer.is_empty() => Box::pin(cancelled_one(only)),
+        innermost => Box::pin(cancelled(innermost.into_iter().chain(outer).collect())),
+    }
+}
+
+/// Resolves once `cancel` is cancelled (at once if it already is).
+async fn cancelled_one(cancel: Arc<Cancel>) {
+    let mut notified = pin!(cancel.notify.notified());
+    // Register before reading the flag, so a cancel between the two is not missed.
+    notified.as_mut().enable();
+    if cancel.cancelled.load(Ordering::Acquire) {
+        return;
+    }
+    notified.await;
 }
 
 /// Resolves once any of `cancels` is cancelled (at once if one already is); never, if there
