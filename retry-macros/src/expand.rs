@@ -93,7 +93,7 @@ fn names_the_functions_context(config: &Config, function: &RetryFn) -> bool {
 
 /// The call's `Retry` as a local the `Run` owns, its policy built and checked in an inline
 /// `const` block, for a policy that names the function's context (`Self::POLICY`). It is
-/// built per call (six words; the policy is a `'static` constant); the checks are as compile-time as the
+/// built per call (a few words; the policy is a `'static` constant); the checks are as compile-time as the
 /// `static` expansion's, but run when the function is instantiated (for a generic `impl`,
 /// once per type it is used with).
 fn local_retry(

@@ -185,7 +185,7 @@ use proc_macro::TokenStream;
 /// a type parameter of the function (`T::POLICY`) or a qualified path
 /// (`<Client as Tuned>::POLICY`). Such a policy cannot be named by a `const` or `static` in the
 /// body (E0401), so it is built in an inline `const` block and the call's `Retry` is made per
-/// call (six words; the policy stays a constant). Its checks are then made when the function is compiled into the
+/// call (a few words; the policy stays a constant). Its checks are then made when the function is compiled into the
 /// program, not when it is type-checked: `cargo check` does not report them, `cargo build` does.
 /// (A type parameter of the `impl`, `T::POLICY`, is not recognised: write `Self::POLICY`.)
 ///

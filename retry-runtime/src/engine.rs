@@ -53,9 +53,9 @@ pub struct Retry<C = TokioClock> {
 impl Retry<TokioClock> {
     /// Retry under `policy`, on tokio's clock, within the enclosing turn.
     ///
-    /// The policy is borrowed for `'static`, so that a `Retry` is six words and a call's
-    /// future moves cheaply: a built-in policy (`&Policy::AVAILABILITY`), a `static` or a
-    /// `const { &... }` block of your own, or [`Policy::named`]. A policy made at run time,
+    /// The policy is borrowed for `'static`, so that a `Retry` is six words (a [`TimedRetry`]
+    /// eight) and a call's future moves cheaply: a built-in policy (`&Policy::AVAILABILITY`),
+    /// a `static` or a `const { &... }` block of your own, or [`Policy::named`]. A policy made at run time,
     /// from configuration, is made once per process and leaked (`Box::leak`), as the `backoff`
     /// CLI does.
     ///
@@ -684,8 +684,9 @@ impl<R: Source> Run<R> {
     }
 
     /// Decide on a failure: the wait before the next attempt, or the failure given up on,
-    /// unchanged. The wait is the one allocation of a retry, and only a call that waits makes
-    /// it; the caller's future holds its pointer.
+    /// unchanged. Outside a turn the wait is the one allocation of a retry (a turn adds the box
+    /// that listens for its cancel), and only a call that waits makes it; the caller's future
+    /// holds its pointer.
     pub fn failed<E>(&mut self, error: E) -> Result<BoxedWait<'_, R, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
@@ -702,7 +703,10 @@ impl<R: Source> Run<R> {
                 flight.waiting = Some((self.source.retry().clock.now(), wait, class));
                 true
             }
-            // Elsewhere the wait counts as chosen, and nothing reads the clock for it.
+            // Elsewhere, a literal budget included, the wait counts as chosen and nothing reads
+            // the clock for it: a timer's overshoot (about a millisecond on tokio's) is not
+            // counted, so the box stays the sleep and the failure. The budget itself is still
+            // measured on the clock, from the call's start.
             _ => {
                 self.add_waited(wait);
                 false
@@ -840,8 +844,9 @@ impl<R: Source> Run<R> {
     }
 
     fn add_waited(&mut self, waited: Duration) {
-        // In whole milliseconds, rounded up: `Run` keeps four words, and a total that is never
-        // below the time spent keeps the policy's `max_total_wait` a bound. The ladder never
+        // In whole milliseconds, rounded up: `Run` keeps four words, and the total is never
+        // below the waits chosen (inside a turn, the time measured), which keeps the policy's
+        // `max_total_wait` a bound on them. The ladder never
         // waits past `Policy::MAX_TOTAL_WAIT` (`u32::MAX` ms), so this never saturates.
         let millis = waited.as_nanos().div_ceil(1_000_000);
         let millis = u32::try_from(millis).unwrap_or(u32::MAX);

@@ -29,8 +29,11 @@ thread_local! {
     static POLLING_TURNS: Cell<u32> = const { Cell::new(0) };
 }
 
-/// `read` of the turn the current task runs in, if any. Outside every turn it costs one load
-/// of a plain thread-local: the task-local is set exactly while [`POLLING_TURNS`] is raised.
+/// `read` of the turn the current task runs in, if any, for the engine's lookups. Outside every
+/// turn it costs one load of a plain thread-local. The count is raised only while a turn's
+/// work is polled, and the task-local is set then; tokio also sets the task-local while it
+/// drops the work, when the count is not raised, so the public lookups, which a destructor
+/// may call, read the task-local itself.
 #[inline]
 fn with_scope<R>(read: impl FnOnce(&Arc<Scope>) -> R) -> Option<R> {
     if POLLING_TURNS.get() == 0 {
@@ -191,7 +194,7 @@ impl Turn {
     /// # }
     /// ```
     pub async fn run<F: Future>(self, work: F) -> (TurnOutcome<F::Output>, TurnReport) {
-        let parent = with_scope(Arc::clone);
+        let parent = TURN.try_with(Arc::clone).ok();
         let now = TokioClock.now();
         let own = now.checked_add(self.budget);
         let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
@@ -369,9 +372,10 @@ impl fmt::Debug for TurnHandle {
 
 /// The turn the current task runs in, if any.
 pub fn current() -> Option<TurnHandle> {
-    with_scope(|scope| TurnHandle {
+    TURN.try_with(|scope| TurnHandle {
         scope: Arc::clone(scope),
     })
+    .ok()
 }
 
 fn lock(report: &Mutex<TurnReport>) -> std::sync::MutexGuard<'_, TurnReport> {
@@ -596,7 +600,7 @@ pub(crate) fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> 
 /// # }
 /// ```
 pub fn remaining() -> Option<Duration> {
-    let deadline = deadline()?;
+    let deadline = TURN.try_with(|scope| scope.deadline).ok().flatten()?;
     Some(deadline.saturating_duration_since(TokioClock.now()))
 }
 

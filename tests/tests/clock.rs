@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Budget, Class, Clock, Draw, Policy, Retry, Sleep, Turn};
+use retry_runtime::{Budget, Class, Clock, Draw, Policy, Retry, Sleep, StopReason, Turn};
 use tokio::time::Instant;
 
 /// A clock that counts every use and never sleeps.
@@ -110,4 +110,52 @@ async fn real_waits_run_on_tokio_time() {
         "{waited:?}"
     );
     assert_eq!(report.waiting(), waited);
+}
+
+/// A clock whose every sleep runs 100 ms past the wait asked for, as a late timer would.
+#[derive(Clone, Copy)]
+struct Late;
+
+impl Clock for Late {
+    type Sleep = tokio::time::Sleep;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, wait: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(wait + Duration::from_millis(100))
+    }
+    fn draw(&self) -> Draw {
+        Draw::from_bits(0)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn outside_a_turn_the_waits_counted_are_the_waits_chosen_and_the_budget_is_the_clocks() {
+    let policy = const {
+        &Policy::TRANSIENT
+            .with_attempts(10)
+            .with_base(Duration::from_secs(1))
+            .with_multiplier(1.0)
+            .with_jitter(retry_runtime::Jitter::None)
+    };
+    let started = Instant::now();
+    let gave_up = Retry::new(policy)
+        .within(Budget::Within(Duration::from_millis(3_200)))
+        .with_clock(Late)
+        .run(async |_| Err::<(), _>(Class::Transport))
+        .await
+        .unwrap_err();
+
+    // By the clock, the third wait of 1 s starts at 2.2 s with exactly 1 s of the budget left,
+    // and the fourth attempt ends at 3.3 s with none: the budget stops the ladder. The waits
+    // counted are the three chosen, not the 3.3 s the late timer took.
+    assert!(
+        matches!(gave_up.reason(), StopReason::Budget { .. }),
+        "{:?}",
+        gave_up.reason()
+    );
+    assert_eq!(gave_up.attempts(), 4);
+    assert_eq!(gave_up.waited(), Duration::from_secs(3));
+    assert_eq!(started.elapsed(), Duration::from_millis(3_300));
 }

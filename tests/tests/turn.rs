@@ -416,3 +416,27 @@ async fn a_turn_cancelled_before_it_runs_makes_no_attempt() {
     assert_eq!(report.attempts(), 0);
     assert!(recorded.waits().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn work_dropped_at_the_deadline_still_sees_its_turn_while_it_is_dropped() {
+    /// Notes, when dropped, whether the turn was still visible.
+    struct SeesTurn(Arc<Mutex<Option<bool>>>);
+    impl Drop for SeesTurn {
+        fn drop(&mut self) {
+            *self.0.lock().unwrap() =
+                Some(turn::current().is_some() && turn::remaining().is_some());
+        }
+    }
+    let seen = Arc::new(Mutex::new(None));
+    let guard = SeesTurn(Arc::clone(&seen));
+
+    let (outcome, _report) = Turn::new(Duration::from_secs(1))
+        .run(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        })
+        .await;
+
+    assert!(outcome.is_expired());
+    assert_eq!(*seen.lock().unwrap(), Some(true));
+}
