@@ -219,11 +219,15 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                // Only the wait's pointer lives across the `.await`.
-                let wait = match run.settle(output) {
-                    Settled::Done(result) => return result,
-                    Settled::Wait(wait) => wait,
+                let error = match output {
+                    Ok(value) => {
+                        run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
                 };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = run.failed(error)?;
                 wait.await?;
             }
         }
@@ -292,11 +296,15 @@ impl<C: Clock> Retry<C> {
             loop {
                 let attempted = run.attempt(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted);
-                // Only the wait's pointer lives across the `.await`.
-                let wait = match run.settle(output) {
-                    Settled::Done(result) => return result,
-                    Settled::Wait(wait) => wait,
+                let error = match output {
+                    Ok(value) => {
+                        run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
                 };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = run.failed(error)?;
                 wait.await?;
             }
         }
@@ -373,11 +381,15 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                // Only the wait's pointer lives across the `.await`.
-                let wait = match run.settle(output) {
-                    Settled::Done(result) => return result,
-                    Settled::Wait(wait) => wait,
+                let error = match output {
+                    Ok(value) => {
+                        run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
                 };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = run.failed(error)?;
                 wait.await?;
             }
         }
@@ -414,11 +426,15 @@ impl<C: Clock> TimedRetry<C> {
             loop {
                 let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
                 let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                // Only the wait's pointer lives across the `.await`.
-                let wait = match run.settle(output) {
-                    Settled::Done(result) => return result,
-                    Settled::Wait(wait) => wait,
+                let error = match output {
+                    Ok(value) => {
+                        run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
                 };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = run.failed(error)?;
                 wait.await?;
             }
         }
@@ -654,25 +670,6 @@ impl<R: Source> Run<R> {
             flight.hollow_attempts = flight.hollow_attempts.saturating_add(1);
         }
         attempted.output
-    }
-
-    /// Decide on one attempt's output: the call's result, or the wait to await before the
-    /// next attempt.
-    #[inline]
-    pub fn settle<T, E>(&mut self, output: Result<T, E>) -> Settled<'_, T, R, E>
-    where
-        E: Classify + fmt::Display,
-    {
-        match output {
-            Ok(value) => {
-                self.succeeded();
-                Settled::Done(Ok(value))
-            }
-            Err(error) => match self.failed(error) {
-                Ok(wait) => Settled::Wait(wait),
-                Err(gave_up) => Settled::Done(Err(gave_up)),
-            },
-        }
     }
 
     /// Account for a success: the quota's refill and the turn's report. Never waits.
@@ -980,16 +977,6 @@ impl<R: Source> Run<R> {
             now,
         );
     }
-}
-
-/// What [`Run::settle`] decided: the call's result, or the wait before the next attempt. Not
-/// public API.
-#[doc(hidden)]
-pub enum Settled<'r, T, R: Source, E> {
-    /// The call is over.
-    Done(Result<T, GaveUp<E>>),
-    /// Await this, then make the next attempt (or return its error: a cancel of the turn).
-    Wait(BoxedWait<'r, R, E>),
 }
 
 /// A [`Waiting`] in its box: what a waiting call's future holds. Not public API.
