@@ -669,56 +669,34 @@ fn main() {
             parked: parked_heap("run", explicit),
             wait: "`TokioClock::sleep` (`tokio::time::sleep`) on the paused clock",
         },
-        Row {
-            name: "control: hand loop, sleep boxed, future padded to `#[retry]`'s",
-            first_try_key: "first/control",
-            bytes: std::mem::size_of_val(&control(1)),
-            first_try_allocations: allocations(&running, "control", 0, Where::Outside, control),
-            retry_key: "retry/control",
-            retry_allocations: allocations(&paused, "control", 1, Where::Outside, control),
-            in_turn: None,
-            parked: parked_heap("control", control),
-            wait: "`Box::pin(tokio::time::sleep)` on the paused clock",
-        },
-        Row {
-            name: "tokio-retry 0.3",
-            first_try_key: "first/tokio-retry",
-            bytes: std::mem::size_of_val(&tokio_retry(1)),
-            first_try_allocations: allocations(
-                &running,
-                "tokio-retry",
-                0,
-                Where::Outside,
-                tokio_retry,
-            ),
-            retry_key: "retry/tokio-retry",
-            retry_allocations: allocations(&paused, "tokio-retry", 1, Where::Outside, tokio_retry),
-            in_turn: None,
-            parked: parked_heap("tokio-retry", tokio_retry),
-            wait: "`tokio::time::sleep_until` on the paused clock",
-        },
-        Row {
-            name: "backon 1.6",
-            first_try_key: "first/backon",
-            bytes: std::mem::size_of_val(&backon(1)),
-            first_try_allocations: allocations(&running, "backon", 0, Where::Outside, backon),
-            retry_key: "retry/backon",
-            retry_allocations: allocations(&paused, "backon", 1, Where::Outside, backon),
-            in_turn: None,
-            parked: parked_heap("backon", backon),
-            wait: "its default `TokioSleeper` (`tokio::time::sleep`) on the paused clock",
-        },
-        Row {
-            name: "backoff 0.4",
-            first_try_key: "first/backoff",
-            bytes: std::mem::size_of_val(&backoff(1)),
-            first_try_allocations: allocations(&running, "backoff", 0, Where::Outside, backoff),
-            retry_key: "retry/backoff",
-            retry_allocations: allocations(&paused, "backoff", 1, Where::Outside, backoff),
-            in_turn: None,
-            parked: parked_heap("backoff", backoff),
-            wait: "its `tokio` feature's `tokio::time::sleep` on the paused clock (its elapsed-time limit reads `std::time::Instant`, far from its 15 min)",
-        },
+        outside_row(
+            (&running, &paused),
+            "control: hand loop, sleep boxed, future padded to `#[retry]`'s",
+            ["first/control", "retry/control"],
+            control,
+            "`Box::pin(tokio::time::sleep)` on the paused clock",
+        ),
+        outside_row(
+            (&running, &paused),
+            "tokio-retry 0.3",
+            ["first/tokio-retry", "retry/tokio-retry"],
+            tokio_retry,
+            "`tokio::time::sleep_until` on the paused clock",
+        ),
+        outside_row(
+            (&running, &paused),
+            "backon 1.6",
+            ["first/backon", "retry/backon"],
+            backon,
+            "its default `TokioSleeper` (`tokio::time::sleep`) on the paused clock",
+        ),
+        outside_row(
+            (&running, &paused),
+            "backoff 0.4",
+            ["first/backoff", "retry/backoff"],
+            backoff,
+            "its `tokio` feature's `tokio::time::sleep` on the paused clock (its elapsed-time limit reads `std::time::Instant`, far from its 15 min)",
+        ),
     ];
 
     assert_eq!(
@@ -726,6 +704,32 @@ fn main() {
         "adjust CONTROL_PAD: the control's future is not the attribute's size"
     );
     print!("{}", table(&samples, &rows, loop_bytes));
+}
+
+/// A row measured outside any turn only (the control and the peers), on the running and the
+/// paused runtime; `keys` name its first-try and one-retry timings.
+fn outside_row<Fut>(
+    (running, paused): (&Runtime, &Runtime),
+    name: &'static str,
+    keys: [&'static str; 2],
+    make: fn(u64) -> Fut,
+    wait: &'static str,
+) -> Row
+where
+    Fut: Future<Output = Result<u64, io::Error>> + Send + 'static,
+{
+    let [first_try_key, retry_key] = keys;
+    Row {
+        name,
+        first_try_key,
+        bytes: std::mem::size_of_val(&make(1)),
+        first_try_allocations: allocations(running, name, 0, Where::Outside, make),
+        retry_key,
+        retry_allocations: allocations(paused, name, 1, Where::Outside, make),
+        in_turn: None,
+        parked: parked_heap(name, make),
+        wait,
+    }
 }
 
 /// The markdown table, the notes on waits, and the goals of issue 12, met or missed.

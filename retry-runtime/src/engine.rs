@@ -22,6 +22,28 @@ use crate::scope::{self as turn, Flight, SleepOrCancel};
 use crate::timeout::{Timed, TimedOut, TimeoutBound};
 use crate::verdict::{GaveUp, StopReason};
 
+/// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
+/// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
+/// bounds and in how an attempt starts.
+macro_rules! ladder {
+    ($run:ident, $output:expr) => {
+        async move {
+            loop {
+                let error = match $output {
+                    Ok(value) => {
+                        $run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
+                };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = $run.failed(error)?;
+                wait.await?;
+            }
+        }
+    };
+}
+
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
 /// clock. Build it in `const` context and reuse it; [`run`](Self::run) drives the loop.
 ///
@@ -215,22 +237,10 @@ impl<C: Clock> Retry<C> {
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
         let mut run = Run::new(self);
-        async move {
-            loop {
-                let attempted = run.attempt(operation(run.attempts() + 1)).await;
-                let output = run.attempted(attempted);
-                let error = match output {
-                    Ok(value) => {
-                        run.succeeded();
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                // Only the wait's pointer lives across the `.await`.
-                let wait = run.failed(error)?;
-                wait.await?;
-            }
-        }
+        ladder!(run, {
+            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            run.attempted(attempted)
+        })
     }
 
     /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
@@ -292,22 +302,10 @@ impl<C: Clock> Retry<C> {
         E: Classify + fmt::Display,
     {
         let mut run = Run::new(self);
-        async move {
-            loop {
-                let attempted = run.attempt(operation(run.attempts() + 1)).await;
-                let output = run.attempted(attempted);
-                let error = match output {
-                    Ok(value) => {
-                        run.succeeded();
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                // Only the wait's pointer lives across the `.await`.
-                let wait = run.failed(error)?;
-                wait.await?;
-            }
-        }
+        ladder!(run, {
+            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            run.attempted(attempted)
+        })
     }
 }
 
@@ -377,22 +375,10 @@ impl<C: Clock> TimedRetry<C> {
         E: Classify + fmt::Display + From<TimedOut>,
     {
         let mut run = Run::new(self);
-        async move {
-            loop {
-                let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
-                let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                let error = match output {
-                    Ok(value) => {
-                        run.succeeded();
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                // Only the wait's pointer lives across the `.await`.
-                let wait = run.failed(error)?;
-                wait.await?;
-            }
-        }
+        ladder!(run, {
+            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
     }
 
     /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
@@ -422,22 +408,10 @@ impl<C: Clock> TimedRetry<C> {
         E: Classify + fmt::Display + From<TimedOut>,
     {
         let mut run = Run::new(self);
-        async move {
-            loop {
-                let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
-                let output = run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)));
-                let error = match output {
-                    Ok(value) => {
-                        run.succeeded();
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                // Only the wait's pointer lives across the `.await`.
-                let wait = run.failed(error)?;
-                wait.await?;
-            }
-        }
+        ladder!(run, {
+            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
     }
 }
 
