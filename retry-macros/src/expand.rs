@@ -229,10 +229,21 @@ fn retry_builder(
         let budget = budget_value(&at.value, private);
         quote!(.within(#budget))
     });
-    let quota = config
-        .quota
-        .as_ref()
-        .map(|quota| quote!(.with_quota(&#quota)));
+    // The quota is borrowed in a `static` of its own: a `static` may point to another, but a
+    // `const` quota (a new value at each use, so never shared) is then rustc's E0492 at the
+    // user's path, whose help says to make it a `static`. A borrow in the builder call would
+    // be E0716, which says nothing of the kind.
+    let quota = config.quota.as_ref().map(|quota| {
+        let span = first_span(quota);
+        let at_quota = respan(private, span);
+        let borrow = quote_spanned!(span=> &#quota);
+        quote! {
+            .with_quota({
+                static __RETRY_QUOTA: &'static #at_quota::Quota = #borrow;
+                __RETRY_QUOTA
+            })
+        }
+    });
     let timeout = config
         .timeout
         .as_ref()

@@ -157,6 +157,7 @@ pub mod __private {
     pub use crate::engine::{Attempt, Attempted, Retry, Run, Source, TimedRetry};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};
+    pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;
     pub use ::core;
     pub use ::core::time::Duration;

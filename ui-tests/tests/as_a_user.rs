@@ -14,6 +14,8 @@ const SOURCES: &[&str] = &[
     "error_without_classify.rs",
     "error_without_classify_alias.rs",
     "moves_argument.rs",
+    "not_result_alias.rs",
+    "quota_const.rs",
 ];
 
 fn workspace() -> PathBuf {
