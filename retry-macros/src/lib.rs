@@ -149,7 +149,7 @@ use proc_macro::TokenStream;
 ///   malformed duration, an unknown class, a class in both lists, `Definitive` or
 ///   `Cancelled` in `also_retry`;
 /// - a policy whose numbers do not make sense once built (a user's policy with no attempts, a
-///   `cap_ms` below the named policy's own base: "`cap_ms` 1000 is below the policy's base,
+///   `cap_ms` below the named policy's own base: "`cap_ms` 1000 is below `outage`'s base,
 ///   5000 ms"), and a literal `budget` that the ladder's worst case outlives ("the ladder's
 ///   worst case, 93 s of waits, outlives `budget = "60s"`"): both found by `const`
 ///   evaluation, on the key, with the figures;

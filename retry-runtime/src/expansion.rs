@@ -185,7 +185,9 @@ pub const fn policy_problem(policy: &Policy) -> ::core::option::Option<Message> 
         Err(PolicyError::CapBelowBase) => m
             .text("`cap_ms` ")
             .number(policy.cap().as_millis())
-            .text(" is below the policy's base, ")
+            .text(" is below `")
+            .text(policy.name())
+            .text("`'s base, ")
             .number(policy.base().as_millis())
             .text(" ms: raise `cap_ms` to at least ")
             .number(policy.base().as_millis())
