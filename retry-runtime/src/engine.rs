@@ -483,14 +483,6 @@ impl<C: Clock> Source for Retry<C> {
     }
 }
 
-impl<C: Clock> Source for &Retry<C> {
-    type Clock = C;
-    #[inline]
-    fn retry(&self) -> &Retry<C> {
-        self
-    }
-}
-
 impl<C: Clock> Source for TimedRetry<C> {
     type Clock = C;
     #[inline]
@@ -503,15 +495,16 @@ impl<C: Clock> Source for TimedRetry<C> {
     }
 }
 
-impl<C: Clock> Source for &TimedRetry<C> {
-    type Clock = C;
+/// A borrowed source: the attribute's `&'static` one.
+impl<S: Source> Source for &S {
+    type Clock = S::Clock;
     #[inline]
-    fn retry(&self) -> &Retry<C> {
-        &self.retry
+    fn retry(&self) -> &Retry<S::Clock> {
+        (**self).retry()
     }
     #[inline]
     fn timeout(&self) -> Option<Duration> {
-        Some(self.timeout)
+        (**self).timeout()
     }
 }
 
