@@ -407,7 +407,9 @@ fn attempt_loop(
                         }
                     };
                     // Only the wait's pointer lives across the `.await`.
-                    if let #private::core::result::Result::Err(#error) = #wait.await {
+                    if let #private::core::result::Result::Err(#error) =
+                        #private::waited(&mut #run, #wait.await)
+                    {
                         return #private::core::result::Result::Err(#error);
                     }
                 }

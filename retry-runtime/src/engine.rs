@@ -38,7 +38,7 @@ macro_rules! ladder {
                 };
                 // Only the wait's pointer lives across the `.await`.
                 let wait = $run.failed(error)?;
-                wait.await?;
+                $run.waited(wait.await)?;
             }
         }
     };
@@ -420,6 +420,10 @@ impl<C: Clock> TimedRetry<C> {
 /// the last retry followed a timeout (what the quota gives back on success), and whether a
 /// rate limit was retried.
 const RATE_LIMITED: u32 = 1 << 31;
+/// The next attempt is a stream's restart after its commit point: its wait counts as one.
+const RESTARTING: u32 = 1 << 30;
+/// A wait is in progress: if the call is dropped now, the quota gets the retry's cost back.
+const WAITING: u32 = 1 << 29;
 const LAST_RETRY_TIMED_OUT: u32 = 1 << 28;
 const INNER_GAVE_UP: u32 = 1 << 27;
 const ATTEMPTS: u32 = (1 << 27) - 1;
@@ -571,16 +575,23 @@ impl<R: Source> Run<R> {
     /// Start one attempt, marked so that a retried call inside it knows it is nested.
     #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
-        self.start_once();
-        let next = self.attempts().saturating_add(1).min(ATTEMPTS);
-        // What nested ladders did in an earlier attempt says nothing about this one.
-        self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP)) | next;
-        if let Since::InTurn(flight) = &mut self.since {
-            flight.attempt_started = self.source.retry().clock.now();
-        }
+        self.begin_attempt();
         Attempt {
             frame: nesting::Frame::default(),
             future,
+        }
+    }
+
+    /// Count one more attempt, from now.
+    #[inline]
+    pub(crate) fn begin_attempt(&mut self) {
+        self.start_once();
+        let next = self.attempts().saturating_add(1).min(ATTEMPTS);
+        // What nested ladders did in an earlier attempt says nothing about this one, and a
+        // restart is over once its attempt begins.
+        self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP | RESTARTING)) | next;
+        if let Since::InTurn(flight) = &mut self.since {
+            flight.attempt_started = self.source.retry().clock.now();
         }
     }
 
@@ -594,16 +605,39 @@ impl<R: Source> Run<R> {
 
     /// When the next attempt must end, on tokio's time, and which bound says so.
     fn attempt_end(&self) -> (Instant, TimeoutBound) {
+        let own = self.source.timeout().map(|t| (t, TimeoutBound::Timeout));
+        match self.bound(own, true) {
+            (Some(at), bound) => (at, bound),
+            // A timeout too long to be an instant: about thirty years, as tokio's own far
+            // future.
+            (None, bound) => (
+                Instant::now() + Duration::from_secs(86_400 * 365 * 30),
+                bound,
+            ),
+        }
+    }
+
+    /// The sooner of `own` from now, what is left of the turn and (if `budget`) what is left
+    /// of a literal budget, on tokio's time, and which bound it is; `None` if none bounds it.
+    pub(crate) fn bound(
+        &self,
+        own: Option<(Duration, TimeoutBound)>,
+        budget: bool,
+    ) -> (Option<Instant>, TimeoutBound) {
         let start = Instant::now();
-        let timeout = self.source.timeout().and_then(|t| start.checked_add(t));
-        let mut end = (timeout, TimeoutBound::Timeout);
+        let mut end = match own {
+            Some((limit, bound)) => (start.checked_add(limit), bound),
+            None => (None, TimeoutBound::Timeout),
+        };
         // The very instant the turn drops its work: on a tie, the turn wins.
         if let Some(turn) = turn::expiry()
             && end.0.is_none_or(|end| turn <= end)
         {
             end = (Some(turn), TimeoutBound::Turn);
         }
-        if let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started()) {
+        if budget
+            && let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started())
+        {
             // The budget is on the retry's clock; its remainder is the same on tokio's.
             let left = started
                 .checked_add(limit)
@@ -615,19 +649,51 @@ impl<R: Source> Run<R> {
                 end = (Some(budget), TimeoutBound::Budget);
             }
         }
-        match end {
-            (Some(at), bound) => (at, bound),
-            // A timeout too long to be an instant: about thirty years, as tokio's own far
-            // future.
-            (None, bound) => (start + Duration::from_secs(86_400 * 365 * 30), bound),
-        }
+        end
+    }
+
+    #[cfg(feature = "stream")]
+    /// Each attempt's own timeout: only a [`TimedRetry`]'s.
+    pub(crate) fn attempt_timeout(&self) -> Option<Duration> {
+        self.source.timeout()
+    }
+
+    #[cfg(feature = "stream")]
+    /// A failure after a stream's commit point that `restart_after_commit` lets the policy
+    /// decide on: announced, and counted in the turn, as a restart.
+    pub(crate) fn failed_after_commit<E>(
+        &mut self,
+        error: E,
+    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.state |= RESTARTING;
+        self.failed(error)
+    }
+
+    #[cfg(feature = "stream")]
+    /// A failure after a stream's commit point, which is not retried: it had delivered
+    /// output, and a retry would repeat it.
+    pub(crate) fn gave_up_committed<E>(&mut self, error: E) -> GaveUp<E>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        self.give_up(error, class, StopReason::Committed)
     }
 
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
     /// one gave up, and (for the turn's report) whether one ran and how long they waited.
     #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
-        let frame = attempted.frame;
+        self.note_frame(attempted.frame);
+        attempted.output
+    }
+
+    /// What the retried calls nested in the attempt did.
+    #[inline]
+    pub(crate) fn note_frame(&mut self, frame: nesting::Frame) {
         if frame.inner_gave_up() {
             self.state |= INNER_GAVE_UP;
         }
@@ -636,7 +702,6 @@ impl<R: Source> Run<R> {
         {
             flight.hollow_attempts = flight.hollow_attempts.saturating_add(1);
         }
-        attempted.output
     }
 
     /// Account for a success: the quota's refill and the turn's report. Never waits.
@@ -650,8 +715,9 @@ impl<R: Source> Run<R> {
     /// Decide on a failure: the wait before the next attempt, or the failure given up on,
     /// unchanged. Outside a turn the wait is the one allocation of a retry (a turn adds the box
     /// that listens for its cancel), and only a call that waits makes it; the caller's future
-    /// holds its pointer.
-    pub fn failed<E>(&mut self, error: E) -> Result<BoxedWait<'_, R, E>, GaveUp<E>>
+    /// holds its pointer. The wait owns what it needs, so a hand-written stream can hold it
+    /// beside its run; give what it resolves to back to [`waited`](Self::waited).
+    pub fn failed<E>(&mut self, error: E) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
@@ -676,19 +742,22 @@ impl<R: Source> Run<R> {
                 false
             }
         };
+        self.state |= WAITING;
         let sleep = turn::sleep_or_cancel(self.retry().clock.sleep(wait), in_turn);
-        Ok(Box::pin(Waiting {
+        Ok(Wait(Box::pin(Waiting {
             error: Some(error),
-            run: self,
             sleep,
-        }))
+        })))
     }
 
-    /// The wait is over, or was cut short by a cancel of the turn: account for it.
-    fn waited_for<E>(&mut self, error: E, cancelled: bool) -> Result<(), GaveUp<E>>
+    /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
+    /// to the next attempt, or give up with [`StopReason::Cancelled`].
+    #[inline]
+    pub fn waited<E>(&mut self, waited: Waited<E>) -> Result<(), GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
+        self.state &= !WAITING;
         let Since::InTurn(flight) = &mut self.since else {
             // Only a turn cancels a wait.
             return Ok(());
@@ -696,24 +765,28 @@ impl<R: Source> Run<R> {
         let Some((since, wanted, class)) = flight.waiting.take() else {
             return Ok(());
         };
-        let waited = self
+        let waited_for = self
             .source
             .retry()
             .clock
             .now()
             .saturating_duration_since(since);
-        self.add_waited(waited);
-        if cancelled {
+        self.add_waited(waited_for);
+        if waited.cancelled {
             self.refund();
             turn::record_cut_wait(turn::CutWait {
                 op: self.retry().op,
                 after_attempt: self.attempts(),
-                waited,
+                waited: waited_for,
                 wanted,
             });
-            return Err(self.give_up(error, class, StopReason::Cancelled));
+            return Err(self.give_up(waited.error, class, StopReason::Cancelled));
         }
-        turn::record_retry(class);
+        if self.state & RESTARTING != 0 {
+            turn::record_restart();
+        } else {
+            turn::record_retry(class);
+        }
         Ok(())
     }
 
@@ -732,7 +805,12 @@ impl<R: Source> Run<R> {
     fn decide(&mut self, error: &dyn fmt::Display, class: Class) -> Result<Duration, StopReason> {
         match self.next_step(class) {
             Step::Retry { wait } => {
-                self.notify(error, class, Action::Retry { backoff: wait });
+                let action = if self.state & RESTARTING != 0 {
+                    Action::Restart { backoff: wait }
+                } else {
+                    Action::Retry { backoff: wait }
+                };
+                self.notify(error, class, action);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.state |= RATE_LIMITED;
                 }
@@ -796,7 +874,7 @@ impl<R: Source> Run<R> {
         Failure::new(self.attempts(), class)
             .with_rate_limited_before(self.state & RATE_LIMITED != 0)
             .with_remaining(remaining)
-            .with_waited(self.waited())
+            .with_waited(self.total_waited())
     }
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
@@ -817,7 +895,7 @@ impl<R: Source> Run<R> {
         self.waited_ms = self.waited_ms.saturating_add(millis);
     }
 
-    fn waited(&self) -> Duration {
+    fn total_waited(&self) -> Duration {
         Duration::from_millis(self.waited_ms.into())
     }
 
@@ -837,19 +915,27 @@ impl<R: Source> Run<R> {
                     | StopReason::Budget { .. }
                     | StopReason::RetryAfterTooLong { .. }
                     | StopReason::Nested
+                    | StopReason::Committed
             )
         {
             nesting::mark_gave_up();
         }
         self.finish(Some(reason));
-        GaveUp::new(error, reason, self.attempts(), self.waited())
+        GaveUp::new(error, reason, self.attempts(), self.total_waited())
     }
 
     /// Account for the finished call: the quota refill and the turn's report.
     fn finish(&mut self, gave_up: Option<StopReason>) {
-        if gave_up.is_none()
-            && let Some(quota) = self.retry().quota
-        {
+        if gave_up.is_none() {
+            self.settle_quota();
+        }
+        self.report(gave_up);
+    }
+
+    /// A success: the quota's refill. A stream settles at its commit point, where its output
+    /// reached the caller, not at its end.
+    pub(crate) fn settle_quota(&self) {
+        if let Some(quota) = self.retry().quota {
             // AWS standard mode: a success after retries gives back its last retry's cost; a
             // first-try success adds the refill.
             match (self.attempts() > 1, self.state & LAST_RETRY_TIMED_OUT != 0) {
@@ -858,6 +944,11 @@ impl<R: Source> Run<R> {
                 (true, false) => quota.succeeded_after(Class::Transport),
             }
         }
+    }
+
+    /// The call is over, or (a stream dropped after its commit point) is as good as over:
+    /// report it to the turn, and it is no longer in flight.
+    pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
         if let Some(started) = self.started() {
             let elapsed = self.retry().clock.now().saturating_duration_since(started);
             let hollow = self.flight().map_or(0, |f| f.hollow_attempts);
@@ -868,11 +959,11 @@ impl<R: Source> Run<R> {
                 op: self.retry().op,
                 attempts: self.attempts(),
                 counted_attempts: self.attempts().saturating_sub(hollow),
-                waiting: self.waited(),
+                waiting: self.total_waited(),
                 working: if nested {
                     Duration::ZERO
                 } else {
-                    elapsed.saturating_sub(self.waited())
+                    elapsed.saturating_sub(self.total_waited())
                 },
                 nested,
                 gave_up,
@@ -911,6 +1002,10 @@ impl<R: Source> Drop for Run<R> {
     /// itself to its turn: what it did so far, and the attempt or the wait it was in.
     #[inline]
     fn drop(&mut self) {
+        if self.state & WAITING != 0 {
+            // The retry the quota paid for is never made.
+            self.refund();
+        }
         if matches!(self.since, Since::InTurn(_)) {
             self.dropped_in_turn();
         }
@@ -929,7 +1024,7 @@ impl<R: Source> Run<R> {
             .map_or(Duration::ZERO, |(since, _, _)| {
                 now.saturating_duration_since(since)
             })
-            .saturating_add(self.waited());
+            .saturating_add(self.total_waited());
         let elapsed = now.saturating_duration_since(flight.started);
         flight.dropped(
             turn::Call {
@@ -946,42 +1041,46 @@ impl<R: Source> Run<R> {
     }
 }
 
-/// A [`Waiting`] in its box: what a waiting call's future holds. Not public API.
+/// The wait before the next attempt, in its box: what a waiting call holds, one pointer. It
+/// owns the failure that caused it and the sleep, which a cancel of the turn ends early; it
+/// resolves to a [`Waited`] for [`Run::waited`]. Dropped before it is over, the run it came
+/// from gives the quota back the retry's cost. Not public API.
 #[doc(hidden)]
-pub(crate) type BoxedWait<'r, R, E> = Pin<Box<Waiting<'r, R, E>>>;
+pub struct Wait<S, E>(Pin<Box<Waiting<S, E>>>);
 
-pin_project_lite::pin_project! {
-    /// The wait before the next attempt, boxed: the failure that caused it, and the sleep,
-    /// which a cancel of the turn ends early. Dropped before it is over (its call was dropped,
-    /// or its turn ended), it gives the quota back the retry's cost. Not public API.
-    #[doc(hidden)]
-    pub struct Waiting<'r, R: Source, E> {
-        run: &'r mut Run<R>,
-        // `None` once the wait is over.
-        error: Option<E>,
-        #[pin]
-        sleep: SleepOrCancel<<R::Clock as Clock>::Sleep>,
-    }
-
-    impl<'r, R: Source, E> PinnedDrop for Waiting<'r, R, E> {
-        fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            if this.error.is_some() {
-                this.run.refund();
-            }
-        }
+impl<S, E> fmt::Debug for Wait<S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wait").finish_non_exhaustive()
     }
 }
 
-impl<R: Source, E: Classify + fmt::Display> Future for Waiting<'_, R, E> {
-    type Output = Result<(), GaveUp<E>>;
+/// A wait that is over: the failure it followed, and whether a cancel of the turn cut it
+/// short. Not public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Waited<E> {
+    error: E,
+    cancelled: bool,
+}
+
+pin_project_lite::pin_project! {
+    struct Waiting<S, E> {
+        // `None` once the wait is over.
+        error: Option<E>,
+        #[pin]
+        sleep: SleepOrCancel<S>,
+    }
+}
+
+impl<S: Future<Output = ()>, E> Future for Wait<S, E> {
+    type Output = Waited<E>;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.0.as_mut().project();
         let cancelled = std::task::ready!(this.sleep.poll(cx));
         match this.error.take() {
-            Some(error) => Poll::Ready(this.run.waited_for(error, cancelled)),
+            Some(error) => Poll::Ready(Waited { error, cancelled }),
             None => panic!("a retry's wait polled after it was over"),
         }
     }

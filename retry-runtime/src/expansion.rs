@@ -2,13 +2,11 @@
 //! module: the check of an attempt's error at the user's `E`, the boxed failure path, and the
 //! const checks of a policy and a budget, worded in the attribute's terms.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::class::{Class, Classify};
-use crate::engine::{BoxedWait, Run, Source};
+use crate::clock::Clock;
+use crate::engine::{Run, Source, Wait, Waited};
 use crate::policy::{Policy, PolicyError};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
@@ -42,14 +40,15 @@ where
 
 /// Decide on a failed attempt: the wait before the next attempt, or the error unchanged once
 /// the ladder stops. The wait lives in a box, made only when a call waits, and the annotated
-/// function's future holds only its pointer, so it stays a few words larger than the plain
-/// function's. `classify` and `display` are zero-sized closures.
+/// function's future holds only its pointer across the `.await`, so it stays a few words
+/// larger than the plain function's. `classify` and `display` are zero-sized closures.
+#[allow(clippy::type_complexity)]
 pub fn failed<R: Source, E, C, D>(
     run: &mut Run<R>,
     error: E,
     classify: C,
     display: D,
-) -> Result<Failed<'_, R, E, C, D>, E>
+) -> Result<Wait<<R::Clock as Clock>::Sleep, Judged<E, C, D>>, E>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
@@ -59,32 +58,23 @@ where
         classify,
         display,
     };
-    match run.failed(judged) {
-        Ok(wait) => Ok(Failed { wait }),
-        Err(gave_up) => Err(gave_up.into_error().error),
-    }
+    run.failed(judged)
+        .map_err(|gave_up| gave_up.into_error().error)
 }
 
-/// [`failed`]'s wait: one pointer in the caller's future, whose output is the user's error
-/// (a cancel of the turn during the wait).
-pub struct Failed<'r, R: Source, E, C, D> {
-    wait: BoxedWait<'r, R, Judged<E, C, D>>,
-}
-
-impl<R: Source, E, C, D> Future for Failed<'_, R, E, C, D>
+/// [`failed`]'s wait is over: go on, or the user's error (a cancel of the turn during the
+/// wait).
+#[inline]
+pub fn waited<R: Source, E, C, D>(
+    run: &mut Run<R>,
+    waited: Waited<Judged<E, C, D>>,
+) -> Result<(), E>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
-    type Output = Result<(), E>;
-
-    #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.wait
-            .as_mut()
-            .poll(cx)
-            .map(|waited| waited.map_err(|gave_up| gave_up.into_error().error))
-    }
+    run.waited(waited)
+        .map_err(|gave_up| gave_up.into_error().error)
 }
 
 /// A compile-time message with figures in it: `const` evaluation cannot use `format!`,

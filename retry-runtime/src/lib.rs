@@ -93,6 +93,8 @@ pub mod tower;
 // The scope's implementation; its public face is `turn` below, less what the root exports.
 #[path = "turn.rs"]
 mod scope;
+#[cfg(feature = "stream")]
+mod stream;
 mod verdict;
 
 /// The budget scope's family: carrying a [`Turn`] into a task, what is left of it, its outcome
@@ -143,6 +145,8 @@ pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
 pub use scope::{Canceller, Turn, TurnReport};
+#[cfg(feature = "stream")]
+pub use stream::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, EndedEarly, RetryStream};
 pub use timeout::{TimedOut, TimeoutBound};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]

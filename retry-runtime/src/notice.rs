@@ -154,6 +154,12 @@ pub enum Action {
         /// The wait chosen.
         backoff: Duration,
     },
+    /// A stream that had delivered output restarts (`restart_after_commit`): it waits
+    /// `backoff`, then makes the next attempt, and the caller discards what it had.
+    Restart {
+        /// The wait chosen.
+        backoff: Duration,
+    },
     /// It gives up and returns the failure.
     GiveUp {
         /// Why.
@@ -246,6 +252,13 @@ impl fmt::Display for RetryEvent<'_> {
                 self.total,
                 backoff.as_millis()
             ),
+            Action::Restart { backoff } => write!(
+                f,
+                ": restarting the stream from the start ({} of {}) in {} ms",
+                self.attempt.saturating_add(1),
+                self.total,
+                backoff.as_millis()
+            ),
             Action::GiveUp { reason } => write!(
                 f,
                 ": gave up after {} of {} attempts: {reason}",
@@ -332,6 +345,17 @@ fn trace(notice: &Notice<'_>) {
             backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
             class = event.class.name(),
             error = %event.error,
+            "{event}"
+        ),
+        Action::Restart { backoff } => tracing::info!(
+            target: "retry",
+            op = event.op,
+            attempt = event.attempt,
+            total = event.total,
+            backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+            class = event.class.name(),
+            error = %event.error,
+            restart = true,
             "{event}"
         ),
         Action::GiveUp { reason } => tracing::warn!(

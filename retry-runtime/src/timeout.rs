@@ -32,6 +32,10 @@ pub enum TimeoutBound {
     Turn,
     /// What was left of the call's literal `budget`.
     Budget,
+    /// A stream's `commit_timeout`: it had not reached its commit point in time.
+    Commit,
+    /// A stream's `idle_timeout`: no item came in time.
+    Idle,
 }
 
 impl fmt::Display for TimeoutBound {
@@ -40,6 +44,8 @@ impl fmt::Display for TimeoutBound {
             TimeoutBound::Timeout => "its `timeout`",
             TimeoutBound::Turn => "the rest of its turn",
             TimeoutBound::Budget => "the rest of its budget",
+            TimeoutBound::Commit => "its `commit_timeout`",
+            TimeoutBound::Idle => "its `idle_timeout`",
         })
     }
 }

@@ -414,6 +414,9 @@ pub struct TurnReport {
     attempts: u32,
     retries: [u32; Class::ALL.len()],
     waiting: Duration,
+    /// Streams that reached their commit point, and those restarted after it.
+    commits: u32,
+    restarts: u32,
     /// The working time of the calls not nested in another's attempt, each their whole
     /// elapsed time less their own waits...
     working: Duration,
@@ -480,6 +483,19 @@ impl TurnReport {
         self.retries.iter().sum()
     }
 
+    /// Streams ([`Retry::stream`](crate::Retry::stream)) that reached their commit point:
+    /// their output went to the caller, so nothing of them was retried after it but by a
+    /// restart.
+    pub fn commits(&self) -> u32 {
+        self.commits
+    }
+
+    /// Streams restarted after their commit point (`restart_after_commit`): counted apart
+    /// from [`retries`](Self::retries), and in [`attempts`](Self::attempts).
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
     /// Retries made after a failure of `class`.
     pub fn retries_of(&self, class: Class) -> u32 {
         self.retries[class.index()]
@@ -527,6 +543,9 @@ impl fmt::Display for TurnReport {
             self.working().as_millis(),
             self.waiting.as_millis()
         )?;
+        if self.restarts > 0 {
+            write!(f, "; {} stream restarts", self.restarts)?;
+        }
         for record in &self.gave_up {
             write!(
                 f,
@@ -703,6 +722,17 @@ pub(crate) fn record_retry(class: Class) {
     record(|report| {
         report.retries[class.index()] = report.retries[class.index()].saturating_add(1);
     });
+}
+
+/// A stream restarted after its commit point: counted apart from retries.
+pub(crate) fn record_restart() {
+    record(|report| report.restarts = report.restarts.saturating_add(1));
+}
+
+/// A stream reached its commit point: its output went to the caller.
+#[cfg(feature = "stream")]
+pub(crate) fn record_commit() {
+    record(|report| report.commits = report.commits.saturating_add(1));
 }
 
 pub(crate) fn record_call(call: Call) {

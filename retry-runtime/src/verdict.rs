@@ -57,6 +57,9 @@ pub enum StopReason {
     /// An inner retried call already gave up on this failure; retrying at two layers would
     /// multiply the attempts.
     Nested,
+    /// A stream failed after its commit point: it had delivered output, and a retry would
+    /// repeat it (see [`Retry::stream`](crate::Retry::stream)).
+    Committed,
 }
 
 impl StopReason {
@@ -71,6 +74,7 @@ impl StopReason {
             StopReason::Quota => "quota",
             StopReason::Cancelled => "cancelled",
             StopReason::Nested => "nested",
+            StopReason::Committed => "committed",
         }
     }
 }
@@ -103,6 +107,9 @@ impl fmt::Display for StopReason {
             StopReason::Cancelled => f.write_str("the work was cancelled or its turn expired"),
             StopReason::Nested => {
                 f.write_str("an inner retried call already gave up on this failure")
+            }
+            StopReason::Committed => {
+                f.write_str("the stream had delivered output; a retry would repeat it")
             }
         }
     }

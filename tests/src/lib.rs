@@ -703,3 +703,5 @@ pub mod capture {
 /// shows this file verbatim. Its items are the README's, undocumented there as here.
 #[allow(missing_docs)]
 pub mod headline;
+
+pub mod event_server;
