@@ -116,7 +116,7 @@ impl<C: Clock> Retry<C> {
     ///     if attempt == 1 {
     ///         return Err(Class::Unavailable { retry_after: None });
     ///     }
-    ///     Ok(testing::stream_of(vec![Ok("Hel"), Ok("lo")]))
+    ///     Ok(testing::stream_of(vec![Ok::<_, Class>("Hel"), Ok("lo")]))
     /// });
     /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
     /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
@@ -124,12 +124,13 @@ impl<C: Clock> Retry<C> {
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn stream<O, Fut, S>(self, open: O) -> RetryStream<Self, O, Fut, S>
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, S, E>
     where
         O: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<S, S::Error>>,
+        Fut: Future<Output = Result<S, E>>,
         S: TryStream,
-        S::Error: Classify + fmt::Display,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display,
     {
         RetryStream::new(self, open, None)
     }
@@ -149,7 +150,7 @@ impl<C: Clock> TimedRetry<C> {
     /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
     /// let stream = timed.stream(|attempt| async move {
     ///     if attempt == 1 { std::future::pending::<()>().await }
-    ///     Ok::<_, TimedOut>(testing::stream_of(vec![Ok(attempt)]))
+    ///     Ok::<_, TimedOut>(testing::stream_of(vec![Ok::<_, TimedOut>(attempt)]))
     /// });
     /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
     /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
@@ -157,14 +158,15 @@ impl<C: Clock> TimedRetry<C> {
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn stream<O, Fut, S>(self, open: O) -> RetryStream<Self, O, Fut, S>
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, S, E>
     where
         O: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<S, S::Error>>,
+        Fut: Future<Output = Result<S, E>>,
         S: TryStream,
-        S::Error: Classify + fmt::Display + From<TimedOut>,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display + From<TimedOut>,
     {
-        RetryStream::new(self, open, Some(S::Error::from))
+        RetryStream::new(self, open, Some(E::from))
     }
 }
 
@@ -302,7 +304,7 @@ fn weightless<T>(_: &T) -> usize {
 /// It is `Send` when its parts are, and `Unpin`: what it pins (the open future, the stream,
 /// its timer) is boxed, once per attempt.
 #[must_use = "a stream does nothing unless polled"]
-pub struct RetryStream<R, O, Fut, S, P = fn(&<S as TryStream>::Ok) -> bool, H = fn()>
+pub struct RetryStream<R, O, Fut, S, E, P = fn(&<S as TryStream>::Ok) -> bool, H = fn()>
 where
     R: Source,
     S: TryStream,
@@ -312,13 +314,13 @@ where
     opening: Option<Pin<Box<Fut>>>,
     stream: Option<Pin<Box<S>>>,
     timer: Option<Timer>,
-    wait: Option<Wait<<R::Clock as Clock>::Sleep, S::Error>>,
+    wait: Option<Wait<<R::Clock as Clock>::Sleep, E>>,
     held: VecDeque<S::Ok>,
     held_bytes: usize,
     frame: nesting::Frame,
     phase: Phase,
     commit: P,
-    limits: Limits<S::Ok, S::Error>,
+    limits: Limits<S::Ok, E>,
     restart: Option<H>,
     /// A restart's attempt is running: its hook runs at the commit point, before its first
     /// item is delivered.
@@ -328,10 +330,10 @@ where
 }
 
 // Nothing in it is pinned in place: the open future, the stream and the timer are boxed.
-impl<R: Source, O, Fut, S: TryStream, P, H> Unpin for RetryStream<R, O, Fut, S, P, H> {}
+impl<R: Source, O, Fut, S: TryStream, E, P, H> Unpin for RetryStream<R, O, Fut, S, E, P, H> {}
 
-impl<R: Source, O, Fut, S: TryStream> RetryStream<R, O, Fut, S> {
-    fn new(source: R, open: O, timed_out: Option<fn(TimedOut) -> S::Error>) -> Self {
+impl<R: Source, O, Fut, S: TryStream, E> RetryStream<R, O, Fut, S, E> {
+    fn new(source: R, open: O, timed_out: Option<fn(TimedOut) -> E>) -> Self {
         RetryStream {
             ledger: Ledger {
                 run: Run::new(source),
@@ -363,7 +365,7 @@ impl<R: Source, O, Fut, S: TryStream> RetryStream<R, O, Fut, S> {
     }
 }
 
-impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
+impl<R: Source, O, Fut, S: TryStream, E, P, H> RetryStream<R, O, Fut, S, E, P, H> {
     /// Commit at the first item for which `is_content` is true: the items before it are
     /// held, and a failure among them is retried. [`sse::is_content`](crate::sse::is_content)
     /// knows the model providers' preambles.
@@ -391,7 +393,7 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// // The first attempt sends a preamble, then fails: the caller never sees it.
     /// let stream = Retry::new(&Policy::AVAILABILITY)
     ///     .stream(|attempt| async move {
-    ///         Ok(testing::stream_of(match attempt {
+    ///         Ok::<_, Failed>(testing::stream_of(match attempt {
     ///             1 => vec![Ok("start"), Err(Failed::Unavailable)],
     ///             _ => vec![Ok("start"), Ok("text")],
     ///         }))
@@ -402,10 +404,10 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// assert_eq!(items, ["start", "text"]);
     /// # }
     /// ```
-    pub fn commit_when<Q>(self, is_content: Q) -> RetryStream<R, O, Fut, S, Q, H>
+    pub fn commit_when<Q>(self, is_content: Q) -> RetryStream<R, O, Fut, S, E, Q, H>
     where
         Q: FnMut(&S::Ok) -> bool,
-        S::Error: From<EndedEarly>,
+        E: From<EndedEarly>,
     {
         RetryStream {
             ledger: self.ledger,
@@ -420,7 +422,7 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
             phase: self.phase,
             commit: is_content,
             limits: Limits {
-                ended_early: Some(S::Error::from),
+                ended_early: Some(E::from),
                 ..self.limits
             },
             restart: self.restart,
@@ -443,7 +445,7 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// let discarded = AtomicU32::new(0);
     /// let stream = Retry::new(&Policy::AVAILABILITY)
     ///     .stream(|attempt| async move {
-    ///         Ok(testing::stream_of(match attempt {
+    ///         Ok::<_, Class>(testing::stream_of(match attempt {
     ///             1 => vec![Ok("partial"), Err(Class::Transport)],
     ///             _ => vec![Ok("whole")],
     ///         }))
@@ -455,7 +457,7 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// assert_eq!(discarded.load(Ordering::SeqCst), 1);
     /// # }
     /// ```
-    pub fn restart_after_commit<G: FnMut()>(self, hook: G) -> RetryStream<R, O, Fut, S, P, G> {
+    pub fn restart_after_commit<G: FnMut()>(self, hook: G) -> RetryStream<R, O, Fut, S, E, P, G> {
         RetryStream {
             ledger: self.ledger,
             open: self.open,
@@ -484,7 +486,7 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
 
     /// Commit anyway once the held items weigh `bytes` by `weigh` (default
     /// [`DEFAULT_HOLD_BYTES`], with nothing weighed); for events,
-    /// [`sse::Event::len`](crate::sse::Event::len).
+    /// [`sse::Event::size`](crate::sse::Event::size).
     pub fn hold_bytes(mut self, bytes: usize, weigh: fn(&S::Ok) -> usize) -> Self {
         self.limits.bytes = bytes;
         self.limits.weigh = weigh;
@@ -498,10 +500,10 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// literal budget, as an attempt timeout is.
     pub fn commit_timeout(mut self, timeout: Duration) -> Self
     where
-        S::Error: From<TimedOut>,
+        E: From<TimedOut>,
     {
         self.limits.commit_timeout = Some(timeout);
-        self.limits.timed_out = Some(S::Error::from);
+        self.limits.timed_out = Some(E::from);
         self
     }
 
@@ -511,21 +513,22 @@ impl<R: Source, O, Fut, S: TryStream, P, H> RetryStream<R, O, Fut, S, P, H> {
     /// [`StopReason::Committed`](crate::StopReason::Committed), as any error does.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self
     where
-        S::Error: From<TimedOut>,
+        E: From<TimedOut>,
     {
         self.limits.idle_timeout = Some(timeout);
-        self.limits.timed_out = Some(S::Error::from);
+        self.limits.timed_out = Some(E::from);
         self
     }
 }
 
-impl<R, O, Fut, S, P, H> RetryStream<R, O, Fut, S, P, H>
+impl<R, O, Fut, S, E, P, H> RetryStream<R, O, Fut, S, E, P, H>
 where
     R: Source,
     O: FnMut(u32) -> Fut,
-    Fut: Future<Output = Result<S, S::Error>>,
+    Fut: Future<Output = Result<S, E>>,
     S: TryStream,
-    S::Error: Classify + fmt::Display,
+    S::Error: Into<E>,
+    E: Classify + fmt::Display,
     P: FnMut(&S::Ok) -> bool,
     H: FnMut(),
 {
@@ -573,7 +576,7 @@ where
     }
 
     /// Whether the attempt's timer fired: its error, if so.
-    fn timed_out(&mut self, cx: &mut Context<'_>) -> Option<S::Error> {
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> Option<E> {
         let timed_out = self.timer.as_mut()?.expired(cx)?;
         self.timer = None;
         self.limits.timed_out.map(|to_error| to_error(timed_out))
@@ -581,7 +584,7 @@ where
 
     /// A failure before the commit point (or a restart's after it): drop the attempt and all
     /// it held, then wait, or give up.
-    fn failed(&mut self, error: S::Error, after_commit: bool) -> Option<GaveUp<S::Error>> {
+    fn failed(&mut self, error: E, after_commit: bool) -> Option<GaveUp<E>> {
         self.opening = None;
         self.stream = None;
         self.timer = None;
@@ -612,7 +615,7 @@ where
     }
 
     /// A failure after the commit point: the end of the stream, or a restart.
-    fn failed_after_commit(&mut self, error: S::Error) -> Option<GaveUp<S::Error>> {
+    fn failed_after_commit(&mut self, error: E) -> Option<GaveUp<E>> {
         if self.restart.is_some() {
             return self.failed(error, true);
         }
@@ -648,7 +651,7 @@ where
     fn poll_holding(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Option<Poll<Option<Result<S::Ok, GaveUp<S::Error>>>>> {
+    ) -> Option<Poll<Option<Result<S::Ok, GaveUp<E>>>>> {
         loop {
             let stream = self.stream.as_mut()?;
             let polled = nesting::enter(&mut self.frame, || stream.as_mut().try_poll_next(cx));
@@ -674,7 +677,7 @@ where
                     }
                     continue;
                 }
-                Poll::Ready(Some(Err(error))) => error,
+                Poll::Ready(Some(Err(error))) => error.into(),
                 Poll::Ready(None) => match self.limits.ended_early {
                     Some(ended_early) => ended_early(EndedEarly::new(self.held.len())),
                     // Without a commit rule every item commits: this stream sent none.
@@ -701,7 +704,7 @@ where
     fn poll_streaming(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Option<Poll<Option<Result<S::Ok, GaveUp<S::Error>>>>> {
+    ) -> Option<Poll<Option<Result<S::Ok, GaveUp<E>>>>> {
         let stream = self.stream.as_mut()?;
         let failure = match stream.as_mut().try_poll_next(cx) {
             Poll::Ready(Some(Ok(item))) => {
@@ -710,7 +713,7 @@ where
                 }
                 return Some(Poll::Ready(Some(Ok(item))));
             }
-            Poll::Ready(Some(Err(error))) => error,
+            Poll::Ready(Some(Err(error))) => error.into(),
             Poll::Ready(None) => {
                 self.finished();
                 return Some(Poll::Ready(None));
@@ -733,17 +736,18 @@ where
     }
 }
 
-impl<R, O, Fut, S, P, H> Stream for RetryStream<R, O, Fut, S, P, H>
+impl<R, O, Fut, S, E, P, H> Stream for RetryStream<R, O, Fut, S, E, P, H>
 where
     R: Source,
     O: FnMut(u32) -> Fut,
-    Fut: Future<Output = Result<S, S::Error>>,
+    Fut: Future<Output = Result<S, E>>,
     S: TryStream,
-    S::Error: Classify + fmt::Display,
+    S::Error: Into<E>,
+    E: Classify + fmt::Display,
     P: FnMut(&S::Ok) -> bool,
     H: FnMut(),
 {
-    type Item = Result<S::Ok, GaveUp<S::Error>>;
+    type Item = Result<S::Ok, GaveUp<E>>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
@@ -812,7 +816,7 @@ where
     }
 }
 
-impl<R, O, Fut, S, P, H> fmt::Debug for RetryStream<R, O, Fut, S, P, H>
+impl<R, O, Fut, S, E, P, H> fmt::Debug for RetryStream<R, O, Fut, S, E, P, H>
 where
     R: Source,
     S: TryStream,

@@ -78,7 +78,7 @@ async fn consume(contents: Vec<bool>, cut: Option<usize>, opened: &AtomicU32) ->
         .stream(|attempt| {
             opened.fetch_add(1, Ordering::SeqCst);
             let items = script(attempt, &contents, cut);
-            async move { Ok(testing::stream_of(items)) }
+            async move { Ok::<_, Failure>(testing::stream_of(items)) }
         })
         .commit_when(|item: &Item| item.content);
     testing::scope(testing::collect(stream)).await.0
@@ -151,7 +151,7 @@ async fn an_answer_before_the_commit_point_is_not_retried_and_its_held_items_are
         .stream(|_| {
             opened.fetch_add(1, Ordering::SeqCst);
             async {
-                Ok(testing::stream_of(vec![
+                Ok::<_, Failure>(testing::stream_of(vec![
                     Ok("preamble"),
                     Err(Failure::Refused),
                 ]))
@@ -187,7 +187,7 @@ async fn a_hold_limit_commits_a_preamble_that_never_ends() {
     let stream = Retry::new(&Policy::AVAILABILITY)
         .stream(|_| async {
             let preamble = vec![Ok::<_, Failure>("ping"); 10];
-            Ok(testing::stream_of(
+            Ok::<_, Failure>(testing::stream_of(
                 preamble.into_iter().chain([Err(Failure::Cut)]).collect(),
             ))
         })
@@ -207,7 +207,7 @@ async fn restart_after_commit_runs_its_hook_once_and_the_last_items_are_the_new_
     let hooks = AtomicU32::new(0);
     let stream = Retry::new(&Policy::AVAILABILITY)
         .stream(|attempt| async move {
-            Ok(testing::stream_of(match attempt {
+            Ok::<_, Failure>(testing::stream_of(match attempt {
                 1 => vec![Ok((1, "a")), Ok((1, "b")), Err(Failure::Cut)],
                 2 => vec![Err(Failure::Cut)],
                 _ => vec![Ok((attempt, "a")), Ok((attempt, "b")), Ok((attempt, "c"))],
@@ -236,10 +236,9 @@ async fn restart_after_commit_runs_its_hook_once_and_the_last_items_are_the_new_
 async fn a_stream_dropped_after_its_commit_point_is_a_finished_call_not_one_in_flight() {
     let (outcome, report) = Turn::new(Duration::from_secs(180))
         .run(async {
-            let mut stream =
-                std::pin::pin!(Retry::new(&Policy::AVAILABILITY).stream(|_| async {
-                    Ok(testing::stream_of(vec![Ok::<_, Failure>(1), Ok(2)]))
-                }));
+            let mut stream = std::pin::pin!(Retry::new(&Policy::AVAILABILITY).stream(|_| async {
+                Ok::<_, Failure>(testing::stream_of(vec![Ok::<_, Failure>(1), Ok(2)]))
+            }));
             let first =
                 std::future::poll_fn(|cx| futures_core::Stream::poll_next(stream.as_mut(), cx))
                     .await;
