@@ -1,10 +1,11 @@
 //! Server-sent events (feature `sse`): a decoder that follows the WHATWG rules and caps each
-//! event's size.
+//! event's size, and the commit rule for a model's stream ([`is_content`]).
 //!
 //! | item | what |
 //! |---|---|
 //! | [`decode`], [`Events`], [`DecodeError`], [`DEFAULT_MAX_EVENT_SIZE`] | any stream of byte chunks as a stream of events |
 //! | [`Event`] | one event: type, data, last event ID, reconnection time |
+//! | [`is_content`] | whether an event commits a model's stream (the providers' preambles do not) |
 //!
 //! The decoder is this crate's own: `eventsource-stream` buffers a line or an event without
 //! bound, fails on invalid UTF-8 rather than decoding it with replacement, and drops an event
@@ -63,11 +64,13 @@
 //!
 //! [spec]: https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
 
+mod content;
 mod decoder;
 mod event;
 mod events;
 #[cfg(test)]
 mod test_source;
 
+pub use content::is_content;
 pub use event::Event;
 pub use events::{DEFAULT_MAX_EVENT_SIZE, DecodeError, Events, decode};
