@@ -64,9 +64,10 @@
 //! left of it, its outcome and records), [`notice`] (events and hooks), [`ladder`] (the wait
 //! arithmetic, pure, shared with the `backoff` CLI), [`redact`] (what the library logs), and,
 //! behind features, `http` (the one HTTP table), `sse` (server-sent events: a bounded
-//! decoder), `tower` and `reqwest_middleware` (the engine in clients you do not own), and
-//! `testing` (feature `test-util`: waits recorded, not slept). `tests/tests/public_api.rs`
-//! names every item, so the surface cannot change unseen.
+//! decoder, the commit rule, a model's stream with its failures classified), `tower` and
+//! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
+//! `test-util`: waits recorded, not slept). `tests/tests/public_api.rs` names every item, so
+//! the surface cannot change unseen.
 
 #![forbid(unsafe_code)]
 
