@@ -21,6 +21,25 @@
 //! A hint is `retry-after-ms` (milliseconds), else `Retry-After` (seconds, or an HTTP date); a
 //! hint of zero, or a date now or past, is no hint.
 //!
+//! ## Inside a stream
+//!
+//! A model's stream can fail after its `200` head, with an error event: one named `error`, one
+//! whose data is a JSON object with a top-level `error` object or `"type": "error"`, or OpenAI
+//! Responses' `response.failed` (its error is under `response.error`). Its
+//! [`HttpError::in_stream`] keeps the head's status and headers to read, but is classified by
+//! the event alone: the head's `x-should-retry` and `Retry-After` belonged to the `200`, and
+//! the `200` is no row. The first row that matches the event's error type or code decides:
+//!
+//! | what the error event says | class |
+//! |---|---|
+//! | `overloaded_error` | `Unavailable`, with no hint |
+//! | `insufficient_quota`, `billing_hard_limit_reached`, `billing_not_active`, `enforced_spend_limit_reached` | `QuotaExhausted`: no wait clears it |
+//! | `context_length_exceeded` or "prompt is too long" | `Definitive`, and [`HttpError::is_context_overflow`] says so |
+//! | `rate_limit_error`, `rate_limit_exceeded` | `RateLimited`, with no hint |
+//! | `api_error`, `server_error` | `ServerError`: may be the request's fault |
+//! | `invalid_request_error` | `Definitive`: an answer |
+//! | any other type or code, or none | `ServerError`: the far side failed mid-answer |
+//!
 //! ```
 //! use http::{HeaderMap, HeaderValue, StatusCode};
 //! use retry_runtime::http::HttpError;
@@ -69,6 +88,14 @@ pub(crate) enum BodySays {
     QuotaRefused,
     /// The prompt does not fit the model's context.
     ContextOverflow,
+    /// An error event inside a stream: rate limited (`rate_limit_error`, `rate_limit_exceeded`).
+    StreamRateLimited,
+    /// An error event inside a stream: the far side failed (`api_error`, `server_error`).
+    StreamServerError,
+    /// An error event inside a stream: the request is refused (`invalid_request_error`).
+    StreamInvalidRequest,
+    /// An error event inside a stream whose type the table does not know, or that has none.
+    StreamUnknown,
 }
 
 /// Which row of [the one table](crate::http) decided a class, so a person can be told why a
@@ -100,6 +127,14 @@ pub enum Rule {
     QuotaSpent,
     /// The status alone.
     Status,
+    /// An error event inside a stream says `rate_limit_error` or `rate_limit_exceeded`.
+    StreamRateLimited,
+    /// An error event inside a stream says `api_error` or `server_error`.
+    StreamServerError,
+    /// An error event inside a stream says `invalid_request_error`.
+    StreamInvalidRequest,
+    /// An error event inside a stream names a type the table does not know, or none.
+    StreamUnknown,
 }
 
 impl Rule {
@@ -112,6 +147,10 @@ impl Rule {
             Rule::ContextOverflow => "provider_context_overflow",
             Rule::QuotaSpent => "x_ratelimit_remaining",
             Rule::Status => "status",
+            Rule::StreamRateLimited => "stream_rate_limited",
+            Rule::StreamServerError => "stream_server_error",
+            Rule::StreamInvalidRequest => "stream_invalid_request",
+            Rule::StreamUnknown => "stream_unknown",
         }
     }
 }
@@ -147,6 +186,18 @@ pub(crate) const fn decide(
         }
         BodySays::QuotaRefused => return (Class::QuotaExhausted, Rule::QuotaRefused),
         BodySays::ContextOverflow => return (Class::Definitive, Rule::ContextOverflow),
+        // An error inside a stream always says one of these, so its 200 is never a row.
+        BodySays::StreamRateLimited => {
+            return (
+                Class::RateLimited { retry_after: hint },
+                Rule::StreamRateLimited,
+            );
+        }
+        BodySays::StreamServerError => return (Class::ServerError, Rule::StreamServerError),
+        BodySays::StreamInvalidRequest => {
+            return (Class::Definitive, Rule::StreamInvalidRequest);
+        }
+        BodySays::StreamUnknown => return (Class::ServerError, Rule::StreamUnknown),
         BodySays::Nothing => {}
     }
     let class = match status {

@@ -63,9 +63,11 @@
 //! Families with more to offer have a module: [`turn`] (carrying a turn into a task, what is
 //! left of it, its outcome and records), [`notice`] (events and hooks), [`ladder`] (the wait
 //! arithmetic, pure, shared with the `backoff` CLI), [`redact`] (what the library logs), and,
-//! behind features, `http` (the one HTTP table), `tower` and `reqwest_middleware` (the engine
-//! in clients you do not own), and `testing` (feature `test-util`: waits recorded, not
-//! slept). `tests/tests/public_api.rs` names every item, so the surface cannot change unseen.
+//! behind features, `http` (the one HTTP table), `sse` (server-sent events: a bounded
+//! decoder, the commit rule, a model's stream with its failures classified), `tower` and
+//! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
+//! `test-util`: waits recorded, not slept). `tests/tests/public_api.rs` names every item, so
+//! the surface cannot change unseen.
 
 #![forbid(unsafe_code)]
 
@@ -85,6 +87,8 @@ mod quota;
 pub mod redact;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest_middleware;
+#[cfg(feature = "sse")]
+pub mod sse;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod timeout;

@@ -62,6 +62,8 @@ struct Response {
     error_code: Option<String>,
     says: BodySays,
     url: Option<String>,
+    /// An error event inside a stream whose head was a success.
+    in_stream: bool,
 }
 
 impl HttpError {
@@ -71,8 +73,59 @@ impl HttpError {
     pub fn new(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> HttpError {
         let body = &body[..body.len().min(SNIPPET_LIMIT)];
         let body = String::from_utf8_lossy(body).into_owned();
-        let provider = ProviderError::read(&body);
+        let provider = ProviderError::read(&body, Place::Response);
         let says = provider.says(status);
+        let retry_after = headers::retry_after(headers, SystemTime::now());
+        HttpError::keep(status, headers, retry_after, body, provider, says, false)
+    }
+
+    /// An error event inside a stream whose head (`status`, `headers`) was a success, from
+    /// the event's data: Anthropic's `{"type": "error", "error": {...}}`, OpenAI's
+    /// `{"error": {...}}` or flat `{"type": "error", "code": ...}`, or Responses'
+    /// `response.failed`, whose error is under `response.error`.
+    ///
+    /// It keeps the head's status and headers to read, but is classified by the event alone
+    /// ([the table's "inside a stream" part](crate::http#inside-a-stream)): the head's
+    /// `x-should-retry` and `Retry-After` belonged to the success, so
+    /// [`retry_after`](HttpError::retry_after) is `None`. At most 4 KiB of the data is kept.
+    ///
+    /// ```
+    /// use http::{HeaderMap, HeaderValue, StatusCode};
+    /// use retry_runtime::http::{HttpError, Rule};
+    /// use retry_runtime::{Class, Classify};
+    ///
+    /// let mut head = HeaderMap::new();
+    /// head.insert("x-should-retry", HeaderValue::from_static("false"));
+    /// let event = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    /// let error = HttpError::in_stream(StatusCode::OK, &head, event).with_url("https://api.anthropic.com/v1/messages");
+    /// assert_eq!(error.classify(), Class::Unavailable { retry_after: None });
+    /// assert_eq!(error.rule(), Rule::Overloaded);
+    /// assert!(error.is_in_stream());
+    /// assert_eq!(error.headers()["x-should-retry"], "false");
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "HTTP 200 OK from https://api.anthropic.com/v1/messages: error event inside the stream (overloaded_error)",
+    /// );
+    /// ```
+    pub fn in_stream(status: StatusCode, headers: &HeaderMap, event_data: &[u8]) -> HttpError {
+        // Read whole (an event is capped by its decoder), so a long message does not cut
+        // the JSON that says the error's type; keep a snippet.
+        let provider = ProviderError::read(&String::from_utf8_lossy(event_data), Place::Stream);
+        let says = provider.says_in_stream();
+        let body = &event_data[..event_data.len().min(SNIPPET_LIMIT)];
+        let body = String::from_utf8_lossy(body).into_owned();
+        HttpError::keep(status, headers, None, body, provider, says, true)
+    }
+
+    fn keep(
+        status: StatusCode,
+        headers: &HeaderMap,
+        retry_after: Option<Duration>,
+        body: String,
+        provider: ProviderError,
+        says: BodySays,
+        in_stream: bool,
+    ) -> HttpError {
         HttpError(Box::new(Response {
             status,
             headers: headers
@@ -80,12 +133,13 @@ impl HttpError {
                 .filter(|(name, _)| headers::is_kept(name))
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect(),
-            retry_after: headers::retry_after(headers, SystemTime::now()),
+            retry_after,
             body,
             error_type: provider.error_type,
             error_code: provider.code,
             says,
             url: None,
+            in_stream,
         }))
     }
 
@@ -115,7 +169,7 @@ impl HttpError {
     }
 
     /// The wait the server asked for, read when the response arrived; `None` if it gave none
-    /// (or zero).
+    /// (or zero), and for an error inside a stream, whose head's hint was not about it.
     pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
     }
@@ -143,12 +197,26 @@ impl HttpError {
         self.0.url.as_deref()
     }
 
-    /// Whether the prompt does not fit the model's context: a 400 or 413 whose body is
-    /// OpenAI's `context_length_exceeded` or Anthropic's "prompt is too long". It is an answer
+    /// Whether the prompt does not fit the model's context: a 400 or 413 whose body (or an
+    /// error event inside a stream) is OpenAI's `context_length_exceeded` or Anthropic's
+    /// "prompt is too long". It is an answer
     /// (`Definitive`); a harness sends it to its own recovery (trim, summarise) rather than
     /// parse text.
     pub fn is_context_overflow(&self) -> bool {
         self.0.says == BodySays::ContextOverflow
+    }
+
+    /// Whether this is an error event inside a stream whose head was a success (see
+    /// [`HttpError::in_stream`]), rather than a failed response.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use retry_runtime::http::HttpError;
+    /// assert!(!HttpError::new(StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"").is_in_stream());
+    /// assert!(HttpError::in_stream(StatusCode::OK, &HeaderMap::new(), b"{}").is_in_stream());
+    /// ```
+    pub fn is_in_stream(&self) -> bool {
+        self.0.in_stream
     }
 
     /// Which row of [the one table](crate::http) decided this error's class: `x-should-retry`,
@@ -167,6 +235,10 @@ impl HttpError {
     }
 
     fn decide(&self) -> (Class, Rule) {
+        if self.0.in_stream {
+            // The head's headers said nothing about this event: only its body is read.
+            return decide(self.0.status.as_u16(), None, None, false, self.0.says);
+        }
         decide(
             self.0.status.as_u16(),
             headers::should_retry(&self.0.headers),
@@ -194,6 +266,9 @@ impl fmt::Display for HttpError {
         if let Some(url) = &self.0.url {
             write!(f, " from {url}")?;
         }
+        if self.0.in_stream {
+            f.write_str(": error event inside the stream")?;
+        }
         match (&self.0.error_type, &self.0.error_code) {
             (Some(kind), Some(code)) if kind != code => write!(f, " ({kind}, code {code})"),
             (Some(kind), _) => write!(f, " ({kind})"),
@@ -212,6 +287,7 @@ impl fmt::Debug for HttpError {
             .field("error_code", &self.0.error_code)
             .field("retry_after", &self.0.retry_after)
             .field("class", &self.classify())
+            .field("in_stream", &self.0.in_stream)
             .field("body_bytes", &self.0.body.len())
             .finish_non_exhaustive()
     }
@@ -228,17 +304,31 @@ struct ProviderError {
     message: Option<String>,
 }
 
+/// Where a body came from: a stream's event may also be Responses' `response.failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Response,
+    Stream,
+}
+
 impl ProviderError {
-    fn read(body: &str) -> ProviderError {
+    fn read(body: &str, place: Place) -> ProviderError {
         if !body.trim_start().starts_with('{') {
             return ProviderError::default();
         }
         let Ok(Value::Object(top)) = serde_json::from_str::<Value>(body) else {
             return ProviderError::default();
         };
+        let failed_response = match (place, top.get("response")) {
+            (Place::Stream, Some(Value::Object(response))) => match response.get("error") {
+                Some(Value::Object(inner)) => Some(inner),
+                _ => None,
+            },
+            _ => None,
+        };
         let object = match top.get("error") {
             Some(Value::Object(inner)) => inner,
-            _ => &top,
+            _ => failed_response.unwrap_or(&top),
         };
         let text = |key: &str| match object.get(key) {
             Some(Value::String(text)) => Some(text.clone()),
@@ -246,8 +336,9 @@ impl ProviderError {
             _ => None,
         };
         ProviderError {
-            // Anthropic's envelope says `"type": "error"`, which names no kind.
-            error_type: text("type").filter(|kind| kind != "error"),
+            // Anthropic's envelope says `"type": "error"`, which names no kind, as a
+            // Responses event's own type does not.
+            error_type: text("type").filter(|kind| kind != "error" && kind != "response.failed"),
             code: text("code"),
             message: text("message"),
         }
@@ -267,6 +358,31 @@ impl ProviderError {
             BodySays::ContextOverflow
         } else {
             BodySays::Nothing
+        }
+    }
+
+    /// What an error event inside a stream says: every event says something, so the table
+    /// never falls through to the status of the stream's successful head.
+    fn says_in_stream(&self) -> BodySays {
+        let is = |markers: &[&str]| {
+            markers.iter().any(|marker| {
+                self.error_type.as_deref() == Some(*marker) || self.code.as_deref() == Some(*marker)
+            })
+        };
+        if is(&["overloaded_error"]) {
+            BodySays::Overloaded
+        } else if is(&QUOTA_REFUSALS) || is(&["enforced_spend_limit_reached"]) {
+            BodySays::QuotaRefused
+        } else if is(&["context_length_exceeded"]) || self.says_prompt_too_long() {
+            BodySays::ContextOverflow
+        } else if is(&["rate_limit_error", "rate_limit_exceeded"]) {
+            BodySays::StreamRateLimited
+        } else if is(&["api_error", "server_error"]) {
+            BodySays::StreamServerError
+        } else if is(&["invalid_request_error"]) {
+            BodySays::StreamInvalidRequest
+        } else {
+            BodySays::StreamUnknown
         }
     }
 
@@ -346,12 +462,204 @@ mod tests {
         assert_eq!(without_secrets("http://h?key=s"), "http://h");
     }
 
+    fn in_stream(event: &str) -> HttpError {
+        HttpError::in_stream(StatusCode::OK, &HeaderMap::new(), event.as_bytes())
+    }
+
+    fn anthropic(kind: &str) -> String {
+        format!(r#"{{"type":"error","error":{{"type":"{kind}","message":"m"}}}}"#)
+    }
+
+    fn openai(code: &str) -> String {
+        format!(r#"{{"error":{{"message":"m","type":"t","code":"{code}"}}}}"#)
+    }
+
+    #[test]
+    fn an_overloaded_error_in_a_stream_is_unavailable_with_no_hint() {
+        let error = in_stream(&anthropic("overloaded_error"));
+        assert_eq!(error.classify(), Class::Unavailable { retry_after: None });
+        assert_eq!(error.rule(), Rule::Overloaded);
+    }
+
+    #[test]
+    fn a_rate_limit_in_a_stream_is_rate_limited_with_no_hint() {
+        for error in [
+            in_stream(&anthropic("rate_limit_error")),
+            in_stream(&openai("rate_limit_exceeded")),
+        ] {
+            assert_eq!(error.classify(), Class::RateLimited { retry_after: None });
+            assert_eq!(error.rule(), Rule::StreamRateLimited);
+        }
+    }
+
+    #[test]
+    fn a_quota_refusal_in_a_stream_is_quota_exhausted() {
+        for event in [
+            openai("insufficient_quota"),
+            openai("billing_hard_limit_reached"),
+        ] {
+            let error = in_stream(&event);
+            assert_eq!(error.classify(), Class::QuotaExhausted);
+            assert_eq!(error.rule(), Rule::QuotaRefused);
+        }
+    }
+
+    #[test]
+    fn anthropics_spend_limit_in_a_stream_is_quota_exhausted() {
+        let error = in_stream(&anthropic("enforced_spend_limit_reached"));
+        assert_eq!(error.classify(), Class::QuotaExhausted);
+        assert_eq!(error.rule(), Rule::QuotaRefused);
+    }
+
+    #[test]
+    fn an_api_or_server_error_in_a_stream_is_a_server_error() {
+        for error in [
+            in_stream(&anthropic("api_error")),
+            in_stream(&openai("server_error")),
+        ] {
+            assert_eq!(error.classify(), Class::ServerError);
+            assert_eq!(error.rule(), Rule::StreamServerError);
+        }
+    }
+
+    #[test]
+    fn an_invalid_request_in_a_stream_is_definitive() {
+        let error = in_stream(&anthropic("invalid_request_error"));
+        assert_eq!(error.classify(), Class::Definitive);
+        assert_eq!(error.rule(), Rule::StreamInvalidRequest);
+        assert!(!error.is_context_overflow());
+    }
+
+    #[test]
+    fn a_context_overflow_in_a_stream_is_definitive_and_says_so() {
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 200001 tokens > 200000 maximum"}}"#;
+        for error in [
+            in_stream(anthropic),
+            in_stream(&openai("context_length_exceeded")),
+        ] {
+            assert_eq!(error.classify(), Class::Definitive);
+            assert_eq!(error.rule(), Rule::ContextOverflow);
+            assert!(error.is_context_overflow());
+        }
+    }
+
+    #[test]
+    fn an_unknown_or_missing_error_type_in_a_stream_is_a_server_error() {
+        for event in [
+            anthropic("brand_new_error"),
+            r#"{"type":"error"}"#.into(),
+            "not json".into(),
+            String::new(),
+        ] {
+            let error = in_stream(&event);
+            assert_eq!(error.classify(), Class::ServerError, "{event}");
+            assert_eq!(error.rule(), Rule::StreamUnknown, "{event}");
+        }
+    }
+
+    #[test]
+    fn the_heads_should_retry_and_retry_after_do_not_apply_inside_the_stream() {
+        let mut head = HeaderMap::new();
+        head.insert("x-should-retry", http::HeaderValue::from_static("true"));
+        head.insert("retry-after", http::HeaderValue::from_static("30"));
+        let invalid = HttpError::in_stream(
+            StatusCode::OK,
+            &head,
+            anthropic("invalid_request_error").as_bytes(),
+        );
+        assert_eq!(invalid.classify(), Class::Definitive);
+        let limited = HttpError::in_stream(
+            StatusCode::OK,
+            &head,
+            openai("rate_limit_exceeded").as_bytes(),
+        );
+        assert_eq!(limited.classify(), Class::RateLimited { retry_after: None });
+        assert_eq!(limited.retry_after(), None);
+        // Kept to read, all the same.
+        assert_eq!(limited.headers()["x-should-retry"], "true");
+        head.insert("x-should-retry", http::HeaderValue::from_static("false"));
+        let overloaded = HttpError::in_stream(
+            StatusCode::OK,
+            &head,
+            anthropic("overloaded_error").as_bytes(),
+        );
+        assert_eq!(
+            overloaded.classify(),
+            Class::Unavailable { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn a_responses_failed_event_is_read_under_response_error() {
+        let failed = r#"{"type":"response.failed","sequence_number":9,"response":{"id":"resp_1","status":"failed","error":{"code":"server_error","message":"The model failed"}}}"#;
+        let error = in_stream(failed);
+        assert_eq!(error.error_code(), Some("server_error"));
+        assert_eq!(error.error_type(), None);
+        assert_eq!(error.rule(), Rule::StreamServerError);
+        let limited =
+            r#"{"type":"response.failed","response":{"error":{"code":"rate_limit_exceeded"}}}"#;
+        assert_eq!(
+            in_stream(limited).classify(),
+            Class::RateLimited { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn a_responses_error_event_is_read_flat() {
+        let event = r#"{"type":"error","code":"insufficient_quota","message":"m","param":null,"sequence_number":2}"#;
+        assert_eq!(in_stream(event).classify(), Class::QuotaExhausted);
+    }
+
+    #[test]
+    fn an_error_in_a_stream_says_so_and_never_prints_its_body() {
+        let event =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"secret prompt"}}"#;
+        let error = in_stream(event).with_url("https://host/path?key=k");
+        assert_eq!(
+            error.to_string(),
+            "HTTP 200 OK from https://host/path: error event inside the stream (overloaded_error)"
+        );
+        assert!(!format!("{error:?}").contains("secret"));
+        assert!(format!("{error:?}").contains("in_stream: true"));
+    }
+
+    #[test]
+    fn a_long_error_event_is_still_read_whole() {
+        let message = "x".repeat(2 * SNIPPET_LIMIT);
+        let event = format!(
+            r#"{{"type":"error","error":{{"message":"{message}","type":"overloaded_error"}}}}"#
+        );
+        let error = in_stream(&event);
+        assert_eq!(error.rule(), Rule::Overloaded);
+        assert_eq!(error.body().len(), SNIPPET_LIMIT);
+    }
+
+    #[test]
+    fn a_response_is_not_in_a_stream_and_its_table_is_unchanged() {
+        let error = HttpError::new(
+            StatusCode::BAD_REQUEST,
+            &HeaderMap::new(),
+            anthropic("rate_limit_error").as_bytes(),
+        );
+        assert!(!error.is_in_stream());
+        assert_eq!(error.rule(), Rule::Status);
+        assert_eq!(error.classify(), Class::Definitive);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(10_000))]
 
         #[test]
         fn any_body_bytes_are_read_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = HttpError::new(StatusCode::BAD_REQUEST, &HeaderMap::new(), &bytes).classify();
+        }
+
+        #[test]
+        fn any_event_bytes_in_a_stream_are_read_without_panicking_and_never_as_the_status(
+            bytes in proptest::collection::vec(any::<u8>(), 0..256),
+        ) {
+            let error = HttpError::in_stream(StatusCode::OK, &HeaderMap::new(), &bytes);
+            prop_assert_ne!(error.rule(), Rule::Status);
         }
     }
 }

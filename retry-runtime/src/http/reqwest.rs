@@ -46,6 +46,39 @@ pub trait ResponseExt: Sized + sealed::Sealed {
     /// The response itself if its status is not an error (4xx or 5xx), else an [`HttpError`]
     /// made from it, reading at most 4 KiB of its body (never the whole body).
     fn check_status(self) -> impl Future<Output = Result<Self, HttpError>> + Send;
+
+    /// The body as a model's event stream (feature `sse`): call it after
+    /// [`check_status`](ResponseExt::check_status). Each item is an event, or the
+    /// [`StreamError`](crate::sse::StreamError) that ended the stream: an error event from
+    /// the provider (classified by [the table](crate::http#inside-a-stream)), a body cut off,
+    /// a malformed or oversized frame. A response whose status is a failure gives one error,
+    /// classified by its status and headers. See [`ModelEvents`](crate::sse::ModelEvents).
+    ///
+    /// ```
+    /// use futures_core::Stream;
+    /// use retry_runtime::http::ResponseExt;
+    /// use retry_runtime::{sse, Class, Classify};
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let body = "event: message_start\ndata: {\"type\":\"message_start\"}\n\n\
+    ///             event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n";
+    /// let response = http::Response::builder().header("retry-after", "30").body(body).unwrap();
+    /// let mut events = reqwest::Response::from(response).events();
+    /// assert!(!sse::is_content(&next(&mut events).await.unwrap().unwrap()));
+    /// let overloaded = next(&mut events).await.unwrap().unwrap_err();
+    /// // The head's Retry-After was about the 200, not this event.
+    /// assert_eq!(overloaded.classify(), Class::Unavailable { retry_after: None });
+    /// assert!(next(&mut events).await.is_none());
+    /// # }
+    /// # async fn next(events: &mut sse::ModelEvents) -> Option<Result<sse::Event, sse::StreamError>> {
+    /// #     poll_fn(|cx| Pin::new(&mut *events).poll_next(cx)).await
+    /// # }
+    /// ```
+    #[cfg(feature = "sse")]
+    fn events(self) -> crate::sse::ModelEvents;
 }
 
 impl ResponseExt for reqwest::Response {
@@ -64,6 +97,11 @@ impl ResponseExt for reqwest::Response {
             snippet.extend_from_slice(&chunk);
         }
         Err(HttpError::new(status, &headers, &snippet).with_url(&url))
+    }
+
+    #[cfg(feature = "sse")]
+    fn events(self) -> crate::sse::ModelEvents {
+        crate::sse::ModelEvents::new(self)
     }
 }
 

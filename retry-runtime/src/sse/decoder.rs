@@ -1,0 +1,666 @@
+//! The sans-IO parser: chunks of bytes in, [`Event`]s out, by the WHATWG rules for
+//! interpreting an event stream, with a cap on the size of the event in progress.
+//!
+//! It parses lazily, one event at a time, from the one chunk it holds: a caller pulls the
+//! next chunk only when [`Decoder::next_event`] has nothing ready, so it never holds more than
+//! the event in progress (at most the cap) and one chunk.
+
+use std::mem;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::event::Event;
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// The event in progress outgrew the cap of `limit` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooLarge {
+    pub(crate) limit: usize,
+}
+
+/// Push a chunk, take events with [`next_event`](Decoder::next_event) until it gives
+/// `Ok(None)`, push the next; at the source's clean end, [`finish`](Decoder::finish).
+///
+/// The cap bounds two counts of the event in progress, each checked as its bytes arrive:
+/// its bytes on the wire (every line since the last blank line, comments, field names and
+/// line ends included, and the line not yet ended), so that what is read before an error is
+/// at most the cap and one chunk; and its size as kept ([`Event::size`]: data, type and ID,
+/// which U+FFFD for invalid bytes can make larger than the wire's). Neither depends on where
+/// the chunks split the stream, so neither does the error.
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    chunk: Bytes,
+    pos: usize,
+    /// A line not yet ended, carried over from earlier chunks.
+    line: Vec<u8>,
+    /// The last line ended in CR: an LF first in what follows ends nothing (a split CRLF).
+    after_cr: bool,
+    /// The wire bytes of the lines taken since the last blank line, with their line ends.
+    block: usize,
+    /// How much of a BOM the stream's first bytes matched, while it is still undecided.
+    bom: Option<u8>,
+    fields: Fields,
+}
+
+/// The spec's buffers: data, event type, last event ID, and the reconnection time.
+#[derive(Debug)]
+struct Fields {
+    data: String,
+    event: String,
+    last_id: Option<Arc<str>>,
+    retry: Option<Duration>,
+    limit: usize,
+}
+
+impl Decoder {
+    pub(crate) fn new(limit: usize) -> Decoder {
+        Decoder {
+            chunk: Bytes::new(),
+            pos: 0,
+            line: Vec::new(),
+            after_cr: false,
+            block: 0,
+            bom: Some(0),
+            fields: Fields {
+                data: String::new(),
+                event: String::new(),
+                last_id: None,
+                retry: None,
+                limit,
+            },
+        }
+    }
+
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.fields.limit = limit;
+    }
+
+    /// The next chunk. Push it once `next_event` has given `Ok(None)`: a chunk pushed before
+    /// is joined to what is left of the last one, at the cost of a copy.
+    pub(crate) fn push(&mut self, chunk: Bytes) {
+        if self.pos < self.chunk.len() {
+            let mut joined = Vec::with_capacity(self.chunk.len() - self.pos + chunk.len());
+            joined.extend_from_slice(&self.chunk[self.pos..]);
+            joined.extend_from_slice(&chunk);
+            self.chunk = Bytes::from(joined);
+        } else {
+            self.chunk = chunk;
+        }
+        self.pos = 0;
+    }
+
+    /// The next complete event in what was pushed, or `Ok(None)` once it is all read.
+    pub(crate) fn next_event(&mut self) -> Result<Option<Event>, TooLarge> {
+        if self.bom.is_some() && !self.skip_bom() {
+            return Ok(None);
+        }
+        while self.pos < self.chunk.len() {
+            if mem::take(&mut self.after_cr) && self.chunk[self.pos] == b'\n' {
+                // The CRLF's LF: part of the line it ends, unless that was the blank line.
+                self.pos += 1;
+                if self.block > 0 {
+                    self.block += 1;
+                }
+                continue;
+            }
+            let start = self.pos;
+            let found = self.chunk[start..]
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r');
+            let Some(end) = found else {
+                self.within(self.chunk.len() - start)?;
+                self.line.extend_from_slice(&self.chunk[start..]);
+                self.pos = self.chunk.len();
+                break;
+            };
+            // A blank line's end is not counted: it ends the event, and the count.
+            let length = self.line.len() + end;
+            self.within(if length == 0 { 0 } else { end + 1 })?;
+            self.after_cr = self.chunk[start + end] == b'\r';
+            self.pos = start + end + 1;
+            self.block = if length == 0 {
+                0
+            } else {
+                self.block + length + 1
+            };
+            let line = &self.chunk[start..start + end];
+            let taken = if self.line.is_empty() {
+                self.fields.take(line)
+            } else {
+                self.line.extend_from_slice(line);
+                let taken = self.fields.take(&self.line);
+                self.line.clear();
+                taken
+            };
+            match taken {
+                Ok(None) => {}
+                Ok(Some(event)) => return Ok(Some(event)),
+                Err(too_large) => return Err(self.fail(too_large)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The source ended cleanly: a last line with no line end is taken as a line, and a last
+    /// event with data but no blank line after it is dispatched (the spec would drop it; see
+    /// the [module docs](crate::sse)).
+    pub(crate) fn finish(&mut self) -> Result<Option<Event>, TooLarge> {
+        // Bytes that began a BOM and then the stream ended: a line naming an unknown field.
+        self.bom = None;
+        if !self.line.is_empty() {
+            let line = mem::take(&mut self.line);
+            if let Err(too_large) = self.fields.take(&line) {
+                return Err(self.fail(too_large));
+            }
+        }
+        Ok(self.fields.dispatch())
+    }
+
+    /// Whether `more` bytes on the wire may join the event in progress and its line so far.
+    fn within(&mut self, more: usize) -> Result<(), TooLarge> {
+        let read = self.block.saturating_add(self.line.len());
+        if read.saturating_add(more) > self.fields.limit {
+            let limit = self.fields.limit;
+            return Err(self.fail(TooLarge { limit }));
+        }
+        Ok(())
+    }
+
+    /// Drops what is held: after an error the stream is done, and its buffers are not kept.
+    fn fail(&mut self, too_large: TooLarge) -> TooLarge {
+        self.chunk = Bytes::new();
+        self.pos = 0;
+        self.line = Vec::new();
+        self.block = 0;
+        self.fields.data = String::new();
+        self.fields.event = String::new();
+        too_large
+    }
+
+    /// Strips a UTF-8 BOM at the very start of the stream, matched across chunks; `false`
+    /// while the chunks so far are too short to tell.
+    fn skip_bom(&mut self) -> bool {
+        let Some(matched) = self.bom else {
+            return true;
+        };
+        let mut matched = usize::from(matched);
+        while matched < BOM.len() {
+            let Some(&byte) = self.chunk.get(self.pos) else {
+                self.bom = u8::try_from(matched).ok();
+                return false;
+            };
+            if byte != BOM[matched] {
+                // Not a BOM: the bytes that matched so far begin the first line.
+                self.line.extend_from_slice(&BOM[..matched]);
+                break;
+            }
+            matched += 1;
+            self.pos += 1;
+        }
+        self.bom = None;
+        true
+    }
+}
+
+impl Fields {
+    /// The size of the event in progress, as [`Event::size`] will count it: the data's last
+    /// `\n` is removed at dispatch.
+    fn size(&self) -> usize {
+        self.data.len().saturating_sub(1)
+            + self.event.len()
+            + self.last_id.as_deref().map_or(0, str::len)
+    }
+
+    /// Takes one line (without its line end); an empty line dispatches.
+    fn take(&mut self, line: &[u8]) -> Result<Option<Event>, TooLarge> {
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            _ if line.is_empty() => return Ok(self.dispatch()),
+            Some(0) => return Ok(None),
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
+        };
+        match field {
+            b"data" => {
+                // Lossy: an invalid byte becomes U+FFFD, three bytes, so the cap is checked
+                // on what is kept.
+                let value = String::from_utf8_lossy(value);
+                self.within(self.size() + usize::from(!self.data.is_empty()) + value.len())?;
+                self.data.reserve(value.len() + 1);
+                self.data.push_str(&value);
+                self.data.push('\n');
+            }
+            b"event" => {
+                let value = String::from_utf8_lossy(value);
+                self.within(self.size() - self.event.len() + value.len())?;
+                self.event.clear();
+                self.event.push_str(&value);
+            }
+            b"id" if !value.contains(&0) => {
+                let value = String::from_utf8_lossy(value);
+                let id = self.last_id.as_deref().map_or(0, str::len);
+                self.within(self.size() - id + value.len())?;
+                self.last_id = (!value.is_empty()).then(|| Arc::from(value.as_ref()));
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // More digits than a u64 holds is a very long time, not an error.
+                let millis = value.iter().fold(0u64, |millis, digit| {
+                    millis
+                        .saturating_mul(10)
+                        .saturating_add(u64::from(digit - b'0'))
+                });
+                self.retry = Some(Duration::from_millis(millis));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn within(&self, size: usize) -> Result<(), TooLarge> {
+        if size > self.limit {
+            return Err(TooLarge { limit: self.limit });
+        }
+        Ok(())
+    }
+
+    /// The spec's dispatch: no data, no event (and the type is reset); else the data without
+    /// its last `\n`, of the type given or `message`.
+    fn dispatch(&mut self) -> Option<Event> {
+        if self.data.is_empty() {
+            self.event.clear();
+            return None;
+        }
+        self.data.pop();
+        Some(Event::dispatched(
+            mem::take(&mut self.event),
+            mem::take(&mut self.data),
+            self.last_id.clone(),
+            self.retry,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event (and an error, which ends it) from these chunks, the source ending cleanly.
+    fn decode(chunks: &[&[u8]], limit: usize) -> Vec<Result<Event, TooLarge>> {
+        let mut decoder = Decoder::new(limit);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder.push(Bytes::copy_from_slice(chunk));
+            loop {
+                match decoder.next_event() {
+                    Ok(Some(event)) => out.push(Ok(event)),
+                    Ok(None) => break,
+                    Err(too_large) => {
+                        out.push(Err(too_large));
+                        return out;
+                    }
+                }
+            }
+        }
+        out.extend(decoder.finish().transpose());
+        out
+    }
+
+    fn events(input: &str) -> Vec<Event> {
+        decode(&[input.as_bytes()], 1 << 20)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    fn data(input: &[&[u8]]) -> Vec<String> {
+        decode(input, 1 << 20)
+            .into_iter()
+            .map(|event| event.unwrap().data().to_owned())
+            .collect()
+    }
+
+    fn with_id(event: &str, data: &str, id: Option<&str>) -> Event {
+        Event::dispatched(event.into(), data.into(), id.map(Arc::from), None)
+    }
+
+    // The spec's own examples (WHATWG HTML, 9.2), reproduced exactly.
+
+    #[test]
+    fn spec_example_three_messages_the_second_of_two_lines() {
+        let stream = "data: This is the first message.\n\ndata: This is the second message, it\ndata: has two lines.\n\ndata: This is the third message.\n\n";
+        assert_eq!(
+            events(stream),
+            [
+                Event::new("", "This is the first message."),
+                Event::new("", "This is the second message, it\nhas two lines."),
+                Event::new("", "This is the third message."),
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_example_typed_events() {
+        let stream = "event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\nevent: add\ndata: 113411\n\n";
+        assert_eq!(
+            events(stream),
+            [
+                Event::new("add", "73857293"),
+                Event::new("remove", "2153"),
+                Event::new("add", "113411"),
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_example_yhoo_multi_line_data_is_joined_with_lf() {
+        assert_eq!(
+            events("data: YHOO\ndata: +2\ndata: 10\n\n"),
+            [Event::new("message", "YHOO\n+2\n10")]
+        );
+    }
+
+    #[test]
+    fn spec_example_test_stream_sets_then_resets_the_last_event_id() {
+        let stream = ": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n";
+        assert_eq!(
+            events(stream),
+            [
+                with_id("", "first event", Some("1")),
+                with_id("", "second event", None),
+                with_id("", " third event", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_example_empty_data_and_a_lone_newline_then_an_unended_block() {
+        // The spec fires two events, "" and "\n", and discards the last block, which no blank
+        // line follows. A clean end dispatches it here: a third event, "".
+        assert_eq!(data(&[b"data\n\ndata\ndata\n\ndata:"]), ["", "\n", ""]);
+    }
+
+    #[test]
+    fn spec_example_one_space_after_the_colon_is_dropped() {
+        assert_eq!(data(&[b"data:test\n\ndata: test\n\n"]), ["test", "test"]);
+    }
+
+    // Line ends.
+
+    #[test]
+    fn lf_cr_and_crlf_each_end_a_line() {
+        for end in ["\n", "\r", "\r\n"] {
+            let stream = format!("event: e{end}data: a{end}data: b{end}{end}");
+            assert_eq!(events(&stream), [Event::new("e", "a\nb")], "{end:?}");
+        }
+    }
+
+    #[test]
+    fn mixed_line_ends_in_one_stream() {
+        assert_eq!(
+            data(&[b"data: a\rdata: b\r\ndata: c\n\r\ndata: d\n\r"]),
+            ["a\nb\nc", "d"]
+        );
+    }
+
+    #[test]
+    fn a_crlf_split_between_chunks_is_one_line_end() {
+        // Were the LF a line end of its own, it would dispatch "a" alone.
+        assert_eq!(
+            data(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]),
+            ["a\nb"]
+        );
+    }
+
+    #[test]
+    fn a_cr_at_a_chunk_end_followed_by_a_line_is_still_a_line_end() {
+        assert_eq!(data(&[b"data: a\r", b"data: b\r\r"]), ["a\nb"]);
+    }
+
+    // BOM.
+
+    #[test]
+    fn a_leading_bom_is_stripped() {
+        assert_eq!(data(&[b"\xEF\xBB\xBFdata: x\n\n"]), ["x"]);
+    }
+
+    #[test]
+    fn a_bom_split_across_chunks_is_stripped() {
+        assert_eq!(data(&[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]), ["x"]);
+        assert_eq!(data(&[b"", b"\xEF\xBB", b"\xBF", b"data: x\n\n"]), ["x"]);
+    }
+
+    #[test]
+    fn only_the_first_bom_is_stripped() {
+        // The second is part of the first line's field name: an unknown field.
+        assert_eq!(
+            data(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\ndata: y\n\n"]),
+            ["y"]
+        );
+    }
+
+    #[test]
+    fn a_bom_after_the_start_is_data() {
+        assert_eq!(data(&[b"data: \xEF\xBB\xBFx\n\n"]), ["\u{FEFF}x"]);
+    }
+
+    #[test]
+    fn the_start_of_a_bom_that_is_not_one_begins_the_first_line() {
+        // EF BB then `d`: not a BOM, so the first field is U+FFFD "data", unknown.
+        assert_eq!(data(&[b"\xEF\xBB", b"data: x\n\ndata: y\n\n"]), ["y"]);
+        assert_eq!(data(&[b"\xEF", b"\ndata: y\n\n"]), ["y"]);
+    }
+
+    // Fields.
+
+    #[test]
+    fn comments_are_ignored() {
+        assert_eq!(data(&[b": hello\n:\ndata: x\n: in the middle\n\n"]), ["x"]);
+    }
+
+    #[test]
+    fn a_block_of_comments_dispatches_nothing() {
+        assert!(events(": keep-alive\n\n:\n\n").is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        assert_eq!(data(&[b"foo: bar\nDATA: no\ndata: x\n\n"]), ["x"]);
+    }
+
+    #[test]
+    fn a_field_with_no_colon_has_an_empty_value() {
+        assert_eq!(events("data\n\n"), [Event::new("", "")]);
+        // `event` with no value is the default type.
+        assert_eq!(
+            events("event: a\nevent\ndata: x\n\n"),
+            [Event::new("", "x")]
+        );
+    }
+
+    #[test]
+    fn only_one_space_after_the_colon_is_dropped() {
+        assert_eq!(data(&[b"data:  two\n\ndata:\tt\n\n"]), [" two", "\tt"]);
+    }
+
+    #[test]
+    fn a_colon_in_the_value_is_kept() {
+        assert_eq!(data(&[b"data: a: b\n\n"]), ["a: b"]);
+    }
+
+    #[test]
+    fn a_block_with_no_data_is_not_dispatched_and_resets_its_type() {
+        assert_eq!(
+            events("event: a\n\ndata: x\n\n"),
+            [Event::new("message", "x")]
+        );
+    }
+
+    #[test]
+    fn the_event_type_is_named_message_when_not_given() {
+        assert_eq!(events("event: message\ndata: x\n\n")[0].event(), "message");
+        assert_eq!(events("data: x\n\n")[0].event(), "message");
+    }
+
+    #[test]
+    fn the_last_event_id_persists_across_events() {
+        assert_eq!(
+            events("id: 1\ndata: a\n\ndata: b\n\nid: 2\n\ndata: c\n\nid\ndata: d\n\n"),
+            [
+                with_id("", "a", Some("1")),
+                with_id("", "b", Some("1")),
+                with_id("", "c", Some("2")),
+                with_id("", "d", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_id_holding_a_nul_is_ignored() {
+        assert_eq!(
+            events("id: 1\ndata: a\n\nid: 2\0\ndata: b\n\n"),
+            [with_id("", "a", Some("1")), with_id("", "b", Some("1"))]
+        );
+    }
+
+    #[test]
+    fn retry_is_read_only_when_all_ascii_digits() {
+        let retry = |stream: &str| events(stream).pop().unwrap().retry();
+        assert_eq!(
+            retry("retry: 1500\ndata: x\n\n"),
+            Some(Duration::from_millis(1500))
+        );
+        for ignored in ["1.5", "-1", "", " 1", "1 ", "1e3", "٣"] {
+            let stream = format!("retry: {ignored}\ndata: x\n\n");
+            assert_eq!(retry(&stream), None, "{ignored:?}");
+        }
+    }
+
+    #[test]
+    fn a_huge_retry_saturates_rather_than_failing() {
+        let stream = "retry: 99999999999999999999999999\ndata: x\n\n";
+        assert_eq!(
+            events(stream)[0].retry(),
+            Some(Duration::from_millis(u64::MAX))
+        );
+    }
+
+    #[test]
+    fn retry_persists_like_the_reconnection_time_even_from_a_block_without_data() {
+        let events = events("retry: 10\n\ndata: a\n\nretry: x\ndata: b\n\n");
+        let retries: Vec<_> = events.iter().map(Event::retry).collect();
+        assert_eq!(retries, [Some(Duration::from_millis(10)); 2]);
+    }
+
+    // UTF-8.
+
+    #[test]
+    fn invalid_utf8_is_decoded_with_replacement() {
+        assert_eq!(data(&[b"data: a\xFFb\xE2\x82\n\n"]), ["a\u{FFFD}b\u{FFFD}"]);
+        assert_eq!(events("event: \u{e9}\ndata: x\n\n")[0].event(), "\u{e9}");
+    }
+
+    #[test]
+    fn a_character_split_across_chunks_is_kept_whole() {
+        assert_eq!(data(&[b"data: \xE2", b"\x82", b"\xAC\n\n"]), ["\u{20AC}"]);
+    }
+
+    // End of stream.
+
+    #[test]
+    fn a_last_event_without_a_blank_line_is_dispatched_at_a_clean_end() {
+        assert_eq!(data(&[b"data: a\n\ndata: b\n"]), ["a", "b"]);
+        assert_eq!(data(&[b"data: a\n\ndata: b"]), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_last_block_without_data_dispatches_nothing_at_the_end() {
+        assert_eq!(data(&[b"data: a\n\nevent: x\nid: 3"]), ["a"]);
+    }
+
+    // The cap.
+
+    #[test]
+    fn an_event_of_exactly_the_cap_is_accepted() {
+        // On the wire, `data: 0123456789\n` is 17 bytes (the blank line is not counted);
+        // its data, 10.
+        let decoded = decode(&[b"data: 0123456789\n\n"], 17);
+        assert_eq!(decoded, [Ok(Event::new("", "0123456789"))]);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_too_large_however_it_is_split() {
+        let line = b"data: 0123456789A\n\n";
+        assert_eq!(decode(&[line], 17), [Err(TooLarge { limit: 17 })]);
+        let (head, tail) = line.split_at(9);
+        assert_eq!(decode(&[head, tail], 17), [Err(TooLarge { limit: 17 })]);
+    }
+
+    #[test]
+    fn the_cap_counts_comments_and_field_names_on_the_wire() {
+        // Four bytes of data, but 23 bytes read for this event.
+        let stream = b": a comment\ndata: abcd\n\n";
+        assert_eq!(decode(&[stream], 22), [Err(TooLarge { limit: 22 })]);
+        assert_eq!(decode(&[stream], 23), [Ok(Event::new("", "abcd"))]);
+    }
+
+    #[test]
+    fn a_blank_line_starts_the_count_again() {
+        let stream = b": ping\n\n: ping\n\ndata: abcd\n\n";
+        assert_eq!(decode(&[stream], 11), [Ok(Event::new("", "abcd"))]);
+    }
+
+    #[test]
+    fn lines_that_together_outgrow_the_cap_are_too_large() {
+        let stream = b"data: 01234\ndata: 56789\ndata: x\n\n";
+        assert_eq!(decode(&[stream], 16), [Err(TooLarge { limit: 16 })]);
+    }
+
+    #[test]
+    fn the_cap_counts_the_data_as_kept_after_replacement() {
+        // Four invalid bytes become twelve bytes of U+FFFD.
+        assert_eq!(
+            decode(&[b"data:\xFF\xFF\xFF\xFF\n\n"], 10),
+            [Err(TooLarge { limit: 10 })]
+        );
+    }
+
+    #[test]
+    fn the_cap_applies_to_each_event_not_the_stream() {
+        let stream = b"data: 0123\n\ndata: 4567\n\ndata: 89ab\n\n";
+        assert_eq!(decode(&[stream], 11).len(), 3);
+    }
+
+    #[test]
+    fn after_too_large_nothing_is_held() {
+        let mut decoder = Decoder::new(8);
+        decoder.push(Bytes::from_static(b"data: 0123456789"));
+        assert_eq!(decoder.next_event(), Err(TooLarge { limit: 8 }));
+        assert!(decoder.line.capacity() == 0 && decoder.fields.data.capacity() == 0);
+        assert!(decoder.chunk.is_empty());
+    }
+
+    #[test]
+    fn events_are_taken_one_at_a_time_from_the_chunk_held() {
+        let mut decoder = Decoder::new(1 << 20);
+        decoder.push(Bytes::from_static(b"data: a\n\ndata: b\n\ndata: c"));
+        assert_eq!(decoder.next_event().unwrap().unwrap().data(), "a");
+        assert_eq!(decoder.next_event().unwrap().unwrap().data(), "b");
+        assert_eq!(decoder.next_event(), Ok(None));
+        decoder.push(Bytes::from_static(b"d\n\n"));
+        assert_eq!(decoder.next_event().unwrap().unwrap().data(), "cd");
+    }
+
+    #[test]
+    fn a_chunk_pushed_early_is_read_after_what_is_left() {
+        let mut decoder = Decoder::new(1 << 20);
+        decoder.push(Bytes::from_static(b"data: a\n\ndata: b"));
+        assert_eq!(decoder.next_event().unwrap().unwrap().data(), "a");
+        decoder.push(Bytes::from_static(b"c\n\n"));
+        assert_eq!(decoder.next_event().unwrap().unwrap().data(), "bc");
+    }
+}
