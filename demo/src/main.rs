@@ -1,6 +1,7 @@
 //! The demo: a model client whose calls are retried by `#[retry]`, against a model API on
 //! loopback that is overloaded, rate limited and strict by turns, inside a turn whose hook
-//! tells a person what is happening while it waits.
+//! tells a person what is happening while it waits; and a streamed call whose stream fails
+//! with an `overloaded_error` event after its head, retried before its first text.
 //!
 //! Run it with `cargo run -p retry-demo`.
 
@@ -10,11 +11,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::routing::post;
+use futures_util::StreamExt;
 use retry_runtime::http::{HttpError, ResponseExt};
-use retry_runtime::{Class, Classify, Turn, retry};
+use retry_runtime::{Class, Classify, EndedEarly, GaveUp, Policy, Retry, Turn, retry, sse};
 
 /// What can go wrong calling the model: the library's own errors, classified by its one table.
 #[derive(Debug, thiserror::Error, Classify)]
@@ -27,6 +30,14 @@ enum ModelError {
     #[error(transparent)]
     #[classify(from)]
     Request(#[from] reqwest::Error),
+    /// The stream failed after its `200` head: an error event, a cut, a malformed frame.
+    #[error(transparent)]
+    #[classify(from)]
+    Stream(#[from] sse::StreamError),
+    /// The stream ended on its preamble, before any text.
+    #[error(transparent)]
+    #[classify(from)]
+    Ended(#[from] EndedEarly),
 }
 
 struct Model {
@@ -48,6 +59,89 @@ impl Model {
         let response = self.http.post(url).body(prompt.to_owned()).send().await?;
         Ok(response.check_status().await?.text().await?)
     }
+
+    /// Stream the model's reply, as Anthropic streams it: a failure before the first text
+    /// (here an `overloaded_error` event after `message_start`) is retried, and the caller sees
+    /// one attempt's events only. Returns the text and how many `message_start`s it saw.
+    async fn stream(&self, prompt: &str) -> Result<(String, u32), GaveUp<ModelError>> {
+        let url = format!("{}/v1/stream", self.base);
+        let mut events = Retry::new(&Policy::AVAILABILITY)
+            .named("model stream")
+            .stream(|_attempt| {
+                let request = self.http.post(&url).body(prompt.to_owned());
+                async move {
+                    let response = request.send().await?.check_status().await?;
+                    Ok::<_, ModelError>(response.events())
+                }
+            })
+            .commit_when(sse::is_content);
+        let (mut text, mut starts) = (String::new(), 0);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            match event.event() {
+                "message_start" => starts += 1,
+                "content_block_delta" => text.push_str(&delta_text(event.data())),
+                _ => {}
+            }
+        }
+        Ok((text, starts))
+    }
+}
+
+/// The text of an Anthropic `content_block_delta` event's data.
+fn delta_text(data: &str) -> String {
+    let delta: serde_json::Value = serde_json::from_str(data).unwrap_or_default();
+    delta["delta"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The events of a streamed reply, as Anthropic sends them: on the first request, overloaded
+/// after `message_start` and `ping`; then the reply.
+fn stream_body(request: u32) -> Body {
+    let events: &[(&str, &str)] = if request == 0 {
+        &[
+            (
+                "message_start",
+                r#"{"type":"message_start","message":{"id":"msg_1","role":"assistant","content":[]}}"#,
+            ),
+            ("ping", r#"{"type":"ping"}"#),
+            (
+                "error",
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+        ]
+    } else {
+        &[
+            (
+                "message_start",
+                r#"{"type":"message_start","message":{"id":"msg_2","role":"assistant","content":[]}}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            ),
+            ("ping", r#"{"type":"ping"}"#),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":", member."}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]
+    };
+    let chunks = events.iter().map(|(name, data)| {
+        Ok::<_, std::convert::Infallible>(format!("event: {name}\ndata: {data}\n\n"))
+    });
+    Body::from_stream(futures_util::stream::iter(chunks.collect::<Vec<_>>()))
 }
 
 type Answer = (StatusCode, HeaderMap, String);
@@ -65,7 +159,8 @@ fn answer(status: u16, headers: &[(&'static str, &'static str)], body: &str) -> 
 /// - `/v1/busy` is overloaded (529, `overloaded_error`), then unavailable with
 ///   `Retry-After: 1`, then answers;
 /// - `/v1/billing` refuses with OpenAI's `insufficient_quota` 429;
-/// - `/v1/long` says the prompt is too long (Anthropic's 400).
+/// - `/v1/long` says the prompt is too long (Anthropic's 400);
+/// - `/v1/stream` streams a reply, overloaded inside its first `200` stream.
 async fn serve() -> std::io::Result<(SocketAddr, Arc<AtomicU32>)> {
     let hits = Arc::new(AtomicU32::new(0));
     let app = Router::new()
@@ -105,6 +200,18 @@ async fn serve() -> std::io::Result<(SocketAddr, Arc<AtomicU32>)> {
                     &[],
                     r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 200001 tokens > 200000 maximum"}}"#,
                 )
+            }),
+        )
+        .route(
+            "/v1/stream",
+            post(|State(hits): State<Arc<AtomicU32>>| async move {
+                let request = hits.fetch_add(1, Ordering::SeqCst);
+                let mut response = axum::response::Response::new(stream_body(request));
+                response.headers_mut().insert(
+                    "content-type",
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                response
             }),
         )
         .with_state(Arc::clone(&hits));
@@ -163,12 +270,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let long = model.complete("v1/long", "hello").await;
             println!("   -> {}\n", describe(&long, &hits));
 
+            println!(
+                "4. a streamed reply: `200`, message_start, ping, then an overloaded_error event:"
+            );
+            let streamed = model.stream("hello").await;
+            let requests = hits.swap(0, Ordering::SeqCst);
+            match &streamed {
+                Ok((text, starts)) => println!(
+                    "   -> {text:?} after {requests} requests; the caller saw {starts} message_start \
+                     (the failed attempt's events were held, never delivered)\n"
+                ),
+                Err(gave_up) => println!("   -> {gave_up}, after {requests} requests\n"),
+            }
+
             answer.is_ok()
                 && matches!(
                     billing.as_ref().map_err(Classify::classify),
                     Err(Class::QuotaExhausted)
                 )
                 && matches!(&long, Err(ModelError::Http(error)) if error.is_context_overflow())
+                && matches!(&streamed, Ok((text, 1)) if text == "Hello, member.")
         })
         .await;
 

@@ -55,6 +55,7 @@
 //! | [`Class`], [`ClassSet`], [`RetryAfter`] | the classes, sets of them, a derive's hint field |
 //! | [`Policy`], [`Jitter`], [`RateLimit`], [`PolicyError`] | which classes retry, and the ladder |
 //! | [`Retry`], [`TimedRetry`], [`Budget`], [`parse_duration`], [`DurationError`] | the explicit API and the budget it fits |
+//! | `RetryStream`, `EndedEarly`, `DEFAULT_HOLD_ITEMS`, `DEFAULT_HOLD_BYTES` | feature `stream`: [`Retry::stream`], retried until its first content, never after |
 //! | [`GaveUp`], [`StopReason`], [`TimedOut`], [`TimeoutBound`] | the verdict of a ladder that stopped |
 //! | [`Turn`], [`TurnReport`], [`Canceller`] | the budget scope, its report, its cancel |
 //! | [`Quota`] | the cross-call retry budget |

@@ -749,8 +749,50 @@ where
 {
     type Item = Result<S::Ok, GaveUp<E>>;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        // The hot path: committed, no idle timer, an item passed straight through.
+        if this.phase == Phase::Streaming
+            && this.timer.is_none()
+            && let Some(stream) = &mut this.stream
+        {
+            match stream.as_mut().try_poll_next(cx) {
+                Poll::Ready(Some(Ok(item))) => return Poll::Ready(Some(Ok(item))),
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(error))) => {
+                    if let Some(gave_up) = this.failed_after_commit(error.into()) {
+                        return Poll::Ready(Some(Err(gave_up)));
+                    }
+                    // A restart: its wait, then its attempt.
+                    return this.poll_phases(cx);
+                }
+                Poll::Ready(None) => {
+                    this.finished();
+                    return Poll::Ready(None);
+                }
+            }
+        }
+        this.poll_phases(cx)
+    }
+}
+
+impl<R, O, Fut, S, E, P, H> RetryStream<R, O, Fut, S, E, P, H>
+where
+    R: Source,
+    O: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<S, E>>,
+    S: TryStream,
+    S::Error: Into<E>,
+    E: Classify + fmt::Display,
+    P: FnMut(&S::Ok) -> bool,
+    H: FnMut(),
+{
+    /// Every phase but the hot path's.
+    #[allow(clippy::type_complexity)]
+    #[inline(never)]
+    fn poll_phases(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<S::Ok, GaveUp<E>>>> {
+        let this = self;
         loop {
             match this.phase {
                 Phase::Streaming => {

@@ -193,6 +193,28 @@ impl<E: Classify> GaveUp<E> {
     }
 }
 
+/// A give-up classifies as its last error: giving up never changes the verdict, so a
+/// function that returns a `GaveUp` can itself be retried, and the nesting rule keeps the
+/// outer ladder from repeating what the inner one gave up on.
+///
+/// ```
+/// use retry_runtime::{Class, Classify, Policy, Retry};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let gave_up = Retry::new(&Policy::AVAILABILITY)
+///     .run(async |_| Err::<(), _>(Class::Transport))
+///     .await
+///     .unwrap_err();
+/// assert_eq!(gave_up.classify(), Class::Transport);
+/// # }
+/// ```
+impl<E: Classify> Classify for GaveUp<E> {
+    fn classify(&self) -> Class {
+        self.error.classify()
+    }
+}
+
 /// The error's text redacted (see [`redact`](crate::redact)), then why the ladder stopped.
 impl<E: fmt::Display> fmt::Display for GaveUp<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -704,4 +704,9 @@ pub mod capture {
 #[allow(missing_docs)]
 pub mod headline;
 
+/// The README's stream example, compiled as written; `tests/readme.rs` checks that the README
+/// shows this file verbatim.
+#[allow(missing_docs)]
+pub mod stream_headline;
+
 pub mod event_server;

@@ -5,9 +5,10 @@
 
 // The root: what a user writes.
 use retry_runtime::{
-    Budget, Canceller, Class, ClassSet, Classify, Clock, Draw, DurationError, GaveUp, Jitter,
-    Policy, PolicyError, Quota, RateLimit, Retry, RetryAfter, Sleep, StopReason, TimedOut,
-    TimedRetry, TimeoutBound, TokioClock, TokioSleep, Turn, TurnReport, parse_duration, retry,
+    Budget, Canceller, Class, ClassSet, Classify, Clock, DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS,
+    Draw, DurationError, EndedEarly, GaveUp, Jitter, Policy, PolicyError, Quota, RateLimit, Retry,
+    RetryAfter, RetryStream, Sleep, StopReason, TimedOut, TimedRetry, TimeoutBound, TokioClock,
+    TokioSleep, Turn, TurnReport, parse_duration, retry,
 };
 
 // The families with a module of their own.
@@ -23,7 +24,11 @@ use retry_runtime::notice::{
     Action, Hook, Notice, RetryEvent, TurnEnd, TurnEnded, clear_process_hook, set_process_hook,
 };
 use retry_runtime::redact::{Redacted, clear_rule, set_rule};
-use retry_runtime::testing::{Recorded, scope, scope_with_draw};
+use retry_runtime::sse::{
+    DEFAULT_MAX_EVENT_SIZE, DecodeError, Event, Events, ModelEvents, StreamError, decode,
+    is_content,
+};
+use retry_runtime::testing::{Recorded, StreamOf, collect, scope, scope_with_draw, stream_of};
 use retry_runtime::turn::{
     CutWait, GaveUpRecord, InFlight, TurnHandle, TurnOutcome, current, remaining,
 };

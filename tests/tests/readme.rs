@@ -10,3 +10,14 @@ fn the_readme_headline_is_the_compiled_example() {
         "README.md must show tests/src/headline.rs verbatim in a ```rust block"
     );
 }
+
+#[test]
+fn the_readmes_stream_example_is_the_compiled_one() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../src/stream_headline.rs");
+    let block = format!("```rust\n{example}```");
+    assert!(
+        readme.contains(&block),
+        "README.md must show tests/src/stream_headline.rs verbatim in a ```rust block"
+    );
+}

@@ -1,0 +1,394 @@
+//! `Retry::stream` over `ResponseExt::events()`, against a real SSE server on 127.0.0.1 and a
+//! real reqwest client, counting requests on the server. The ladder's waits are skipped by
+//! `testing::scope` in real time; the timeouts use short real durations.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::{
+    Class, Classify, EndedEarly, GaveUp, Policy, Retry, StopReason, TimedOut, TimeoutBound, Turn,
+    sse, testing,
+};
+use retry_tests::event_server::{EventServer, Part};
+use retry_tests::stream_headline::stream_reply;
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Failure {
+    #[error(transparent)]
+    #[classify(from)]
+    Http(#[from] HttpError),
+    #[error(transparent)]
+    #[classify(from)]
+    Request(#[from] reqwest::Error),
+    #[error(transparent)]
+    #[classify(from)]
+    Stream(#[from] sse::StreamError),
+    #[error(transparent)]
+    #[classify(from)]
+    Ended(#[from] EndedEarly),
+    #[error(transparent)]
+    #[classify(from)]
+    TimedOut(#[from] TimedOut),
+}
+
+fn anthropic(name: &str, data: &str) -> Part {
+    Part::event(name, data)
+}
+
+fn message_start() -> Part {
+    anthropic(
+        "message_start",
+        r#"{"type":"message_start","message":{"id":"msg","role":"assistant","content":[]}}"#,
+    )
+}
+
+fn ping() -> Part {
+    anthropic("ping", r#"{"type":"ping"}"#)
+}
+
+fn text_delta(text: &str) -> Part {
+    anthropic(
+        "content_block_delta",
+        &format!(
+            r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"{text}"}}}}"#
+        ),
+    )
+}
+
+fn message_stop() -> Part {
+    anthropic("message_stop", r#"{"type":"message_stop"}"#)
+}
+
+fn overloaded() -> Part {
+    anthropic(
+        "error",
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    )
+}
+
+/// Every event the caller saw, as `(name, data)`, and how the stream ended.
+type Seen = (Vec<(String, String)>, Option<GaveUp<Failure>>);
+
+/// Open `server`'s stream under `retry`, committing at `sse::is_content`, and read it all.
+async fn read(
+    retry: Retry,
+    server: &EventServer,
+    configure: impl FnOnce(Opened) -> Configured,
+) -> Seen {
+    let http = reqwest::Client::new();
+    let url = server.url();
+    let open: Box<dyn FnMut(u32) -> Opening + Send> = Box::new(move |_| {
+        let request = http.post(&url).body("prompt");
+        Box::pin(async move {
+            let response = request.send().await?.check_status().await?;
+            Ok::<_, Failure>(response.events())
+        })
+    });
+    let mut events = configure(retry.stream(open));
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => seen.push((event.event().to_owned(), event.data().to_owned())),
+            Err(gave_up) => return (seen, Some(gave_up)),
+        }
+    }
+    (seen, None)
+}
+
+/// The stream `read` configures: opened by a boxed closure.
+type Opened = retry_runtime::RetryStream<
+    Retry,
+    Box<dyn FnMut(u32) -> Opening + Send>,
+    Opening,
+    sse::ModelEvents,
+    Failure,
+>;
+
+type Opening =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<sse::ModelEvents, Failure>> + Send>>;
+type Configured = Box<
+    dyn futures_core::Stream<Item = Result<retry_runtime::sse::Event, GaveUp<Failure>>>
+        + Send
+        + Unpin,
+>;
+
+/// The usual configuration: commit at the first content.
+fn at_content(stream: Opened) -> Configured {
+    Box::new(stream.commit_when(sse::is_content))
+}
+
+fn names(seen: &[(String, String)]) -> Vec<&str> {
+    seen.iter().map(|(name, _)| name.as_str()).collect()
+}
+
+const AVAILABILITY: Retry = Retry::new(&Policy::AVAILABILITY).named("model");
+
+#[tokio::test]
+async fn anthropics_overloaded_event_after_message_start_is_retried_and_the_caller_sees_one_attempt()
+ {
+    let server = EventServer::start([
+        vec![message_start(), ping(), overloaded()],
+        vec![
+            message_start(),
+            ping(),
+            text_delta("Hel"),
+            text_delta("lo"),
+            message_stop(),
+        ],
+    ])
+    .await;
+    let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
+    assert!(gave_up.is_none(), "{gave_up:?}");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(
+        names(&seen),
+        [
+            "message_start",
+            "ping",
+            "content_block_delta",
+            "content_block_delta",
+            "message_stop"
+        ]
+    );
+    assert!(seen[2].1.contains("Hel") && seen[3].1.contains("lo"));
+    assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
+}
+
+#[tokio::test]
+async fn the_readmes_stream_example_recovers_from_an_overloaded_event() {
+    let server = EventServer::start([
+        vec![message_start(), ping(), overloaded()],
+        vec![message_start(), text_delta("Hello"), message_stop()],
+    ])
+    .await;
+    let http = reqwest::Client::new();
+    let (text, _) = testing::scope(stream_reply(&http, &server.url(), "hi")).await;
+    assert_eq!(text.unwrap(), "Hello");
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn an_openai_chat_server_error_in_the_stream_is_not_retried_under_availability() {
+    let server = EventServer::start([vec![Part::data(
+        r#"{"error":{"type":"server_error","message":"The server had an error while processing your request."}}"#,
+    )]])
+    .await;
+    let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
+    let gave_up = gave_up.expect("the stream gives up");
+    assert_eq!(gave_up.class(), Class::ServerError);
+    assert_eq!(
+        gave_up.reason(),
+        StopReason::NotRetried {
+            class: Class::ServerError
+        }
+    );
+    let Failure::Stream(error) = gave_up.error() else {
+        panic!("not a stream error: {gave_up:?}");
+    };
+    assert!(error.http_error().is_some_and(HttpError::is_in_stream));
+    assert!(seen.is_empty());
+    assert_eq!(server.requests(), 1);
+    assert!(recorded.waits().is_empty());
+}
+
+#[tokio::test]
+async fn insufficient_quota_inside_a_stream_is_one_request_and_no_wait() {
+    let server = EventServer::start([vec![Part::data(
+        r#"{"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"You exceeded your current quota"}}"#,
+    )]])
+    .await;
+    let ((_, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
+    assert_eq!(gave_up.unwrap().class(), Class::QuotaExhausted);
+    assert_eq!(server.requests(), 1);
+    assert!(recorded.waits().is_empty());
+}
+
+#[tokio::test]
+async fn a_connection_cut_before_content_is_transport_and_retried() {
+    let server = EventServer::start([
+        vec![message_start(), ping(), Part::Cut],
+        vec![message_start(), text_delta("whole"), message_stop()],
+    ])
+    .await;
+    let turn = Turn::new(Duration::from_secs(180));
+    let (((seen, gave_up), report), _) = testing::scope(async {
+        let (outcome, report) = turn.run(read(AVAILABILITY, &server, at_content)).await;
+        (outcome.unwrap(), report)
+    })
+    .await;
+    assert!(gave_up.is_none(), "{gave_up:?}");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(
+        names(&seen),
+        ["message_start", "content_block_delta", "message_stop"]
+    );
+    assert_eq!(report.retries_of(Class::Transport), 1);
+    assert_eq!(report.attempts(), server.requests());
+}
+
+#[tokio::test]
+async fn a_connection_cut_after_three_deltas_ends_with_committed_and_the_deltas_delivered_once() {
+    let server = EventServer::start([vec![
+        message_start(),
+        text_delta("one"),
+        text_delta("two"),
+        text_delta("three"),
+        Part::Cut,
+    ]])
+    .await;
+    let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
+    let gave_up = gave_up.expect("the cut ends the stream");
+    assert_eq!(gave_up.reason(), StopReason::Committed);
+    assert_eq!(gave_up.class(), Class::Transport);
+    assert!(gave_up.is_undetermined());
+    assert_eq!(server.requests(), 1);
+    assert_eq!(
+        names(&seen),
+        [
+            "message_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta"
+        ]
+    );
+    assert!(recorded.waits().is_empty());
+}
+
+#[tokio::test]
+async fn a_malformed_json_frame_is_definitive_after_one_request() {
+    let server = EventServer::start([vec![
+        message_start(),
+        anthropic("content_block_delta", r#"{"type":"content_block_delta","#),
+    ]])
+    .await;
+    let ((seen, gave_up), _) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
+    let gave_up = gave_up.expect("a malformed frame ends the stream");
+    assert_eq!(gave_up.class(), Class::Definitive);
+    assert_eq!(gave_up.reason(), StopReason::Definitive);
+    assert!(seen.is_empty(), "the held preamble is never delivered");
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn an_event_over_the_cap_is_definitive_after_one_request() {
+    let big = format!(
+        r#"{{"type":"content_block_delta","text":"{}"}}"#,
+        "x".repeat(4096)
+    );
+    let server = EventServer::start([vec![
+        message_start(),
+        anthropic("content_block_delta", &big),
+    ]])
+    .await;
+    let http = reqwest::Client::new();
+    let url = server.url();
+    let stream = AVAILABILITY
+        .stream(|_| {
+            let request = http.post(&url);
+            async move {
+                let response = request.send().await?.check_status().await?;
+                Ok::<_, Failure>(response.events().max_event_size(1024))
+            }
+        })
+        .commit_when(sse::is_content);
+    let (items, _) = testing::scope(testing::collect(stream)).await;
+    assert_eq!(items.len(), 1);
+    let gave_up = items.into_iter().next().unwrap().unwrap_err();
+    assert_eq!(gave_up.class(), Class::Definitive);
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_stall_before_the_first_event_times_out_at_commit_timeout_and_is_retried_when_the_policy_retries_timeouts()
+ {
+    static PATIENT: Policy = Policy::AVAILABILITY.retrying(Class::Timeout);
+    let server = EventServer::start([
+        vec![Part::Stall],
+        vec![message_start(), text_delta("late"), message_stop()],
+    ])
+    .await;
+    let ((seen, gave_up), recorded) = testing::scope(read(
+        Retry::new(&PATIENT).named("model"),
+        &server,
+        |stream| {
+            Box::new(
+                stream
+                    .commit_when(sse::is_content)
+                    .commit_timeout(Duration::from_millis(300)),
+            )
+        },
+    ))
+    .await;
+    assert!(gave_up.is_none(), "{gave_up:?}");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(
+        names(&seen),
+        ["message_start", "content_block_delta", "message_stop"]
+    );
+    assert_eq!(recorded.waits().len(), 1);
+    // The stalled attempt's connection was closed before the retry.
+    server.wait_for_closed(1).await;
+}
+
+#[tokio::test]
+async fn a_stall_at_commit_timeout_is_a_timeout_that_availability_does_not_retry() {
+    let server = EventServer::start([vec![message_start(), Part::Stall]]).await;
+    let ((_, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
+        Box::new(
+            stream
+                .commit_when(sse::is_content)
+                .commit_timeout(Duration::from_millis(300)),
+        )
+    }))
+    .await;
+    let gave_up = gave_up.expect("the stall ends the stream");
+    let Failure::TimedOut(timed_out) = gave_up.error() else {
+        panic!("not a timeout: {gave_up:?}");
+    };
+    assert_eq!(timed_out.bound(), TimeoutBound::Commit);
+    assert_eq!(gave_up.class(), Class::Timeout);
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_stall_after_content_with_idle_timeout_ends_with_committed() {
+    let server = EventServer::start([vec![message_start(), text_delta("some"), Part::Stall]]).await;
+    let ((seen, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
+        Box::new(
+            stream
+                .commit_when(sse::is_content)
+                .idle_timeout(Duration::from_millis(300)),
+        )
+    }))
+    .await;
+    let gave_up = gave_up.expect("the stall ends the stream");
+    assert_eq!(gave_up.reason(), StopReason::Committed);
+    let Failure::TimedOut(timed_out) = gave_up.error() else {
+        panic!("not a timeout: {gave_up:?}");
+    };
+    assert_eq!(timed_out.bound(), TimeoutBound::Idle);
+    assert_eq!(names(&seen), ["message_start", "content_block_delta"]);
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_layered_give_up_inside_a_retried_function_is_not_run_again() {
+    // An enclosing `#[retry]` that consumes a committed stream does not run it again.
+    #[retry_runtime::retry(name = "turn step")]
+    async fn consume(server: &EventServer) -> Result<usize, GaveUp<Failure>> {
+        let (seen, gave_up) = read(AVAILABILITY, server, at_content).await;
+        match gave_up {
+            Some(gave_up) => Err(gave_up),
+            None => Ok(seen.len()),
+        }
+    }
+    let server = EventServer::start([
+        vec![message_start(), text_delta("one"), Part::Cut],
+        vec![message_start(), text_delta("again"), message_stop()],
+    ])
+    .await;
+    let (result, _) = testing::scope(consume(&server)).await;
+    assert_eq!(result.unwrap_err().reason(), StopReason::Committed);
+    assert_eq!(server.requests(), 1);
+}
