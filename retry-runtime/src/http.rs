@@ -58,6 +58,8 @@
 
 mod error;
 mod headers;
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+mod peek;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod service;
@@ -75,6 +77,8 @@ pub use reqwest::ResponseExt;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use service::Failed;
 pub use service::{AsTransport, ClassifyError, Reply};
+#[doc(hidden)]
+pub use service::{Fault, Refusal, StreamPeek};
 
 /// What an error body said, in the terms the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,7 +8,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::class::Class;
 use crate::clock::{Clock, TokioClock};
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, Failed, Reply};
+use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
 /// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the
@@ -20,6 +20,12 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply};
 /// [`Reply`]). An error with no response is `Transport`, unless
 /// [`classify_errors`](Self::classify_errors) says otherwise. When the ladder stops, the
 /// caller gets the last response or error unchanged.
+///
+/// A successful `text/event-stream` response is read up to its commit point, its first
+/// content (at most 64 KiB or 64 events), before it is handed on: an error event, a cut, an
+/// early end or a stall past [`commit_timeout`](Self::commit_timeout) before it is retried,
+/// and the client then gets the bytes read, unchanged, and the rest of the stream untouched.
+/// [`streams(false)`](Self::streams) turns that off.
 ///
 /// A request whose body cannot be cloned (a stream) cannot be sent twice: it is sent once,
 /// outside the ladder, and its answer handed back as it is.
@@ -38,6 +44,7 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply};
 pub struct RetryMiddleware<C = TokioClock, K = AsTransport> {
     retry: Retry<C>,
     errors: K,
+    peek: StreamPeek,
 }
 
 impl<C> RetryMiddleware<C> {
@@ -46,6 +53,7 @@ impl<C> RetryMiddleware<C> {
         RetryMiddleware {
             retry,
             errors: AsTransport,
+            peek: StreamPeek::DEFAULT,
         }
     }
 }
@@ -72,7 +80,28 @@ impl<C, K> RetryMiddleware<C, K> {
         RetryMiddleware {
             retry: self.retry,
             errors,
+            peek: self.peek,
         }
+    }
+
+    /// Whether a successful `text/event-stream` response (a `reqwest::Response`, with feature
+    /// `sse`) is read up to its commit point, its first content, before it is handed on: on
+    /// by default. Before that point an error event, a cut, an early end or a stall past
+    /// [`commit_timeout`](Self::commit_timeout) is retried by this ladder; at it, the client
+    /// gets the bytes read, unchanged, then the rest as it arrives; after it, the layer never
+    /// touches the stream. `false` keeps the head-only behaviour: a `200` passes untouched.
+    pub const fn streams(mut self, on: bool) -> Self {
+        self.peek.on = on;
+        self
+    }
+
+    /// Bound the time from sending a request to its stream's commit point (the client's time
+    /// to first byte): a stream with no content by then is dropped and retried as a
+    /// `Timeout`, which the policy decides on (`availability` does not retry one). Bounded by
+    /// the turn too.
+    pub const fn commit_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.peek.commit_timeout = Some(timeout);
+        self
     }
 
     /// The retry each request runs under.
@@ -114,6 +143,7 @@ where
         let shared = Mutex::new(std::mem::take(extensions));
         let shared = &shared;
         let errors = &self.errors;
+        let peek = self.peek;
         let outcome = self
             .retry
             .clone()
@@ -135,9 +165,9 @@ where
                     *shared.lock().unwrap_or_else(PoisonError::into_inner) = extensions;
                     answer
                         .map_err(failed)?
-                        .inspect()
+                        .inspect_stream(peek)
                         .await
-                        .map_err(|(response, error)| Failed::Answered(response, error))
+                        .map_err(|(response, refusal)| Failed::refused(response, refusal))
                 }
             })
             .await;

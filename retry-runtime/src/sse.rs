@@ -79,9 +79,13 @@ mod stream_error;
 mod test_source;
 
 pub use content::is_content;
+#[cfg(feature = "reqwest")]
+pub(crate) use decoder::Decoder;
 pub use event::Event;
 pub use events::{DEFAULT_MAX_EVENT_SIZE, DecodeError, Events, decode};
 #[cfg(feature = "reqwest")]
 pub use model::ModelEvents;
+#[cfg(feature = "reqwest")]
+pub(crate) use model::provider_error;
 #[cfg(feature = "reqwest")]
 pub use stream_error::StreamError;

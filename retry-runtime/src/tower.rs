@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 use crate::clock::{Clock, TokioClock};
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, Failed, Reply};
+use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 
 /// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so
 /// the policy, the name in notices, the budget and the quota are the attribute's, and the
@@ -34,6 +34,13 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply};
 /// response at all) is `Transport`, unless [`classify_errors`](Self::classify_errors) says
 /// otherwise. When the ladder stops, the caller gets the last response or error unchanged,
 /// so the client reports it as it always does.
+///
+/// A successful `text/event-stream` `reqwest::Response` is read up to its commit point, its
+/// first content (at most 64 KiB or 64 events), before it is handed on: an error event, a
+/// cut, an early end or a stall past [`commit_timeout`](Self::commit_timeout) before it is
+/// retried, and the client then gets the bytes read, unchanged, and the rest of the stream
+/// untouched. [`streams(false)`](Self::streams) turns that off. An `http::Response<B>`'s
+/// stream is never read: its body cannot be put back in general.
 ///
 /// Turn the client's own retries off, or this layer multiplies them: four attempts of a
 /// client that itself tries four times is sixteen requests. async-openai's
@@ -68,6 +75,7 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply};
 pub struct RetryLayer<C = TokioClock, K = AsTransport> {
     retry: Retry<C>,
     errors: K,
+    peek: StreamPeek,
 }
 
 impl<C> RetryLayer<C> {
@@ -76,6 +84,7 @@ impl<C> RetryLayer<C> {
         RetryLayer {
             retry,
             errors: AsTransport,
+            peek: StreamPeek::DEFAULT,
         }
     }
 }
@@ -100,7 +109,28 @@ impl<C, K> RetryLayer<C, K> {
         RetryLayer {
             retry: self.retry,
             errors,
+            peek: self.peek,
         }
+    }
+
+    /// Whether a successful `text/event-stream` response (a `reqwest::Response`, with feature
+    /// `sse`) is read up to its commit point, its first content, before it is handed on: on
+    /// by default. Before that point an error event, a cut, an early end or a stall past
+    /// [`commit_timeout`](Self::commit_timeout) is retried by this ladder; at it, the client
+    /// gets the bytes read, unchanged, then the rest as it arrives; after it, the layer never
+    /// touches the stream. `false` keeps the head-only behaviour: a `200` passes untouched.
+    pub const fn streams(mut self, on: bool) -> Self {
+        self.peek.on = on;
+        self
+    }
+
+    /// Bound the time from sending a request to its stream's commit point (the client's time
+    /// to first byte): a stream with no content by then is dropped and retried as a
+    /// `Timeout`, which the policy decides on (`availability` does not retry one). Bounded by
+    /// the turn too.
+    pub const fn commit_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.peek.commit_timeout = Some(timeout);
+        self
     }
 
     /// The retry each call runs under.
@@ -117,6 +147,7 @@ impl<S, C: Clone, K: Clone> ::tower::Layer<S> for RetryLayer<C, K> {
             inner,
             retry: self.retry.clone(),
             errors: self.errors.clone(),
+            peek: self.peek,
         }
     }
 }
@@ -138,6 +169,7 @@ pub struct RetryService<S, C = TokioClock, K = AsTransport> {
     inner: S,
     retry: Retry<C>,
     errors: K,
+    peek: StreamPeek,
 }
 
 impl<S, C, K> RetryService<S, C, K> {
@@ -173,6 +205,7 @@ where
         let template = self.inner.clone();
         let retry = self.retry.clone();
         let errors = self.errors.clone();
+        let peek = self.peek;
         let mut ready = Some(ready);
         Box::pin(async move {
             let outcome = retry
@@ -190,9 +223,9 @@ where
                         }
                         match service.call(request).await {
                             Ok(response) => response
-                                .inspect()
+                                .inspect_stream(peek)
                                 .await
-                                .map_err(|(response, error)| Failed::Answered(response, error)),
+                                .map_err(|(response, refusal)| Failed::refused(response, refusal)),
                             Err(error) => {
                                 let class = errors.classify_error(&error);
                                 Err(Failed::Service(error, class))

@@ -178,15 +178,59 @@ pub(super) async fn inspect(
     }
     let error = HttpError::new(status, response.headers(), &read).with_url(url.as_str());
     let read = bytes::Bytes::from(read);
-    let (mut parts, rest) = http::Response::<reqwest::Body>::from(response).into_parts();
+    let (parts, rest) = http::Response::<reqwest::Body>::from(response).into_parts();
     let body = if ended {
         reqwest::Body::from(read)
     } else {
-        reqwest::Body::wrap(Prefixed {
-            prefix: Some(read),
-            rest,
-        })
+        prefixed(read, rest)
     };
+    Err((rebuild(parts, body, url), error))
+}
+
+/// A body that yields `read`, the bytes already taken from `rest`, then the rest.
+pub(super) fn prefixed(read: bytes::Bytes, rest: reqwest::Body) -> reqwest::Body {
+    reqwest::Body::wrap(Prefixed {
+        prefix: Some(read),
+        rest,
+    })
+}
+
+/// A body that yields `read`, then fails as the body it was read from did (cut off, or
+/// dropped when it stalled): the client sees what it would have seen without the layer.
+#[cfg(feature = "sse")]
+pub(super) fn then_failing(read: bytes::Bytes) -> reqwest::Body {
+    reqwest::Body::wrap(Prefixed {
+        prefix: Some(read),
+        rest: CutOff,
+    })
+}
+
+/// The end of a body that was cut off.
+#[cfg(feature = "sse")]
+struct CutOff;
+
+#[cfg(feature = "sse")]
+impl http_body::Body for CutOff {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
+        std::task::Poll::Ready(Some(Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the event stream was cut off before its first content",
+        ))))
+    }
+}
+
+/// A `reqwest::Response` again, from the parts of one and a new body, with its `url`.
+pub(super) fn rebuild(
+    mut parts: http::response::Parts,
+    body: reqwest::Body,
+    url: reqwest::Url,
+) -> reqwest::Response {
     // `reqwest::Response::from` takes the URL from the extensions, where only its own
     // response builder can put it.
     if let Ok(carrier) = http::Response::builder()
@@ -196,8 +240,7 @@ pub(super) async fn inspect(
     {
         parts.extensions.extend(carrier.0.extensions);
     }
-    let response = reqwest::Response::from(http::Response::from_parts(parts, body));
-    Err((response, error))
+    reqwest::Response::from(http::Response::from_parts(parts, body))
 }
 
 pin_project_lite::pin_project! {

@@ -3,12 +3,91 @@
 //! ([`ClassifyError`]). Shared by [`RetryLayer`](crate::tower::RetryLayer) and
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware).
 
+use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
 use super::HttpError;
 use crate::class::Class;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-use {crate::class::Classify, std::fmt};
+use crate::class::Classify;
+
+/// How a retry layer reads a successful event stream before handing it on: on by default, up
+/// to its commit point, at most 64 KiB or 64 events (`Retry::stream`'s hold limits), with no
+/// time bound unless `commit_timeout` sets one. Not public API: the layers' `streams` and
+/// `commit_timeout` set it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPeek {
+    pub(crate) on: bool,
+    pub(crate) bytes: usize,
+    pub(crate) events: usize,
+    pub(crate) commit_timeout: Option<Duration>,
+}
+
+impl StreamPeek {
+    /// Peeking on, with the default limits.
+    pub(crate) const DEFAULT: StreamPeek = StreamPeek {
+        on: true,
+        bytes: 64 * 1024,
+        events: 64,
+        commit_timeout: None,
+    };
+}
+
+impl Default for StreamPeek {
+    fn default() -> StreamPeek {
+        StreamPeek::DEFAULT
+    }
+}
+
+/// What went wrong with a stream before its commit point, but for an error event (an
+/// [`HttpError`] from inside the stream). Not public API.
+#[doc(hidden)]
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The body was cut off: `Transport`.
+    Cut,
+    /// The stream ended on its preamble: `Transport`, as a cut there is.
+    Ended,
+    /// No content within the layer's `commit_timeout` (or the rest of the turn): `Timeout`.
+    Stalled(Duration),
+}
+
+impl Fault {
+    pub(crate) fn class(self) -> Class {
+        match self {
+            Fault::Cut | Fault::Ended => Class::Transport,
+            Fault::Stalled(_) => Class::Timeout,
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Cut => f.write_str("the event stream was cut off before its first content"),
+            Fault::Ended => f.write_str("the event stream ended before its first content"),
+            Fault::Stalled(after) => write!(
+                f,
+                "the event stream sent no content within {} ms",
+                after.as_millis()
+            ),
+        }
+    }
+}
+
+/// Why a response was refused: what the table says of it, or of the error event inside its
+/// stream; or what went wrong with its stream. Not public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Refusal {
+    /// The table's verdict on the response, or on an error event inside its stream.
+    Answered(HttpError),
+    /// The stream broke before its commit point.
+    Broken(Fault),
+}
 
 /// A response a retry layer can classify: a `reqwest::Response` (feature `reqwest`) or any
 /// `http::Response<B>`.
@@ -40,12 +119,32 @@ pub trait Reply: Sized + Send + sealed::Sealed {
     /// The response itself if its status is not an error (4xx or 5xx); else the response,
     /// handed back whole, and the [`HttpError`] that classifies it.
     fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send;
+
+    /// Like [`inspect`](Self::inspect), and a successful `text/event-stream`
+    /// `reqwest::Response` (features `reqwest` and `sse`) is read up to its commit point, as
+    /// `peek` says. Not public API: the retry layers call it.
+    #[doc(hidden)]
+    fn inspect_stream(
+        self,
+        peek: StreamPeek,
+    ) -> impl Future<Output = Result<Self, (Self, Refusal)>> + Send;
 }
 
 #[cfg(feature = "reqwest")]
 impl Reply for reqwest::Response {
     fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send {
         super::reqwest::inspect(self)
+    }
+
+    async fn inspect_stream(self, peek: StreamPeek) -> Result<Self, (Self, Refusal)> {
+        let response = super::reqwest::inspect(self)
+            .await
+            .map_err(|(response, error)| (response, Refusal::Answered(error)))?;
+        #[cfg(feature = "sse")]
+        let response = super::peek::read_to_commit(response, &peek).await?;
+        #[cfg(not(feature = "sse"))]
+        let _ = peek;
+        Ok(response)
     }
 }
 
@@ -57,6 +156,14 @@ impl<B: Send> Reply for ::http::Response<B> {
         }
         let error = HttpError::new(status, self.headers(), b"");
         Err((self, error))
+    }
+
+    /// Its body cannot be put back in general (hyper's `Incoming` cannot be rebuilt), so a
+    /// stream is never read: only `reqwest::Response` is peeked.
+    async fn inspect_stream(self, _: StreamPeek) -> Result<Self, (Self, Refusal)> {
+        self.inspect()
+            .await
+            .map_err(|(response, error)| (response, Refusal::Answered(error)))
     }
 }
 
@@ -111,6 +218,7 @@ impl<E, F: Fn(&E) -> Class> ClassifyError<E> for F {
 /// whole, to hand back when the ladder stops), or the service's own error with its class.
 pub(crate) enum Failed<R, E> {
     Answered(R, HttpError),
+    Broken(R, Fault),
     Service(E, Class),
 }
 
@@ -119,8 +227,16 @@ impl<R, E> Failed<R, E> {
     /// What the caller gets when the ladder stops: the last response or error, unchanged.
     pub(crate) fn into_result(self) -> Result<R, E> {
         match self {
-            Failed::Answered(response, _) => Ok(response),
+            Failed::Answered(response, _) | Failed::Broken(response, _) => Ok(response),
             Failed::Service(error, _) => Err(error),
+        }
+    }
+
+    /// A response refused by the table or broken in its stream.
+    pub(crate) fn refused(response: R, refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Answered(error) => Failed::Answered(response, error),
+            Refusal::Broken(fault) => Failed::Broken(response, fault),
         }
     }
 }
@@ -130,6 +246,7 @@ impl<R, E> Classify for Failed<R, E> {
     fn classify(&self) -> Class {
         match self {
             Failed::Answered(_, error) => error.classify(),
+            Failed::Broken(_, fault) => fault.class(),
             Failed::Service(_, class) => *class,
         }
     }
@@ -140,6 +257,7 @@ impl<R, E: fmt::Display> fmt::Display for Failed<R, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failed::Answered(_, error) => error.fmt(f),
+            Failed::Broken(_, fault) => fault.fmt(f),
             Failed::Service(error, _) => error.fmt(f),
         }
     }

@@ -59,6 +59,23 @@ fn read(event: &Event, raw: bool) -> Reading {
     }
 }
 
+/// The provider's error in `event`, if it is one, for a retry layer reading a stream it does
+/// not own: read as raw mode reads it, so a stream that carries text is never an error.
+pub(crate) fn provider_error(
+    status: StatusCode,
+    headers: &HeaderMap,
+    event: &Event,
+) -> Option<HttpError> {
+    match read(event, true) {
+        Reading::ProviderError => Some(HttpError::in_stream(
+            status,
+            headers,
+            event.data().as_bytes(),
+        )),
+        _ => None,
+    }
+}
+
 fn says_error(top: &Map<String, Value>) -> bool {
     matches!(top.get("error"), Some(Value::Object(_)))
         || matches!(top.get("type"), Some(Value::String(kind)) if kind == "error" || kind == "response.failed")
