@@ -275,3 +275,48 @@ fn a_retried_stream_is_send_and_runs_on_a_multi_thread_runtime() {
     });
     assert_eq!(*delivered[0].as_ref().unwrap(), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_timeout_bounds_a_stream_only_up_to_its_commit_point() {
+    use futures_util::StreamExt;
+    // A 1 s attempt timeout, and a generation that goes on for 5 s after its first item.
+    let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
+    let stream = timed.stream(|_| async {
+        let items = futures_util::stream::unfold(0, |sent| async move {
+            match sent {
+                0 => Some((Ok::<_, retry_runtime::TimedOut>("first"), 1)),
+                1 => {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    Some((Ok("late"), 2))
+                }
+                _ => None,
+            }
+        });
+        Ok::<_, retry_runtime::TimedOut>(Box::pin(items))
+    });
+    let delivered: Vec<_> = stream.collect().await;
+    let delivered: Vec<_> = delivered.into_iter().map(Result::unwrap).collect();
+    assert_eq!(delivered, ["first", "late"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_timeout_ends_a_stream_that_has_not_committed_and_the_policy_decides() {
+    let timed = Retry::new(&Policy::AVAILABILITY).timeout(Duration::from_secs(1));
+    let stream = timed.stream(|_| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<_, retry_runtime::TimedOut>(testing::stream_of(vec![
+            Ok::<_, retry_runtime::TimedOut>(1),
+        ]))
+    });
+    let delivered = testing::collect(stream).await;
+    let gave_up = delivered.into_iter().next().unwrap().unwrap_err();
+    assert_eq!(
+        gave_up.error().bound(),
+        retry_runtime::TimeoutBound::Timeout
+    );
+    assert_eq!(
+        gave_up.attempts(),
+        1,
+        "availability does not retry a timeout"
+    );
+}

@@ -56,6 +56,7 @@ pub enum Fault {
 }
 
 impl Fault {
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn class(self) -> Class {
         match self {
             Fault::Cut | Fault::Ended => Class::Transport,
