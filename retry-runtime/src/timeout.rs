@@ -165,7 +165,11 @@ impl<F: Future> Future for Timed<F> {
         {
             return Poll::Ready(Ok(output));
         }
-        if this.timer.poll(cx).is_ready() {
+        // Polled outside tokio's cooperative budget, as tokio's own `timeout` polls its delay
+        // once the attempt has used the budget up: an attempt that is always ready (a channel
+        // that never empties) must not keep its timer from firing.
+        let timer = std::pin::pin!(tokio::task::coop::unconstrained(this.timer.as_mut()));
+        if timer.poll(cx).is_ready() {
             // Drop the attempt now, before the ladder decides and waits: its connection
             // closes at once.
             this.future.set(None);

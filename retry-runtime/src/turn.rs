@@ -219,15 +219,24 @@ impl Turn {
             let mut cancelled = pin!(cancelled(cancels));
             let mut expiry = pin!(expiry);
             // The turn first: when its deadline and an attempt's timeout fire together, the
-            // turn wins.
+            // turn wins. But the work is polled once before the deadline is first read, so a
+            // ready future in a zero turn finishes on a paused clock as on a real one.
+            let mut polled = false;
             poll_fn(|cx| {
                 if cancelled.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(TurnOutcome::Cancelled);
+                }
+                let first = !std::mem::replace(&mut polled, true);
+                if first && let Poll::Ready(output) = work.as_mut().poll(cx) {
+                    return Poll::Ready(TurnOutcome::Finished(output));
                 }
                 if let Some(expiry) = expiry.as_mut().as_pin_mut()
                     && expiry.poll(cx).is_ready()
                 {
                     return Poll::Ready(TurnOutcome::Expired);
+                }
+                if first {
+                    return Poll::Pending;
                 }
                 work.as_mut().poll(cx).map(TurnOutcome::Finished)
             })

@@ -179,6 +179,20 @@ impl<E> GaveUp<E> {
     }
 }
 
+impl<E> GaveUp<E> {
+    /// "why; N attempts, M ms waiting)": the end of the `Display` and of the report.
+    fn verdict(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}; {} attempt{}, {} ms waiting)",
+            self.reason,
+            self.attempts,
+            if self.attempts == 1 { "" } else { "s" },
+            self.waited.as_millis()
+        )
+    }
+}
+
 impl<E: Classify> GaveUp<E> {
     /// The class of the last error.
     pub fn class(&self) -> Class {
@@ -218,15 +232,8 @@ impl<E: Classify> Classify for GaveUp<E> {
 /// The error's text redacted (see [`redact`](crate::redact)), then why the ladder stopped.
 impl<E: fmt::Display> fmt::Display for GaveUp<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (gave up: {}; {} attempt{}, {} ms waiting)",
-            Redacted::new(&self.error),
-            self.reason,
-            self.attempts,
-            if self.attempts == 1 { "" } else { "s" },
-            self.waited.as_millis()
-        )
+        write!(f, "{} (gave up: ", Redacted::new(&self.error))?;
+        self.verdict(f)
     }
 }
 
@@ -242,8 +249,77 @@ impl<E: fmt::Debug> fmt::Debug for GaveUp<E> {
     }
 }
 
-impl<E: Error + 'static> Error for GaveUp<E> {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&self.error)
+/// A give-up is an error with no `source()`: its `Display` already carries the error, redacted,
+/// and an error reporter walks `source()` to print each cause after it (anyhow's `{:#}` and
+/// `{:?}`, eyre, tracing's error fields), which would print the error a second time, and in
+/// full, secrets and all. So an error reporter's chain (anyhow's `chain()`, `downcast_ref`) no
+/// longer reaches the inner error: [`GaveUp::error`] and [`GaveUp::into_error`] do, and
+/// [`GaveUp::report`] prints the causes, redacted.
+///
+/// ```
+/// use retry_runtime::{Class, Policy, Retry};
+/// use std::error::Error as _;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let gave_up = Retry::new(&Policy::AVAILABILITY)
+///     .run(async |_| Err::<(), _>(std::io::Error::other("GET https://api.example.com/v1?key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv")))
+///     .await
+///     .unwrap_err();
+/// assert!(gave_up.source().is_none());
+/// assert!(!gave_up.to_string().contains("AIza"));
+/// # }
+/// ```
+impl<E: Error + 'static> Error for GaveUp<E> {}
+
+impl<E: Error + 'static> GaveUp<E> {
+    /// The error and each of its causes (`source()`), redacted, one after another, then why the
+    /// ladder stopped: for a log line that must name the root cause. A cause whose text the
+    /// line already holds (a wrapper that prints its source) is not repeated.
+    ///
+    /// ```
+    /// use retry_runtime::{GaveUp, Policy, Retry, Class, Classify};
+    ///
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("the model call failed")]
+    /// struct ModelError(#[source] std::io::Error);
+    /// impl Classify for ModelError {
+    ///     fn classify(&self) -> Class { Class::Transport }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let gave_up = Retry::new(const { &Policy::AVAILABILITY.with_attempts(1) })
+    ///     .run(async |_| Err::<(), _>(ModelError(std::io::Error::other("connection reset by https://h/?key=sk-abcdefghijklmnopqrstu"))))
+    ///     .await
+    ///     .unwrap_err();
+    /// assert_eq!(
+    ///     gave_up.report().to_string(),
+    ///     "the model call failed: connection reset by https://h/?[redacted] (gave up: all 1 attempts failed; 1 attempt, 0 ms waiting)",
+    /// );
+    /// # }
+    /// ```
+    pub fn report(&self) -> impl fmt::Display + '_ {
+        Report(self)
+    }
+}
+
+/// [`GaveUp::report`]'s text.
+struct Report<'g, E>(&'g GaveUp<E>);
+
+impl<E: Error + 'static> fmt::Display for Report<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = Redacted::new(&self.0.error).to_string();
+        let mut cause = self.0.error.source();
+        while let Some(current) = cause {
+            let text = Redacted::new(&current).to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            cause = current.source();
+        }
+        write!(f, "{line} (gave up: ")?;
+        self.0.verdict(f)
     }
 }

@@ -257,3 +257,30 @@ async fn no_class_lets_a_secret_through_on_a_retry_or_a_give_up() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_give_up_in_anyhow_prints_no_secret_and_its_error_once_in_every_form() {
+    let url = format!("{}v1/models?key={KEY}", refused_url());
+    let (result, _) =
+        testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| reqwest::get(&url).await))
+            .await;
+    let gave_up = result.unwrap_err();
+    let reported = anyhow::Error::new(gave_up);
+    let host = url
+        .split("/v1")
+        .next()
+        .unwrap()
+        .trim_start_matches("http://");
+    for shown in [
+        format!("{reported}"),
+        format!("{reported:#}"),
+        format!("{reported:?}"),
+    ] {
+        assert!(!shown.contains(KEY), "{shown}");
+        assert_eq!(shown.matches("error sending request").count(), 1, "{shown}");
+        assert_eq!(shown.matches(host).count(), 1, "{shown}");
+    }
+    // The error itself is still the caller's, untouched.
+    let gave_up = reported.downcast::<GaveUp<reqwest::Error>>().unwrap();
+    assert!(gave_up.error().url().unwrap().as_str().contains(KEY));
+}

@@ -440,3 +440,34 @@ async fn work_dropped_at_the_deadline_still_sees_its_turn_while_it_is_dropped() 
     assert!(outcome.is_expired());
     assert_eq!(*seen.lock().unwrap(), Some(true));
 }
+
+#[test]
+fn a_ready_future_in_a_zero_turn_finishes_on_a_paused_and_on_a_real_clock() {
+    for paused in [true, false] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(paused)
+            .build()
+            .unwrap();
+        let (outcome, _) = runtime.block_on(Turn::new(Duration::ZERO).run(std::future::ready(7)));
+        assert_eq!(
+            outcome,
+            retry_runtime::turn::TurnOutcome::Finished(7),
+            "paused: {paused}"
+        );
+    }
+}
+
+#[test]
+fn a_pending_future_in_a_zero_turn_expires_on_a_paused_and_on_a_real_clock() {
+    for paused in [true, false] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(paused)
+            .build()
+            .unwrap();
+        let (outcome, _) =
+            runtime.block_on(Turn::new(Duration::ZERO).run(std::future::pending::<()>()));
+        assert!(outcome.is_expired(), "paused: {paused}");
+    }
+}
