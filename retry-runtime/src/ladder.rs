@@ -272,6 +272,15 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
         }
         _ => ladder_wait(policy, failure.attempt, draw),
     };
+    // The whole ladder, hints included, stays within the policy's total, and never past the
+    // most any ladder may wait, so the time waited is always exact.
+    let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
+    let allowance = total.saturating_sub(failure.waited);
+    // What a wait may take: the allowance, and the budget's remaining time.
+    let room = match failure.remaining {
+        Some(remaining) => min_duration(allowance, remaining),
+        None => allowance,
+    };
     // A hint is a floor, never a shortcut: the longer of it (with its spread) and the policy's
     // own wait. A hint of zero asks for nothing, so it is no hint at all.
     let hint = match class.retry_after() {
@@ -286,17 +295,21 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
                     max: policy.max_retry_after(),
                 });
             }
-            max_duration(hinted(hint, draw), own)
+            // The spread never makes a hint that fits refused: it is cut at the room left.
+            let spread = hinted(hint, draw);
+            let spread = if hint.as_nanos() <= room.as_nanos() {
+                min_duration(spread, room)
+            } else {
+                spread
+            };
+            max_duration(spread, own)
         }
         None => own,
     };
-    // The whole ladder, hints included, stays within the policy's total, and never past the
-    // most any ladder may wait, so the time waited is always exact.
-    let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
-    let allowance = total.saturating_sub(failure.waited);
     if wait.as_nanos() > allowance.as_nanos() {
         return Step::Stop(match hint {
-            Some(hint) if hint.as_nanos() >= own.as_nanos() => StopReason::RetryAfterTooLong {
+            // The figure compared is the hint itself: it is over the allowance.
+            Some(hint) if hint.as_nanos() > allowance.as_nanos() => StopReason::RetryAfterTooLong {
                 wanted: hint,
                 max: allowance,
             },

@@ -665,3 +665,50 @@ fn the_time_waited_stops_exactly_at_its_documented_maximum() {
         })
     );
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Issue 22: a hint that fits (no longer than the policy's `max_retry_after`, what is left
+    /// of its total allowance and of the budget) is taken under every draw, with a wait no
+    /// shorter than the hint and no longer than the room left; never refused for its spread.
+    #[test]
+    fn every_hint_that_fits_is_taken_under_every_draw(
+        policy in select(vec![Policy::AVAILABILITY, Policy::OUTAGE, Policy::TRANSIENT]),
+        bits in any::<u32>(),
+        hint_share in any::<u32>(),
+        waited_nanos in 0u64..=18_000_000_000,
+        remaining_nanos in proptest::option::of(0u64..=200_000_000_000),
+        rate_limited in any::<bool>(),
+    ) {
+        let draw = Draw::from_bits(bits);
+        let waited = Duration::from_nanos(waited_nanos);
+        let remaining = remaining_nanos.map(Duration::from_nanos);
+        let allowance = policy.max_total_wait().min(Policy::MAX_TOTAL_WAIT).saturating_sub(waited);
+        let room = remaining.map_or(allowance, |remaining| remaining.min(allowance));
+        // Any hint up to the room left and the policy's longest, the very limit included.
+        let limit = room.min(policy.max_retry_after());
+        let share = u128::from(hint_share) * limit.as_nanos() / u128::from(u32::MAX);
+        let hint = Duration::from_nanos(u64::try_from(share).unwrap_or(u64::MAX).max(1));
+        let with_hint = |retry_after| if rate_limited {
+            Class::RateLimited { retry_after }
+        } else {
+            Class::Unavailable { retry_after }
+        };
+        let class = with_hint(Some(hint));
+        // The policy's own wait for this failure, with the same draw: a hint is a floor under it.
+        let own = match ladder::next_step(&policy, Failure::new(1, with_hint(None)), draw) {
+            Step::Retry { wait } => wait,
+            Step::Stop(_) => return Ok(()),
+        };
+        prop_assume!(hint <= limit && own <= room && !room.is_zero());
+        let failure = Failure::new(1, class).with_waited(waited).with_remaining(remaining);
+        match ladder::next_step(&policy, failure, draw) {
+            Step::Retry { wait } => {
+                prop_assert!(wait >= hint, "{wait:?} < {hint:?}");
+                prop_assert!(wait <= room, "{wait:?} > {room:?}");
+            }
+            Step::Stop(reason) => prop_assert!(false, "a hint of {hint:?} that fits {room:?} was refused: {reason}"),
+        }
+    }
+}
