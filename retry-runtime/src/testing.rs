@@ -129,6 +129,12 @@ pub(crate) fn after_skipped(now: Instant) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
+/// `deadline`, on the scope's clock, as an instant on tokio's: less every wait skipped so far.
+pub(crate) fn before_skipped(deadline: Instant) -> Instant {
+    // Past the earliest instant there is: due now.
+    deadline.checked_sub(skipped()).unwrap_or_else(Instant::now)
+}
+
 /// The scope's fixed draw, if a scope is active.
 pub(crate) fn draw() -> Option<Draw> {
     SCOPE.try_with(|state| state.draw).ok()

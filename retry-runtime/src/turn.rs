@@ -81,10 +81,6 @@ struct Scope {
     /// Already the sooner of this turn's own deadline and the enclosing turn's; `None` when a
     /// budget is too large to be an instant (no deadline at all).
     deadline: Option<Instant>,
-    /// The instant `Turn::run` drops the work, on tokio's own time (which a testing scope's
-    /// skipped waits do not move): the sooner of this turn's and the enclosing turn's. An
-    /// attempt timer bounded by the turn is set to this very instant, so the turn wins a tie.
-    expiry: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
     report: Mutex<TurnReport>,
@@ -92,6 +88,17 @@ struct Scope {
 }
 
 impl Scope {
+    /// The instant `Turn::run` drops the work, on tokio's own time: the deadline, less the
+    /// waits a testing scope has skipped so far (they count as elapsed, as every deadline
+    /// check counts them). An attempt timer bounded by the turn is set to this very instant,
+    /// so the turn wins a tie.
+    fn expiry(&self) -> Option<Instant> {
+        let deadline = self.deadline?;
+        #[cfg(feature = "test-util")]
+        let deadline = crate::testing::before_skipped(deadline);
+        Some(deadline)
+    }
+
     /// This turn and every turn around it, innermost first.
     fn chain(self: &Arc<Self>) -> impl Iterator<Item = &Scope> {
         std::iter::successors(Some(&**self), |scope| scope.parent.as_deref())
@@ -198,13 +205,8 @@ impl Turn {
         let now = TokioClock.now();
         let own = now.checked_add(self.budget);
         let deadline = sooner(own, parent.as_ref().and_then(|p| p.deadline));
-        let expiry = sooner(
-            Instant::now().checked_add(self.budget),
-            parent.as_ref().and_then(|p| p.expiry),
-        );
         let scope = Arc::new(Scope {
             deadline,
-            expiry,
             hook: self.hook,
             cancel: self.cancel,
             report: Mutex::new(TurnReport::default()),
@@ -213,11 +215,27 @@ impl Turn {
         let cancels: Vec<Arc<Cancel>> =
             scope.chain().map(|turn| Arc::clone(&turn.cancel)).collect();
         // On tokio's time: the deadline less the time a testing scope skipped.
-        let expiry = expiry.map(tokio::time::sleep_until);
+        let mut aimed = scope.expiry();
+        let expiry = aimed.map(tokio::time::sleep_until);
         let outcome = {
             let mut work = pin!(within(Arc::clone(&scope), work));
             let mut cancelled = pin!(cancelled(cancels));
             let mut expiry = pin!(expiry);
+            // Whether the deadline has passed: first aimed again at the deadline net of the
+            // waits a testing scope skipped meanwhile (never moved otherwise).
+            let mut expired = |cx: &mut Context<'_>| {
+                let Some(mut sleep) = expiry.as_mut().as_pin_mut() else {
+                    return false;
+                };
+                let now_aimed = scope.expiry();
+                if now_aimed != aimed
+                    && let Some(at) = now_aimed
+                {
+                    aimed = now_aimed;
+                    sleep.as_mut().reset(at);
+                }
+                sleep.poll(cx).is_ready()
+            };
             // The turn first: when its deadline and an attempt's timeout fire together, the
             // turn wins. But the work is polled once before the deadline is first read, so a
             // ready future in a zero turn finishes on a paused clock as on a real one.
@@ -230,15 +248,17 @@ impl Turn {
                 if first && let Poll::Ready(output) = work.as_mut().poll(cx) {
                     return Poll::Ready(TurnOutcome::Finished(output));
                 }
-                if let Some(expiry) = expiry.as_mut().as_pin_mut()
-                    && expiry.poll(cx).is_ready()
-                {
+                if expired(cx) {
                     return Poll::Ready(TurnOutcome::Expired);
                 }
-                if first {
-                    return Poll::Pending;
+                if !first && let Poll::Ready(output) = work.as_mut().poll(cx) {
+                    return Poll::Ready(TurnOutcome::Finished(output));
                 }
-                work.as_mut().poll(cx).map(TurnOutcome::Finished)
+                // The work may have skipped waits of a testing scope: the deadline is nearer.
+                if expired(cx) {
+                    return Poll::Ready(TurnOutcome::Expired);
+                }
+                Poll::Pending
             })
             .await
             // The work is dropped here, with every call in flight: each reports itself.
@@ -700,7 +720,7 @@ pub(crate) fn deadline() -> Option<Instant> {
 
 /// The instant, on tokio's time, at which the enclosing turn drops its work.
 pub(crate) fn expiry() -> Option<Instant> {
-    with_scope(|scope| scope.expiry).flatten()
+    with_scope(|scope| scope.expiry()).flatten()
 }
 
 /// Whether this turn, or one around it, was cancelled.

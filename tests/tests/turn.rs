@@ -471,3 +471,25 @@ fn a_pending_future_in_a_zero_turn_expires_on_a_paused_and_on_a_real_clock() {
         assert!(outcome.is_expired(), "paused: {paused}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn inside_a_testing_scope_a_turn_drops_its_work_at_its_deadline_net_of_the_skipped_waits() {
+    let started = Instant::now();
+    let ((outcome, report), recorded) = testing::scope(Turn::new(Duration::from_secs(1)).run(
+        Retry::new(&Policy::AVAILABILITY).run(async |attempt| {
+            if attempt < 3 {
+                return Err(Class::Transport);
+            }
+            std::future::pending::<Result<(), Class>>().await
+        }),
+    ))
+    .await;
+    assert!(outcome.is_expired());
+    // 250 + 500 ms were skipped: the third attempt had the 250 ms left, not another second.
+    assert_eq!(recorded.total(), Duration::from_millis(750));
+    assert_eq!(started.elapsed(), Duration::from_millis(250));
+    assert!(
+        report.working() + report.waiting() <= Duration::from_secs(1),
+        "{report}"
+    );
+}
