@@ -18,6 +18,10 @@
 //! assert_eq!(waits.waits(), [250, 500, 1000].map(Duration::from_millis));
 //! # }
 //! ```
+//!
+//! Against a real server (the README's "Testing code that retries"):
+//!
+#![doc = concat!("```\n", include_str!("../doc/testing_example.rs"), "```")]
 
 use std::future::Future;
 use std::pin::pin;
