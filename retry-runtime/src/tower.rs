@@ -27,8 +27,11 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 /// enclosing [`Turn`](crate::Turn), [`testing::scope`](crate::testing::scope) and the
 /// nesting rule apply.
 ///
-/// The wrapped service's request must be `Clone` (async-openai's `HttpRequestFactory` is:
-/// each attempt rebuilds the request) and its response a `reqwest::Response` (feature
+/// Each attempt sends a copy of the request, made as [`CloneRequest`] says: by `clone()` by
+/// default (async-openai's `HttpRequestFactory` is `Clone`: each attempt rebuilds the
+/// request), rebuilt from its parts for an `http::Request<B>` with
+/// [`http_requests`](Self::http_requests) (a hyper-util client, a tower-http stack), or by a
+/// closure of yours; a request that cannot be copied is sent once. The response is a `reqwest::Response` (feature
 /// `reqwest`) or an `http::Response<B>`; see [`Reply`] for what each is classified from.
 /// A failed response is classified by [the one table](crate::http); a service error (no
 /// response at all) is `Transport`, unless [`classify_errors`](Self::classify_errors) says
@@ -72,10 +75,68 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryLayer<C = TokioClock, K = AsTransport> {
+pub struct RetryLayer<C = TokioClock, K = AsTransport, Q = ByClone> {
     retry: Retry<C>,
     errors: K,
     peek: StreamPeek,
+    requests: Q,
+}
+
+/// How a [`RetryLayer`] makes each attempt's request from the caller's: a copy, or `None`
+/// when it cannot be copied (the request is then sent once, outside the ladder). tower's own
+/// retry asks its policy the same (`Policy::clone_request`). A closure
+/// `Fn(&Request) -> Option<Request>` is one.
+///
+/// Rust's coherence rules cannot choose the strategy from the request's type alone (an impl
+/// for `R: Clone` would overlap one for `http::Request<B>`), so the layer is told:
+/// [`ByClone`], the default, for a `Clone` request such as async-openai's request factory;
+/// [`HttpRequests`] ([`RetryLayer::http_requests`]) for an `http::Request<B>` whose body is
+/// `Clone`; or a closure ([`RetryLayer::clone_request`]).
+pub trait CloneRequest<Request> {
+    /// A copy of `request` for another attempt, or `None` if it cannot be made.
+    fn clone_request(&self, request: &Request) -> Option<Request>;
+}
+
+/// Each attempt sends a `clone()` of the request: the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ByClone;
+
+impl<R: Clone> CloneRequest<R> for ByClone {
+    fn clone_request(&self, request: &R) -> Option<R> {
+        Some(request.clone())
+    }
+}
+
+/// Each attempt sends an `http::Request<B>` rebuilt from the caller's parts, its body cloned
+/// (`Full<Bytes>`, `String`, `Vec<u8>`, `()` or any `B: Clone`): method, URI, version and
+/// headers. Its extensions are not carried over (`http::Extensions` cannot be cloned).
+///
+/// ```
+/// use retry_runtime::tower::{CloneRequest, HttpRequests};
+///
+/// let request = http::Request::post("http://127.0.0.1/v1").header("x-trace", "7").body("{}".to_owned()).unwrap();
+/// let copy = HttpRequests.clone_request(&request).unwrap();
+/// assert_eq!((copy.method(), copy.uri(), copy.headers()["x-trace"].to_str().unwrap(), copy.body().as_str()),
+///            (request.method(), request.uri(), "7", "{}"));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct HttpRequests;
+
+impl<B: Clone> CloneRequest<http::Request<B>> for HttpRequests {
+    fn clone_request(&self, request: &http::Request<B>) -> Option<http::Request<B>> {
+        let mut copy = http::Request::new(request.body().clone());
+        *copy.method_mut() = request.method().clone();
+        *copy.uri_mut() = request.uri().clone();
+        *copy.version_mut() = request.version();
+        *copy.headers_mut() = request.headers().clone();
+        Some(copy)
+    }
+}
+
+impl<R, F: Fn(&R) -> Option<R>> CloneRequest<R> for F {
+    fn clone_request(&self, request: &R) -> Option<R> {
+        self(request)
+    }
 }
 
 impl<C> RetryLayer<C> {
@@ -85,11 +146,12 @@ impl<C> RetryLayer<C> {
             retry,
             errors: AsTransport,
             peek: StreamPeek::DEFAULT,
+            requests: ByClone,
         }
     }
 }
 
-impl<C, K> RetryLayer<C, K> {
+impl<C, K, Q> RetryLayer<C, K, Q> {
     /// Classify the service's own errors (no response at all) with `errors`, a closure
     /// `Fn(&E) -> Class` or any [`ClassifyError`], instead of calling them all `Transport`.
     ///
@@ -105,11 +167,32 @@ impl<C, K> RetryLayer<C, K> {
     /// );
     /// # let _ = layer;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<C, L> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<C, L, Q> {
         RetryLayer {
             retry: self.retry,
             errors,
             peek: self.peek,
+            requests: self.requests,
+        }
+    }
+
+    /// Retry `http::Request<B>`s whose body can be cloned, rebuilt from their parts for each
+    /// attempt ([`HttpRequests`]): a hyper-util client, a tower-http stack, any tower HTTP
+    /// service. The request's extensions are not carried over.
+    pub fn http_requests(self) -> RetryLayer<C, K, HttpRequests> {
+        self.clone_request(HttpRequests)
+    }
+
+    /// Make each attempt's request with `requests` (a closure `Fn(&Request) ->
+    /// Option<Request>`, or any [`CloneRequest`]). A request it cannot copy for the first
+    /// attempt is sent once, outside the ladder; one it cannot copy for a later attempt ends
+    /// the ladder with the failure it has, handed back as it is.
+    pub fn clone_request<R>(self, requests: R) -> RetryLayer<C, K, R> {
+        RetryLayer {
+            retry: self.retry,
+            errors: self.errors,
+            peek: self.peek,
+            requests,
         }
     }
 
@@ -139,8 +222,8 @@ impl<C, K> RetryLayer<C, K> {
     }
 }
 
-impl<S, C: Clone, K: Clone> ::tower::Layer<S> for RetryLayer<C, K> {
-    type Service = RetryService<S, C, K>;
+impl<S, C: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<C, K, Q> {
+    type Service = RetryService<S, C, K, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RetryService {
@@ -148,6 +231,7 @@ impl<S, C: Clone, K: Clone> ::tower::Layer<S> for RetryLayer<C, K> {
             retry: self.retry.clone(),
             errors: self.errors.clone(),
             peek: self.peek,
+            requests: self.requests.clone(),
         }
     }
 }
@@ -165,29 +249,31 @@ impl<S, C: Clone, K: Clone> ::tower::Layer<S> for RetryLayer<C, K> {
 /// # let _ = service;
 /// ```
 #[derive(Debug, Clone)]
-pub struct RetryService<S, C = TokioClock, K = AsTransport> {
+pub struct RetryService<S, C = TokioClock, K = AsTransport, Q = ByClone> {
     inner: S,
     retry: Retry<C>,
     errors: K,
     peek: StreamPeek,
+    requests: Q,
 }
 
-impl<S, C, K> RetryService<S, C, K> {
+impl<S, C, K, Q> RetryService<S, C, K, Q> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, Request, C, K> ::tower::Service<Request> for RetryService<S, C, K>
+impl<S, Request, C, K, Q> ::tower::Service<Request> for RetryService<S, C, K, Q>
 where
     S: ::tower::Service<Request> + Clone + Send + 'static,
-    S::Future: Send,
+    S::Future: Send + 'static,
     S::Response: Reply + 'static,
     S::Error: fmt::Display + Send + 'static,
-    Request: Clone + Send + 'static,
+    Request: Send + 'static,
     C: Clock + Clone + Send + 'static,
     K: ClassifyError<S::Error> + Clone + Send + 'static,
+    Q: CloneRequest<Request> + Clone + Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -201,36 +287,54 @@ where
         // The service made ready serves the first attempt; later ones use clones of it,
         // each made ready in turn.
         let fresh = self.inner.clone();
-        let ready = std::mem::replace(&mut self.inner, fresh);
+        let mut ready = std::mem::replace(&mut self.inner, fresh);
+        // A request that cannot be copied is sent once, as it is, outside the ladder.
+        let Some(first) = self.requests.clone_request(&request) else {
+            return Box::pin(ready.call(request));
+        };
         let template = self.inner.clone();
         let retry = self.retry.clone();
         let errors = self.errors.clone();
+        let requests = self.requests.clone();
         let peek = self.peek;
         let mut ready = Some(ready);
+        let mut next = Some(first);
         Box::pin(async move {
             let outcome = retry
                 .run_fn(move |_attempt| {
                     let readied = ready.take();
                     let is_ready = readied.is_some();
                     let mut service = readied.unwrap_or_else(|| template.clone());
-                    let request = request.clone();
+                    // This attempt's copy, and the next one's, made now: one that cannot be
+                    // made means this attempt is the last.
+                    let this = next.take();
+                    next = requests.clone_request(&request);
+                    let last = next.is_none();
                     let errors = errors.clone();
                     async move {
-                        if !is_ready && let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await
-                        {
-                            let class = errors.classify_error(&error);
-                            return Err(Failed::Service(error, class));
-                        }
-                        match service.call(request).await {
-                            Ok(response) => response
-                                .inspect_stream(peek)
-                                .await
-                                .map_err(|(response, refusal)| Failed::refused(response, refusal)),
-                            Err(error) => {
+                        let Some(this) = this else {
+                            unreachable!("the ladder stops after the attempt without a copy")
+                        };
+                        let failed = async move {
+                            if !is_ready
+                                && let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await
+                            {
                                 let class = errors.classify_error(&error);
-                                Err(Failed::Service(error, class))
+                                return Err(Failed::Service(error, class));
                             }
-                        }
+                            match service.call(this).await {
+                                Ok(response) => response.inspect_stream(peek).await.map_err(
+                                    |(response, refusal)| Failed::refused(response, refusal),
+                                ),
+                                Err(error) => {
+                                    let class = errors.classify_error(&error);
+                                    Err(Failed::Service(error, class))
+                                }
+                            }
+                        };
+                        failed
+                            .await
+                            .map_err(|failed| if last { failed.last() } else { failed })
                     }
                 })
                 .await;

@@ -221,6 +221,9 @@ pub(crate) enum Failed<R, E> {
     Answered(R, HttpError),
     Broken(R, Fault),
     Service(E, Class),
+    /// A failure after which no other attempt can be made (the request could not be copied
+    /// again): it ends the ladder, and is handed back as it is.
+    Last(Box<Failed<R, E>>),
 }
 
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
@@ -230,7 +233,14 @@ impl<R, E> Failed<R, E> {
         match self {
             Failed::Answered(response, _) | Failed::Broken(response, _) => Ok(response),
             Failed::Service(error, _) => Err(error),
+            Failed::Last(failed) => failed.into_result(),
         }
+    }
+
+    /// This failure, as the last the ladder may see.
+    #[cfg(feature = "tower")]
+    pub(crate) fn last(self) -> Self {
+        Failed::Last(Box::new(self))
     }
 
     /// A response refused by the table or broken in its stream.
@@ -249,6 +259,8 @@ impl<R, E> Classify for Failed<R, E> {
             Failed::Answered(_, error) => error.classify(),
             Failed::Broken(_, fault) => fault.class(),
             Failed::Service(_, class) => *class,
+            // No other attempt can be made: the ladder stops here.
+            Failed::Last(_) => Class::Definitive,
         }
     }
 }
@@ -260,6 +272,7 @@ impl<R, E: fmt::Display> fmt::Display for Failed<R, E> {
             Failed::Answered(_, error) => error.fmt(f),
             Failed::Broken(_, fault) => fault.fmt(f),
             Failed::Service(error, _) => error.fmt(f),
+            Failed::Last(failed) => failed.fmt(f),
         }
     }
 }
