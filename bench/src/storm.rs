@@ -173,13 +173,15 @@ pub fn simulate(storm: &Storm) -> Outcome {
         attempts_in_outage: 0,
         last_success: Duration::ZERO,
     }));
-    let mut retry = Retry::new(Box::leak(Box::new(storm.policy)))
-        .named("storm")
-        .with_clock(SeededClock(seed));
-    if storm.quota {
-        retry = retry.with_quota(quota);
-    }
+    // One policy for the storm, shared by every client's calls.
+    let policy = Rc::new(storm.policy);
     for client in 0..storm.clients {
+        let mut retry = Retry::new(Rc::clone(&policy))
+            .named("storm")
+            .with_clock(SeededClock(seed));
+        if storm.quota {
+            retry = retry.with_quota(quota);
+        }
         let server = Rc::clone(&server);
         let offset = Duration::from_secs(1) * client / storm.clients.max(1);
         let resubmit = storm.resubmit;
@@ -188,6 +190,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
             loop {
                 server.borrow_mut().call_started();
                 let done = retry
+                    .clone()
                     .run(async |_| server.borrow_mut().attempt())
                     .await
                     .is_ok();

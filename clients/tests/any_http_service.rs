@@ -24,8 +24,11 @@ fn request(server: &Server) -> http::Request<Full<Bytes>> {
 async fn a_hyper_util_client_is_retried_through_two_503s_to_a_200_in_three_requests() {
     let server = Server::start([Step::status(503), Step::status(503), Step::ok("reply")]).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    // Configuration made at run time, shared with the layer: no `'static` needed.
+    let policy = std::sync::Arc::new(Policy::AVAILABILITY);
+    let retry = Retry::new(policy).named_owned(std::sync::Arc::<str>::from("model"));
     let mut service = tower::ServiceBuilder::new()
-        .layer(RetryLayer::new(Retry::new(&Policy::AVAILABILITY).named("model")).http_requests())
+        .layer(RetryLayer::new(retry).http_requests())
         .service(client);
     let (response, recorded) =
         testing::scope(async { service.ready().await.unwrap().call(request(&server)).await }).await;

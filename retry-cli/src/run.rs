@@ -8,7 +8,7 @@ use std::fmt;
 use std::process::{ExitCode, ExitStatus, Stdio};
 
 use clap::Args;
-use retry_runtime::{Budget, Class, Classify, Policy, Retry, notice};
+use retry_runtime::{Budget, Class, Classify, Retry, notice};
 
 use crate::error::CliError;
 use crate::flags::{PolicyArgs, parse_budget};
@@ -137,18 +137,15 @@ impl Run {
                 "no command to run: give it after `--`, like `backoff run -- git push`".into(),
             ));
         };
-        // The notices name the command (never its arguments); the engine needs a 'static
-        // name and policy, made once per process.
-        let name: &'static str = Box::leak(program.clone().into_boxed_str());
-        let policy: &'static Policy = Box::leak(Box::new(policy));
+        // The notices name the command (never its arguments); the run borrows the policy.
         // The event's sentence names the command and the class; its error is our own text
         // (the status, never the arguments, which may hold tokens).
         notice::set_process_hook(|notice| match notice.retry() {
             Some(event) => output::say(format_args!("{event} ({})", event.error)),
             None => output::say(notice),
         });
-        let retry = Retry::new(policy)
-            .named(name)
+        let retry = Retry::new(&policy)
+            .named_owned(std::sync::Arc::<str>::from(program.as_str()))
             .within(self.budget.unwrap_or(Budget::Turn));
         let result = if skip_waits() {
             let clock = SkippingClock::default();

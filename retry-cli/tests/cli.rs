@@ -1145,3 +1145,13 @@ fn the_readme_git_example_does_not_retry_a_rejected_push() {
     assert_eq!(runs, 1, "{text}");
     assert!(!text.contains("retrying ("), "{text}");
 }
+
+#[test]
+fn the_cli_leaks_no_configuration() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("Box::leak"), "{} leaks", path.display());
+    }
+}

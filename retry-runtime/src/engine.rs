@@ -18,7 +18,7 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::scope::{self as turn, Flight, SleepOrCancel};
+use crate::scope::{self as turn, Flight, Op, OpName, SleepOrCancel};
 use crate::timeout::{Timed, TimedOut, TimeoutBound};
 use crate::verdict::{GaveUp, StopReason};
 
@@ -64,35 +64,38 @@ macro_rules! ladder {
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Retry<C = TokioClock> {
-    policy: &'static Policy,
-    op: &'static str,
+pub struct Retry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+    policy: P,
+    op: N,
     budget: Budget,
-    quota: Option<&'static Quota>,
+    quota: Option<Q>,
     clock: C,
 }
 
-impl Retry<TokioClock> {
+impl<P: AsRef<Policy>> Retry<TokioClock, P> {
     /// Retry under `policy`, on tokio's clock, within the enclosing turn.
     ///
-    /// The policy is borrowed for `'static`, so that a `Retry` is six words (a [`TimedRetry`]
-    /// eight) and a call's future moves cheaply: a built-in policy (`&Policy::AVAILABILITY`),
-    /// a `static` or a `const { &... }` block of your own, or [`Policy::named`]. A policy made at run time,
-    /// from configuration, is made once per process and leaked (`Box::leak`), as the `backoff`
-    /// CLI does.
+    /// The policy is borrowed (`&policy`, for any lifetime: the `Retry` borrows it) or shared
+    /// (`Arc<Policy>`: it moves into `tokio::spawn`). A borrowed one keeps a `Retry` `Copy`
+    /// and small (six words), so a call's future moves cheaply; a built-in policy or a `static`
+    /// of your own makes a `Retry` that is itself a `static`.
     ///
     /// ```
     /// use retry_runtime::{Policy, Retry};
+    /// use std::sync::Arc;
     /// use std::time::Duration;
     ///
     /// static PATIENT: Policy = Policy::OUTAGE.with_attempts(6);
-    /// let patient = Retry::new(&PATIENT);
-    /// let quick = Retry::new(const { &Policy::TRANSIENT.with_base(Duration::from_millis(50)) });
-    /// let configured = Retry::new(Box::leak(Box::new(Policy::AVAILABILITY.with_attempts(2))));
-    /// assert_eq!(configured.policy().attempts(), 2);
-    /// # let _ = (patient, quick);
+    /// static FETCH: Retry = Retry::new(&PATIENT);
+    /// // From configuration, at run time: borrowed in a local scope, or shared.
+    /// let attempts = std::env::var("FETCH_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(2);
+    /// let configured = Policy::AVAILABILITY.with_attempts(attempts);
+    /// assert_eq!(Retry::new(&configured).policy().attempts(), 2);
+    /// let shared = Retry::new(Arc::new(configured));
+    /// assert_eq!(shared.policy().attempts(), 2);
+    /// # let _ = FETCH;
     /// ```
-    pub const fn new(policy: &'static Policy) -> Self {
+    pub const fn new(policy: P) -> Self {
         Retry {
             policy,
             op: "retry",
@@ -103,31 +106,93 @@ impl Retry<TokioClock> {
     }
 }
 
-impl<C> Retry<C> {
-    /// Name the operation in notices and reports (`#[retry]` uses the function's path).
-    ///
-    /// The name is a `&'static str`, not an owned one, so that a `Retry` stays `Copy` and can
-    /// be built in `const` context, a `static` shared by every call; a name made at run time is
-    /// leaked once per process (`Box::leak`), as the `backoff` CLI does with its command.
+impl<C, P, Q> Retry<C, P, &'static str, Q> {
+    /// Name the operation in notices and reports (`#[retry]` uses the function's path): a
+    /// literal, at no cost per call, in `const` context too. For a name made at run time, see
+    /// [`named_owned`](Self::named_owned).
     pub const fn named(mut self, op: &'static str) -> Self {
         self.op = op;
         self
     }
 
+    /// Name the operation with a name made at run time: a `String`, or an `Arc<str>`, which
+    /// costs a reference-count increment per clone of the `Retry`. Notices and reports give it
+    /// as a `&str`.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::sync::Arc;
+    ///
+    /// let tenant = "acme";
+    /// let named = Retry::new(&Policy::AVAILABILITY).named_owned(Arc::<str>::from(format!("model:{tenant}")));
+    /// assert_eq!(named.op(), "model:acme");
+    /// ```
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> Retry<C, P, M, Q> {
+        let Retry {
+            policy,
+            budget,
+            quota,
+            clock,
+            ..
+        } = self;
+        Retry {
+            policy,
+            op,
+            budget,
+            quota,
+            clock,
+        }
+    }
+}
+
+impl<C, P, N> Retry<C, P, N> {
+    /// Draw retries from a cross-call [`Quota`], a `static` one.
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`] shared through an `Arc`: one per dependency,
+    /// made at run time.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Quota, Retry};
+    /// use std::sync::Arc;
+    ///
+    /// let quota = Arc::new(Quota::standard());
+    /// let retry = Retry::new(&Policy::AVAILABILITY).with_shared_quota(Arc::clone(&quota));
+    /// # let _ = retry;
+    /// ```
+    pub fn with_shared_quota(
+        self,
+        quota: std::sync::Arc<Quota>,
+    ) -> Retry<C, P, N, std::sync::Arc<Quota>> {
+        let Retry {
+            policy,
+            op,
+            budget,
+            clock,
+            ..
+        } = self;
+        Retry {
+            policy,
+            op,
+            budget,
+            quota: Some(quota),
+            clock,
+        }
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q> {
     /// Bound the ladder by `budget`.
     pub const fn within(mut self, budget: Budget) -> Self {
         self.budget = budget;
         self
     }
 
-    /// Draw retries from a cross-call [`Quota`].
-    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
-        self.quota = Some(quota);
-        self
-    }
-
     /// Use `clock` for time, sleep and jitter.
-    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D> {
+    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D, P, N, Q> {
         Retry {
             policy: self.policy,
             op: self.op,
@@ -176,7 +241,7 @@ impl<C> Retry<C> {
     /// assert_eq!(timed_out.ran(), Duration::from_secs(2));
     /// # }
     /// ```
-    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C> {
+    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C, P, N, Q> {
         TimedRetry {
             retry: self,
             timeout,
@@ -184,13 +249,19 @@ impl<C> Retry<C> {
     }
 
     /// The policy.
-    pub const fn policy(&self) -> &'static Policy {
-        self.policy
+    pub fn policy(&self) -> &Policy
+    where
+        P: AsRef<Policy>,
+    {
+        self.policy.as_ref()
     }
 
     /// The operation's name.
-    pub const fn op(&self) -> &'static str {
-        self.op
+    pub fn op(&self) -> &str
+    where
+        N: OpName,
+    {
+        self.op.as_ref()
     }
 
     /// The budget.
@@ -205,18 +276,32 @@ impl<C> Retry<C> {
     /// use retry_runtime::{Budget, Policy, Retry};
     /// use std::time::Duration;
     /// const FITS: Retry = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
-    /// const _: () = assert!(FITS.fits_budget());
+    /// assert!(FITS.fits_budget());
     /// assert!(!Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(60))).fits_budget());
     /// ```
-    pub const fn fits_budget(&self) -> bool {
-        match self.budget {
-            Budget::Turn => true,
-            Budget::Within(limit) => self.policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
-        }
+    pub fn fits_budget(&self) -> bool
+    where
+        P: AsRef<Policy>,
+    {
+        fits(self.policy.as_ref(), self.budget)
     }
 }
 
-impl<C: Clock> Retry<C> {
+/// Whether `policy`'s worst case fits `budget`.
+const fn fits(policy: &Policy, budget: Budget) -> bool {
+    match budget {
+        Budget::Turn => true,
+        Budget::Within(limit) => policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     /// Run `operation` (given the attempt number, from 1) until it succeeds or the ladder
     /// stops. The error is returned unchanged inside [`GaveUp`], with the reason.
     ///
@@ -320,35 +405,58 @@ impl<C: Clock> Retry<C> {
 /// assert_eq!(FETCH.attempt_timeout(), Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct TimedRetry<C = TokioClock> {
-    retry: Retry<C>,
+pub struct TimedRetry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+    retry: Retry<C, P, N, Q>,
     /// Kept here, not in [`Retry`]: only this type's `run` can turn a [`TimedOut`] into the
     /// error, and a plain `Retry` stays small.
     timeout: Duration,
 }
 
-impl<C> TimedRetry<C> {
+impl<C, P, Q> TimedRetry<C, P, &'static str, Q> {
     /// Name the operation in notices and reports.
     pub const fn named(mut self, op: &'static str) -> Self {
         self.retry.op = op;
         self
     }
 
+    /// Name the operation with a name made at run time.
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> TimedRetry<C, P, M, Q> {
+        TimedRetry {
+            retry: self.retry.named_owned(op),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<C, P, N> TimedRetry<C, P, N> {
+    /// Draw retries from a cross-call [`Quota`], a `static` one.
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.retry.quota = Some(quota);
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`] shared through an `Arc`.
+    pub fn with_shared_quota(
+        self,
+        quota: std::sync::Arc<Quota>,
+    ) -> TimedRetry<C, P, N, std::sync::Arc<Quota>> {
+        TimedRetry {
+            retry: self.retry.with_shared_quota(quota),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
     /// Bound the ladder by `budget`.
     pub const fn within(mut self, budget: Budget) -> Self {
         self.retry.budget = budget;
         self
     }
 
-    /// Draw retries from a cross-call [`Quota`].
-    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
-        self.retry.quota = Some(quota);
-        self
-    }
-
     /// Use `clock` for time, the ladder's waits and jitter (the attempt timer stays on tokio's
     /// time).
-    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D> {
+    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D, P, N, Q> {
         TimedRetry {
             retry: self.retry.with_clock(clock),
             timeout: self.timeout,
@@ -361,12 +469,18 @@ impl<C> TimedRetry<C> {
     }
 
     /// The rest of the configuration: policy, name, budget.
-    pub const fn retry(&self) -> &Retry<C> {
+    pub const fn retry(&self) -> &Retry<C, P, N, Q> {
         &self.retry
     }
 }
 
-impl<C: Clock> TimedRetry<C> {
+impl<C, P, N, Q> TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     /// Like [`Retry::run`], with each attempt dropped when its time runs out; its error is
     /// then `E::from(TimedOut)`, decided on like any other.
     pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
@@ -457,21 +571,31 @@ enum Since {
 impl<R: Source> fmt::Debug for Run<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Run")
-            .field("op", &self.retry().op)
+            .field("op", &self.source.op())
             .field("attempts", &self.attempts())
             .field("in_turn", &self.flight().is_some())
             .finish()
     }
 }
 
-/// Where a [`Run`] finds its [`Retry`]: a `&'static` one (the attribute's), or one it owns
-/// ([`Retry::run`]). Not public API.
+/// Where a [`Run`] finds its configuration: a [`Retry`] or a [`TimedRetry`] it owns
+/// ([`Retry::run`]), or a `&'static` one (the attribute's). Not public API.
 #[doc(hidden)]
 pub trait Source {
     /// The clock of the retry.
     type Clock: Clock;
-    /// The retry.
-    fn retry(&self) -> &Retry<Self::Clock>;
+    /// The policy.
+    fn policy(&self) -> &Policy;
+    /// The operation's name.
+    fn op(&self) -> &str;
+    /// The operation's name, as a turn's report keeps it.
+    fn op_name(&self) -> Op;
+    /// The budget.
+    fn budget(&self) -> Budget;
+    /// The quota, if any.
+    fn quota(&self) -> Option<&Quota>;
+    /// The clock.
+    fn clock(&self) -> &Self::Clock;
     /// Each attempt's timeout: only a [`TimedRetry`] has one.
     #[inline]
     fn timeout(&self) -> Option<Duration> {
@@ -479,19 +603,71 @@ pub trait Source {
     }
 }
 
-impl<C: Clock> Source for Retry<C> {
+impl<C, P, N, Q> Source for Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     type Clock = C;
     #[inline]
-    fn retry(&self) -> &Retry<C> {
-        self
+    fn policy(&self) -> &Policy {
+        self.policy.as_ref()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        self.op.as_ref()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.op.to_op()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        self.budget
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        self.quota.as_ref().map(AsRef::as_ref)
+    }
+    #[inline]
+    fn clock(&self) -> &C {
+        &self.clock
     }
 }
 
-impl<C: Clock> Source for TimedRetry<C> {
+impl<C, P, N, Q> Source for TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     type Clock = C;
     #[inline]
-    fn retry(&self) -> &Retry<C> {
-        &self.retry
+    fn policy(&self) -> &Policy {
+        self.retry.policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        Source::op(&self.retry)
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.retry.op.to_op()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        self.retry.budget
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        Source::quota(&self.retry)
+    }
+    #[inline]
+    fn clock(&self) -> &C {
+        &self.retry.clock
     }
     #[inline]
     fn timeout(&self) -> Option<Duration> {
@@ -503,8 +679,28 @@ impl<C: Clock> Source for TimedRetry<C> {
 impl<S: Source> Source for &S {
     type Clock = S::Clock;
     #[inline]
-    fn retry(&self) -> &Retry<S::Clock> {
-        (**self).retry()
+    fn policy(&self) -> &Policy {
+        (**self).policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        (**self).op()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        (**self).op_name()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        (**self).budget()
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        (**self).quota()
+    }
+    #[inline]
+    fn clock(&self) -> &S::Clock {
+        (**self).clock()
     }
     #[inline]
     fn timeout(&self) -> Option<Duration> {
@@ -536,10 +732,10 @@ impl<R: Source> Run<R> {
     /// Start the call. Reads the clock only inside a turn or under a literal budget.
     #[inline]
     fn start(&mut self) {
-        let retry = self.source.retry();
-        self.since = match (turn::flight(|| retry.clock.now()), retry.budget) {
+        let source = &self.source;
+        self.since = match (turn::flight(|| source.clock().now()), source.budget()) {
             (Some(flight), _) => Since::InTurn(flight),
-            (None, Budget::Within(_)) => Since::Started(retry.clock.now()),
+            (None, Budget::Within(_)) => Since::Started(source.clock().now()),
             (None, Budget::Turn) => Since::Unread,
         };
     }
@@ -560,11 +756,6 @@ impl<R: Source> Run<R> {
             Since::InTurn(flight) => Some(flight),
             _ => None,
         }
-    }
-
-    #[inline]
-    fn retry(&self) -> &Retry<R::Clock> {
-        self.source.retry()
     }
 
     /// The attempts made so far.
@@ -591,7 +782,7 @@ impl<R: Source> Run<R> {
         // restart is over once its attempt begins.
         self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP | RESTARTING)) | next;
         if let Since::InTurn(flight) = &mut self.since {
-            flight.attempt_started = self.source.retry().clock.now();
+            flight.attempt_started = self.source.clock().now();
         }
     }
 
@@ -636,12 +827,12 @@ impl<R: Source> Run<R> {
             end = (Some(turn), TimeoutBound::Turn);
         }
         if budget
-            && let (Budget::Within(limit), Some(started)) = (self.retry().budget, self.started())
+            && let (Budget::Within(limit), Some(started)) = (self.source.budget(), self.started())
         {
             // The budget is on the retry's clock; its remainder is the same on tokio's.
             let left = started
                 .checked_add(limit)
-                .map(|deadline| deadline.saturating_duration_since(self.retry().clock.now()));
+                .map(|deadline| deadline.saturating_duration_since(self.source.clock().now()));
             let budget = left.and_then(|left| start.checked_add(left));
             if let Some(budget) = budget
                 && end.0.is_none_or(|end| budget < end)
@@ -707,7 +898,7 @@ impl<R: Source> Run<R> {
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        if self.retry().quota.is_some() || self.started().is_some() {
+        if self.source.quota().is_some() || self.started().is_some() {
             self.finish(None);
         }
     }
@@ -730,7 +921,7 @@ impl<R: Source> Run<R> {
             // A turn reports the time actually spent, timer granularity included, and a wait
             // cut short; what it needs for that is in the flight's box, not in the wait's.
             Since::InTurn(flight) => {
-                flight.waiting = Some((self.source.retry().clock.now(), wait, class));
+                flight.waiting = Some((self.source.clock().now(), wait, class));
                 true
             }
             // Elsewhere, a literal budget included, the wait counts as chosen and nothing reads
@@ -743,7 +934,7 @@ impl<R: Source> Run<R> {
             }
         };
         self.state |= WAITING;
-        let sleep = turn::sleep_or_cancel(self.retry().clock.sleep(wait), in_turn);
+        let sleep = turn::sleep_or_cancel(self.source.clock().sleep(wait), in_turn);
         Ok(Wait(Box::pin(Waiting {
             error: Some(error),
             sleep,
@@ -765,17 +956,12 @@ impl<R: Source> Run<R> {
         let Some((since, wanted, class)) = flight.waiting.take() else {
             return Ok(());
         };
-        let waited_for = self
-            .source
-            .retry()
-            .clock
-            .now()
-            .saturating_duration_since(since);
+        let waited_for = self.source.clock().now().saturating_duration_since(since);
         self.add_waited(waited_for);
         if waited.cancelled {
             self.refund();
             turn::record_cut_wait(turn::CutWait {
-                op: self.retry().op,
+                op: self.source.op_name(),
                 after_attempt: self.attempts(),
                 waited: waited_for,
                 wanted,
@@ -792,7 +978,7 @@ impl<R: Source> Run<R> {
 
     /// Give the quota back the cost of the retry it paid for and that was never made.
     fn refund(&self) {
-        if let Some(quota) = self.retry().quota {
+        if let Some(quota) = self.source.quota() {
             quota.refund(if self.state & LAST_RETRY_TIMED_OUT != 0 {
                 Class::Timeout
             } else {
@@ -826,11 +1012,11 @@ impl<R: Source> Run<R> {
     }
 
     fn next_step(&mut self, class: Class) -> Step {
-        let policy = self.retry().policy;
+        let policy = self.source.policy();
         // Any inner give-up during this attempt, whatever this failure's class: retrying at
         // two layers would multiply the attempts.
         if self.state & INNER_GAVE_UP != 0 && class.is_transient() {
-            nesting::warn_nested(self.retry().op);
+            nesting::warn_nested(self.source.op());
             return Step::Stop(StopReason::Nested);
         }
         if self.attempts() >= ATTEMPTS {
@@ -850,7 +1036,7 @@ impl<R: Source> Run<R> {
         let turn_deadline = if in_turn { turn::deadline() } else { None };
         let remaining = match self.deadline(turn_deadline) {
             Some(deadline) => {
-                let now = self.retry().clock.now();
+                let now = self.source.clock().now();
                 if turn_deadline.is_some_and(|turn| now >= turn) {
                     // The turn's budget is gone: that is a cancelled turn, not a long wait.
                     return Step::Stop(StopReason::Cancelled);
@@ -860,9 +1046,9 @@ impl<R: Source> Run<R> {
             }
             None => None,
         };
-        let draw = self.retry().clock.draw();
+        let draw = self.source.clock().draw();
         let step = ladder::next_step(policy, self.failure(class, remaining), draw);
-        match (step, self.retry().quota) {
+        match (step, self.source.quota()) {
             (Step::Retry { .. }, Some(quota)) if !quota.withdraw(class) => {
                 Step::Stop(StopReason::Quota)
             }
@@ -878,7 +1064,7 @@ impl<R: Source> Run<R> {
     }
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
-        let own = match (self.retry().budget, self.started()) {
+        let own = match (self.source.budget(), self.started()) {
             (Budget::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
@@ -935,7 +1121,7 @@ impl<R: Source> Run<R> {
     /// A success: the quota's refill. A stream settles at its commit point, where its output
     /// reached the caller, not at its end.
     pub(crate) fn settle_quota(&self) {
-        if let Some(quota) = self.retry().quota {
+        if let Some(quota) = self.source.quota() {
             // AWS standard mode: a success after retries gives back its last retry's cost; a
             // first-try success adds the refill.
             match (self.attempts() > 1, self.state & LAST_RETRY_TIMED_OUT != 0) {
@@ -950,13 +1136,13 @@ impl<R: Source> Run<R> {
     /// report it to the turn, and it is no longer in flight.
     pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
         if let Some(started) = self.started() {
-            let elapsed = self.retry().clock.now().saturating_duration_since(started);
+            let elapsed = self.source.clock().now().saturating_duration_since(started);
             let hollow = self.flight().map_or(0, |f| f.hollow_attempts);
             // A call nested in another's attempt: that attempt's time is the outer call's to
             // report; its waits, which the outer call's time includes, are taken off it.
             let nested = nesting::is_nested();
             turn::record_call(turn::Call {
-                op: self.retry().op,
+                op: self.source.op_name(),
                 attempts: self.attempts(),
                 counted_attempts: self.attempts().saturating_sub(hollow),
                 waiting: self.total_waited(),
@@ -985,10 +1171,10 @@ impl<R: Source> Run<R> {
         notice::emit(
             hooks,
             &RetryEvent {
-                op: self.retry().op,
-                policy: self.retry().policy.name(),
+                op: self.source.op(),
+                policy: self.source.policy().name(),
                 attempt: self.attempts(),
-                total: self.retry().policy.attempts().max(1),
+                total: self.source.policy().attempts().max(1),
                 class,
                 error: Redacted::new(error),
                 action,
@@ -1018,7 +1204,7 @@ impl<R: Source> Run<R> {
         let Since::InTurn(flight) = &self.since else {
             return;
         };
-        let now = self.retry().clock.now();
+        let now = self.source.clock().now();
         let waiting = flight
             .waiting
             .map_or(Duration::ZERO, |(since, _, _)| {
@@ -1028,7 +1214,7 @@ impl<R: Source> Run<R> {
         let elapsed = now.saturating_duration_since(flight.started);
         flight.dropped(
             turn::Call {
-                op: self.retry().op,
+                op: self.source.op_name(),
                 attempts: self.attempts(),
                 counted_attempts: self.attempts().saturating_sub(flight.hollow_attempts),
                 waiting,

@@ -106,7 +106,7 @@ mod verdict;
 /// and the records of its report. `Turn`, `TurnReport` and `Canceller` are at the root.
 pub mod turn {
     pub use crate::scope::{
-        CutWait, GaveUpRecord, InFlight, TurnHandle, TurnOutcome, current, remaining,
+        CutWait, GaveUpRecord, InFlight, Op, OpName, TurnHandle, TurnOutcome, current, remaining,
     };
 }
 

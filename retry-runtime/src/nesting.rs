@@ -89,7 +89,7 @@ pub(crate) fn mark_ran() {
 }
 
 /// Log that retry layers are nested, once for each ladder that stops because of it.
-pub(crate) fn warn_nested(op: &'static str) {
+pub(crate) fn warn_nested(op: &str) {
     tracing::warn!(
         target: "retry",
         op,

@@ -197,7 +197,7 @@ pub enum Action {
 #[non_exhaustive]
 pub struct RetryEvent<'a> {
     /// The operation's name: the function's path, or the attribute's `name`.
-    pub op: &'static str,
+    pub op: &'a str,
     /// The policy's name.
     pub policy: &'static str,
     /// The attempt that failed, from 1.

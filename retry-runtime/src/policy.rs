@@ -466,3 +466,11 @@ pub enum PolicyError {
     )]
     WaitsTooLong,
 }
+
+/// A policy is its own handle, so that a [`Retry`](crate::Retry) takes `&Policy` of any
+/// lifetime or an `Arc<Policy>` alike.
+impl AsRef<Policy> for Policy {
+    fn as_ref(&self) -> &Policy {
+        self
+    }
+}

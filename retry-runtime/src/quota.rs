@@ -125,3 +125,11 @@ impl Quota {
         self.tokens.load(Ordering::Acquire)
     }
 }
+
+/// A quota is its own handle, so that a [`Retry`](crate::Retry) takes a `&'static Quota` or an
+/// `Arc<Quota>` alike.
+impl AsRef<Quota> for Quota {
+    fn as_ref(&self) -> &Quota {
+        self
+    }
+}

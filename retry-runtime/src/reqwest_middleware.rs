@@ -6,9 +6,12 @@ use std::sync::{Mutex, PoisonError};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::class::Class;
-use crate::clock::{Clock, TokioClock};
+use crate::clock::Clock;
 use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::scope::OpName;
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
 /// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the
@@ -41,15 +44,15 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 /// # let _ = client;
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryMiddleware<C = TokioClock, K = AsTransport> {
-    retry: Retry<C>,
+pub struct RetryMiddleware<R = Retry, K = AsTransport> {
+    retry: R,
     errors: K,
     peek: StreamPeek,
 }
 
-impl<C> RetryMiddleware<C> {
+impl<C, P, N, U> RetryMiddleware<Retry<C, P, N, U>> {
     /// Retry each request as `retry` says.
-    pub const fn new(retry: Retry<C>) -> Self {
+    pub const fn new(retry: Retry<C, P, N, U>) -> Self {
         RetryMiddleware {
             retry,
             errors: AsTransport,
@@ -58,7 +61,7 @@ impl<C> RetryMiddleware<C> {
     }
 }
 
-impl<C, K> RetryMiddleware<C, K> {
+impl<R, K> RetryMiddleware<R, K> {
     /// Classify errors with no response with `errors`, a closure
     /// `Fn(&reqwest_middleware::Error) -> Class` or any [`ClassifyError`], instead of calling
     /// them all `Transport`. The crate's own classification of a `reqwest::Error` is one line
@@ -76,7 +79,7 @@ impl<C, K> RetryMiddleware<C, K> {
     /// );
     /// # let _ = middleware;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryMiddleware<C, L> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryMiddleware<R, L> {
         RetryMiddleware {
             retry: self.retry,
             errors,
@@ -105,7 +108,7 @@ impl<C, K> RetryMiddleware<C, K> {
     }
 
     /// The retry each request runs under.
-    pub const fn retry(&self) -> &Retry<C> {
+    pub const fn retry(&self) -> &R {
         &self.retry
     }
 }
@@ -123,8 +126,11 @@ impl std::fmt::Display for NotCloneable {
 impl std::error::Error for NotCloneable {}
 
 #[async_trait::async_trait]
-impl<C, K> Middleware for RetryMiddleware<C, K>
+impl<C, P, N, U, K> Middleware for RetryMiddleware<Retry<C, P, N, U>, K>
 where
+    P: AsRef<Policy> + Clone + Send + Sync + 'static,
+    N: OpName + Clone + Send + Sync + 'static,
+    U: AsRef<Quota> + Clone + Send + Sync + 'static,
     C: Clock + Clone + Send + Sync + 'static,
     K: ClassifyError<reqwest_middleware::Error> + Send + Sync + 'static,
 {

@@ -22,7 +22,10 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Retry, Run, Source, TimedRetry, Wait};
 use crate::nesting;
+use crate::policy::Policy;
+use crate::quota::Quota;
 use crate::scope as turn;
+use crate::scope::OpName;
 use crate::timeout::{TimedOut, TimeoutBound};
 use crate::verdict::GaveUp;
 
@@ -84,7 +87,13 @@ impl Classify for EndedEarly {
     }
 }
 
-impl<C: Clock> Retry<C> {
+impl<C, P, N, Q> Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     /// Open a stream with `open` (given the attempt number, from 1) and retry it until its
     /// commit point: the first item [`commit_when`](RetryStream::commit_when) says is content
     /// (by default, the first item).
@@ -136,7 +145,13 @@ impl<C: Clock> Retry<C> {
     }
 }
 
-impl<C: Clock> TimedRetry<C> {
+impl<C, P, N, Q> TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
     /// Like [`Retry::stream`], with each attempt's timeout bounding it up to its commit
     /// point only: a 30 s timeout does not cut a long generation. Its error is then
     /// `E::from(TimedOut)`, decided on like any other.

@@ -18,9 +18,12 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::clock::{Clock, TokioClock};
+use crate::clock::Clock;
 use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::scope::OpName;
 
 /// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so
 /// the policy, the name in notices, the budget and the quota are the attribute's, and the
@@ -75,8 +78,8 @@ use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryLayer<C = TokioClock, K = AsTransport, Q = ByClone> {
-    retry: Retry<C>,
+pub struct RetryLayer<R = Retry, K = AsTransport, Q = ByClone> {
+    retry: R,
     errors: K,
     peek: StreamPeek,
     requests: Q,
@@ -139,9 +142,9 @@ impl<R, F: Fn(&R) -> Option<R>> CloneRequest<R> for F {
     }
 }
 
-impl<C> RetryLayer<C> {
+impl<C, P, N, U> RetryLayer<Retry<C, P, N, U>> {
     /// Retry each call of the wrapped service as `retry` says.
-    pub const fn new(retry: Retry<C>) -> Self {
+    pub const fn new(retry: Retry<C, P, N, U>) -> Self {
         RetryLayer {
             retry,
             errors: AsTransport,
@@ -151,7 +154,7 @@ impl<C> RetryLayer<C> {
     }
 }
 
-impl<C, K, Q> RetryLayer<C, K, Q> {
+impl<R, K, Q> RetryLayer<R, K, Q> {
     /// Classify the service's own errors (no response at all) with `errors`, a closure
     /// `Fn(&E) -> Class` or any [`ClassifyError`], instead of calling them all `Transport`.
     ///
@@ -167,7 +170,7 @@ impl<C, K, Q> RetryLayer<C, K, Q> {
     /// );
     /// # let _ = layer;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<C, L, Q> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Q> {
         RetryLayer {
             retry: self.retry,
             errors,
@@ -179,7 +182,7 @@ impl<C, K, Q> RetryLayer<C, K, Q> {
     /// Retry `http::Request<B>`s whose body can be cloned, rebuilt from their parts for each
     /// attempt ([`HttpRequests`]): a hyper-util client, a tower-http stack, any tower HTTP
     /// service. The request's extensions are not carried over.
-    pub fn http_requests(self) -> RetryLayer<C, K, HttpRequests> {
+    pub fn http_requests(self) -> RetryLayer<R, K, HttpRequests> {
         self.clone_request(HttpRequests)
     }
 
@@ -187,7 +190,7 @@ impl<C, K, Q> RetryLayer<C, K, Q> {
     /// Option<Request>`, or any [`CloneRequest`]). A request it cannot copy for the first
     /// attempt is sent once, outside the ladder; one it cannot copy for a later attempt ends
     /// the ladder with the failure it has, handed back as it is.
-    pub fn clone_request<R>(self, requests: R) -> RetryLayer<C, K, R> {
+    pub fn clone_request<T>(self, requests: T) -> RetryLayer<R, K, T> {
         RetryLayer {
             retry: self.retry,
             errors: self.errors,
@@ -217,13 +220,13 @@ impl<C, K, Q> RetryLayer<C, K, Q> {
     }
 
     /// The retry each call runs under.
-    pub const fn retry(&self) -> &Retry<C> {
+    pub const fn retry(&self) -> &R {
         &self.retry
     }
 }
 
-impl<S, C: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<C, K, Q> {
-    type Service = RetryService<S, C, K, Q>;
+impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> {
+    type Service = RetryService<S, R, K, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RetryService {
@@ -249,23 +252,27 @@ impl<S, C: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<C, K, Q> 
 /// # let _ = service;
 /// ```
 #[derive(Debug, Clone)]
-pub struct RetryService<S, C = TokioClock, K = AsTransport, Q = ByClone> {
+pub struct RetryService<S, R = Retry, K = AsTransport, Q = ByClone> {
     inner: S,
-    retry: Retry<C>,
+    retry: R,
     errors: K,
     peek: StreamPeek,
     requests: Q,
 }
 
-impl<S, C, K, Q> RetryService<S, C, K, Q> {
+impl<S, R, K, Q> RetryService<S, R, K, Q> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, Request, C, K, Q> ::tower::Service<Request> for RetryService<S, C, K, Q>
+impl<S, Request, C, P, N, U, K, Q> ::tower::Service<Request>
+    for RetryService<S, Retry<C, P, N, U>, K, Q>
 where
+    P: AsRef<Policy> + Clone + Send + 'static,
+    N: OpName + Clone + Send + 'static,
+    U: AsRef<Quota> + Clone + Send + 'static,
     S: ::tower::Service<Request> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Response: Reply + 'static,

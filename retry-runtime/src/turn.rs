@@ -456,11 +456,110 @@ pub struct TurnReport {
     cut_waits: Vec<CutWait>,
 }
 
+/// An operation's name as a turn's report keeps it: a literal, or a shared name made at run
+/// time. It reads as a `&str`.
+///
+/// ```
+/// use retry_runtime::turn::Op;
+/// let op = Op::from("model");
+/// assert_eq!(op, "model");
+/// assert_eq!(op.as_str(), "model");
+/// assert_eq!(Op::from(std::sync::Arc::<str>::from("tenant")).to_string(), "tenant");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Op(OpRepr);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum OpRepr {
+    Literal(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Op {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            OpRepr::Literal(op) => op,
+            OpRepr::Shared(op) => op,
+        }
+    }
+}
+
+impl From<&'static str> for Op {
+    fn from(op: &'static str) -> Op {
+        Op(OpRepr::Literal(op))
+    }
+}
+
+impl From<Arc<str>> for Op {
+    fn from(op: Arc<str>) -> Op {
+        Op(OpRepr::Shared(op))
+    }
+}
+
+impl std::ops::Deref for Op {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Op {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq<str> for Op {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Op {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name a [`Retry`](crate::Retry) can carry: a literal (`&'static str`, free per call), an
+/// `Arc<str>` (a reference-count increment per call in a turn), or a `String` (one allocation
+/// per call in a turn: prefer `Arc<str>`).
+pub trait OpName: AsRef<str> {
+    /// The name as a turn's report keeps it.
+    fn to_op(&self) -> Op;
+}
+
+impl OpName for &'static str {
+    #[inline]
+    fn to_op(&self) -> Op {
+        Op(OpRepr::Literal(self))
+    }
+}
+
+impl OpName for Arc<str> {
+    fn to_op(&self) -> Op {
+        Op(OpRepr::Shared(Arc::clone(self)))
+    }
+}
+
+impl OpName for String {
+    fn to_op(&self) -> Op {
+        Op(OpRepr::Shared(Arc::from(self.as_str())))
+    }
+}
+
 /// A call inside a turn whose ladder gave up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GaveUpRecord {
     /// The operation's name.
-    pub op: &'static str,
+    pub op: Op,
     /// Why it gave up.
     pub reason: StopReason,
     /// The attempts it made.
@@ -469,10 +568,10 @@ pub struct GaveUpRecord {
 
 /// A call dropped in the middle of an attempt: the turn ended, or its caller dropped it.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InFlight {
     /// The operation's name.
-    pub op: &'static str,
+    pub op: Op,
     /// The attempt that was running, from 1.
     pub attempt: u32,
     /// How long that attempt had run.
@@ -482,10 +581,10 @@ pub struct InFlight {
 /// A wait between attempts that was cut short: the turn was cancelled or ended, or the call
 /// was dropped. The retry after it was never made (and a quota got its cost back).
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutWait {
     /// The operation's name.
-    pub op: &'static str,
+    pub op: Op,
     /// The attempt whose failure the wait followed.
     pub after_attempt: u32,
     /// How long it had waited.
@@ -607,7 +706,7 @@ impl fmt::Display for TurnReport {
 
 /// A finished call, as the engine reports it to the turn.
 pub(crate) struct Call {
-    pub(crate) op: &'static str,
+    pub(crate) op: Op,
     /// The attempts this call's ladder made.
     pub(crate) attempts: u32,
     /// Those that count in the turn's total: not the attempts in which a retried call nested
@@ -687,13 +786,13 @@ impl Flight {
     pub(crate) fn dropped(&self, call: Call, now: Instant) {
         let stage = match self.waiting {
             Some((since, wanted, _)) => Stage::Waiting(CutWait {
-                op: call.op,
+                op: call.op.clone(),
                 after_attempt: call.attempts,
                 waited: now.saturating_duration_since(since),
                 wanted,
             }),
             None => Stage::Working(InFlight {
-                op: call.op,
+                op: call.op.clone(),
                 attempt: call.attempts,
                 running: now.saturating_duration_since(self.attempt_started),
             }),
@@ -701,9 +800,9 @@ impl Flight {
         for turn in self.scope.chain() {
             let mut report = lock(&turn.report);
             add_call(&mut report, &call);
-            match stage {
-                Stage::Waiting(wait) => report.cut_waits.push(wait),
-                Stage::Working(call) => report.in_flight.push(call),
+            match &stage {
+                Stage::Waiting(wait) => report.cut_waits.push(wait.clone()),
+                Stage::Working(call) => report.in_flight.push(call.clone()),
             }
         }
     }
@@ -769,7 +868,7 @@ pub(crate) fn record_call(call: Call) {
 }
 
 pub(crate) fn record_cut_wait(wait: CutWait) {
-    record(|report| report.cut_waits.push(wait));
+    record(|report| report.cut_waits.push(wait.clone()));
 }
 
 fn add_call(report: &mut TurnReport, call: &Call) {
@@ -782,7 +881,7 @@ fn add_call(report: &mut TurnReport, call: &Call) {
     }
     if let Some(reason) = call.gave_up {
         report.gave_up.push(GaveUpRecord {
-            op: call.op,
+            op: call.op.clone(),
             reason,
             attempts: call.attempts,
         });

@@ -269,12 +269,12 @@ async fn named(far: &Far) -> Result<u32, Failure> {
 }
 
 /// The `op` of each notice a turn hears while `work` runs.
-async fn ops_noticed<F: Future>(work: F) -> Vec<&'static str> {
+async fn ops_noticed<F: Future>(work: F) -> Vec<String> {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&heard);
     let turn = Turn::new(Duration::from_secs(180)).on_notice(move |notice| {
         if let Some(event) = notice.retry() {
-            sink.lock().unwrap().push(event.op);
+            sink.lock().unwrap().push(event.op.to_owned());
         }
     });
     testing::scope(turn.run(work)).await;

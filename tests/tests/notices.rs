@@ -142,7 +142,7 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
             _ => Duration::ZERO,
         };
         sink.lock().unwrap().push((
-            event.op,
+            event.op.to_owned(),
             event.attempt,
             event.total,
             backoff,
@@ -160,7 +160,7 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
         *seen.lock().unwrap(),
         [
             (
-                "model",
+                "model".to_owned(),
                 1,
                 4,
                 ms(250),
@@ -168,7 +168,7 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
                 error()
             ),
             (
-                "model",
+                "model".to_owned(),
                 2,
                 4,
                 ms(500),
@@ -176,7 +176,7 @@ async fn the_turn_hook_sees_the_same_events_in_order() {
                 error()
             ),
             (
-                "model",
+                "model".to_owned(),
                 3,
                 4,
                 ms(1000),

@@ -81,7 +81,7 @@ async fn the_report_lists_each_ladder_that_gave_up_with_its_reason() {
     let reasons: Vec<_> = report
         .gave_up()
         .iter()
-        .map(|r| (r.op, r.reason, r.attempts))
+        .map(|r| (r.op.as_str(), r.reason, r.attempts))
         .collect();
     assert_eq!(
         reasons,
@@ -168,7 +168,7 @@ async fn an_attempt_that_outlives_the_turn_is_dropped_at_the_deadline() {
     let in_flight: Vec<_> = report
         .in_flight()
         .iter()
-        .map(|call: &InFlight| (call.op, call.attempt, call.running))
+        .map(|call: &InFlight| (call.op.as_str(), call.attempt, call.running))
         .collect();
     assert_eq!(in_flight, [("model", 1, TURN)]);
 }

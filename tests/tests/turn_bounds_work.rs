@@ -118,7 +118,7 @@ async fn a_hung_call_ends_with_its_turn_and_nothing_of_it_runs_on() {
     let in_flight: Vec<_> = report
         .in_flight()
         .iter()
-        .map(|call: &InFlight| (call.op, call.attempt))
+        .map(|call: &InFlight| (call.op.as_str(), call.attempt))
         .collect();
     assert_eq!(in_flight, [("model", 1)]);
     assert!(report.in_flight()[0].running >= turn_budget - Duration::from_millis(50));
@@ -281,7 +281,7 @@ async fn a_call_dropped_mid_wait_refunds_its_quota_and_appears_in_the_report() {
     let cut: Vec<_> = report
         .cut_waits()
         .iter()
-        .map(|wait: &CutWait| (wait.op, wait.after_attempt, wait.waited))
+        .map(|wait: &CutWait| (wait.op.as_str(), wait.after_attempt, wait.waited))
         .collect();
     assert_eq!(cut, [("model", 1, Duration::from_secs(1))]);
 }
