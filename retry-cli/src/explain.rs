@@ -121,8 +121,7 @@ impl Explain {
         let class = error.classify();
         let failure = Failure::new(self.attempt, class);
         let draw = self.draw.fixed().unwrap_or(Draw::IDEAL);
-        let step = ladder::next_step(&policy, failure, draw);
-        let (decision, own_wait) = decide(&policy, failure, draw, step);
+        let (step, decision, own_wait) = decide(&policy, failure, draw);
         let range = match step {
             Step::Retry { .. } => Some((
                 wait_of(ladder::next_step(&policy, failure, Draw::from_bits(0))),
@@ -133,7 +132,7 @@ impl Explain {
                     Draw::from_bits(u32::MAX),
                 )),
             )),
-            Step::Stop(_) => None,
+            _ => None,
         };
         Ok(Explanation {
             error,
@@ -167,53 +166,34 @@ impl Explain {
     }
 }
 
-/// What decided the step, derived from the ladder's own pure functions: which of its terms
-/// (the hint, the rate-limit wait, the rung, the cap) the wait is. Also the policy's own wait.
-fn decide(policy: &Policy, failure: Failure, draw: Draw, step: Step) -> (Decision, Duration) {
-    let wait = match step {
-        Step::Retry { wait } => wait,
-        Step::Stop(reason) => {
-            let decision = match reason {
-                StopReason::Definitive => Decision::Answer,
-                StopReason::NotRetried { .. } => Decision::NotRetried,
-                StopReason::Exhausted { .. } => Decision::Attempts,
-                StopReason::RetryAfterTooLong { max, .. } if max == policy.max_retry_after() => {
-                    Decision::MaxHint
-                }
-                StopReason::RetryAfterTooLong { .. } => Decision::MaxTotal,
-                other => Decision::Other(other),
-            };
-            return (decision, Duration::ZERO);
-        }
+/// What decided the step: the ladder's own rule ([`ladder::decide`]), named in the CLI's
+/// terms, and the policy's own wait at the draw, the figure its text quotes.
+fn decide(policy: &Policy, failure: Failure, draw: Draw) -> (Step, Decision, Duration) {
+    let decided = ladder::decide(policy, failure, draw);
+    let decision = match (decided.rule, decided.step) {
+        (ladder::Why::Hint, _) => Decision::Hint,
+        (ladder::Why::MaxHint, _) => Decision::MaxHint,
+        (ladder::Why::MaxTotal, _) => Decision::MaxTotal,
+        (ladder::Why::Cap, _) => Decision::Cap,
+        (ladder::Why::Ladder, _) => Decision::Ladder,
+        (ladder::Why::RateLimitOnce, Step::Retry { .. }) => Decision::RateLimitOnce,
+        (ladder::Why::Attempts | ladder::Why::RateLimitOnce, _) => Decision::Attempts,
+        (ladder::Why::Declined, Step::Stop(StopReason::Definitive)) => Decision::Answer,
+        (ladder::Why::Declined, Step::Stop(StopReason::NotRetried { .. })) => Decision::NotRetried,
+        (_, Step::Stop(reason)) => Decision::Other(reason),
+        (_, _) => Decision::Ladder,
     };
-    let (own, own_decision) = match (failure.class, policy.rate_limit()) {
-        (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
-            (ladder::hinted(wait, draw), Decision::RateLimitOnce)
-        }
-        _ => {
-            let ideal = ladder::ideal_wait(policy, failure.attempt);
-            let uncapped = ladder::ideal_wait(&policy.with_cap(Duration::MAX), failure.attempt);
-            let decision = if uncapped > ideal {
-                Decision::Cap
-            } else {
-                Decision::Ladder
-            };
-            (ladder::ladder_wait(policy, failure.attempt, draw), decision)
-        }
+    let own = match (failure.class, policy.rate_limit()) {
+        (Class::RateLimited { .. }, RateLimit::Once { wait }) => ladder::hinted(wait, draw),
+        _ => ladder::ladder_wait(policy, failure.attempt, draw),
     };
-    // The hint is a floor: when the wait is longer than the policy's own, the hint set it.
-    let decision = if wait > own {
-        Decision::Hint
-    } else {
-        own_decision
-    };
-    (decision, own)
+    (decided.step, decision, own)
 }
 
 fn wait_of(step: Step) -> Duration {
     match step {
         Step::Retry { wait } => wait,
-        Step::Stop(_) => Duration::ZERO,
+        _ => Duration::ZERO,
     }
 }
 
@@ -235,8 +215,8 @@ impl Explanation {
 
     fn stop_reason(&self) -> Option<StopReason> {
         match self.step {
-            Step::Retry { .. } => None,
             Step::Stop(reason) => Some(reason),
+            _ => None,
         }
     }
 
@@ -298,7 +278,7 @@ impl Explanation {
                 }
             }
             (Step::Stop(reason), _) => writeln!(out, "not retried: {reason}")?,
-            (Step::Retry { .. }, None) => writeln!(out, "retried")?,
+            _ => writeln!(out, "retried")?,
         }
         writeln!(out, "decided by: {}", self.decision_text())
     }

@@ -1012,47 +1012,44 @@ impl<R: Source> Run<R> {
     }
 
     fn next_step(&mut self, class: Class) -> Step {
-        let policy = self.source.policy();
-        // Any inner give-up during this attempt, whatever this failure's class: retrying at
-        // two layers would multiply the attempts.
-        if self.state & INNER_GAVE_UP != 0 && class.is_transient() {
-            nesting::warn_nested(self.source.op());
-            return Step::Stop(StopReason::Nested);
-        }
-        if self.attempts() >= ATTEMPTS {
-            return Step::Stop(StopReason::Exhausted {
-                attempts: self.attempts(),
-            });
-        }
-        // Decided by class and count alone: no clock, no draw.
-        if let Some(reason) = ladder::stop_before_waiting(policy, class, self.attempts()) {
-            return Step::Stop(reason);
-        }
         // A call started outside any turn stays outside one: it reads no task-local again.
         let in_turn = self.flight().is_some();
-        if in_turn && turn::is_cancelled() {
-            return Step::Stop(StopReason::Cancelled);
-        }
         let turn_deadline = if in_turn { turn::deadline() } else { None };
-        let remaining = match self.deadline(turn_deadline) {
-            Some(deadline) => {
-                let now = self.source.clock().now();
-                if turn_deadline.is_some_and(|turn| now >= turn) {
-                    // The turn's budget is gone: that is a cancelled turn, not a long wait.
-                    return Step::Stop(StopReason::Cancelled);
-                }
-                // Past the call's own budget, nothing remains: the ladder reports `Budget`.
-                Some(deadline.saturating_duration_since(now))
-            }
-            None => None,
+        // The clock is read only where a deadline needs it.
+        let deadline = self.deadline(turn_deadline);
+        let now = deadline.map(|_| self.source.clock().now());
+        let turn_over = in_turn
+            && (turn::is_cancelled()
+                || matches!((turn_deadline, now), (Some(turn), Some(now)) if now >= turn));
+        // Past the call's own budget, nothing remains: the ladder reports `Budget`.
+        let remaining = match (deadline, now) {
+            (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
+            _ => None,
         };
-        let draw = self.source.clock().draw();
-        let step = ladder::next_step(policy, self.failure(class, remaining), draw);
-        match (step, self.source.quota()) {
+        let failure = self
+            .failure(class, remaining)
+            .with_inner_gave_up(self.state & INNER_GAVE_UP != 0)
+            .with_turn_over(turn_over);
+        // A failure the class or the nesting rule stops waits for nothing, so it draws no
+        // jitter: the RNG is read only where a wait may follow.
+        let policy = self.source.policy();
+        let waits = !(failure.inner_gave_up && class.is_transient())
+            && ladder::stop_before_waiting(policy, class, failure.attempt).is_none();
+        let draw = if waits {
+            self.source.clock().draw()
+        } else {
+            crate::draw::Draw::IDEAL
+        };
+        let decision = ladder::decide(policy, failure, draw);
+        match (decision.step, self.source.quota()) {
+            (Step::Stop(StopReason::Nested), _) => {
+                nesting::warn_nested(self.source.op());
+                decision.step
+            }
             (Step::Retry { .. }, Some(quota)) if !quota.withdraw(class) => {
                 Step::Stop(StopReason::Quota)
             }
-            _ => step,
+            _ => decision.step,
         }
     }
 

@@ -160,6 +160,7 @@ pub const fn hinted(hint: Duration, draw: Draw) -> Duration {
 }
 
 /// What the ladder does after a failed attempt.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// Wait this long, then make the next attempt.
@@ -169,6 +170,30 @@ pub enum Step {
     },
     /// Stop and report the failure.
     Stop(StopReason),
+}
+
+impl Step {
+    /// The wait before the next attempt, if the ladder retries.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::Step;
+    /// use std::time::Duration;
+    /// assert_eq!(Step::Retry { wait: Duration::from_secs(1) }.wait(), Some(Duration::from_secs(1)));
+    /// ```
+    pub const fn wait(&self) -> Option<Duration> {
+        match self {
+            Step::Retry { wait } => Some(*wait),
+            Step::Stop(_) => None,
+        }
+    }
+
+    /// Why the ladder stops, if it does.
+    pub const fn stop_reason(&self) -> Option<StopReason> {
+        match self {
+            Step::Stop(reason) => Some(*reason),
+            Step::Retry { .. } => None,
+        }
+    }
 }
 
 /// The facts about one failed attempt that the ladder decides on.
@@ -195,6 +220,10 @@ pub struct Failure {
     pub remaining: Option<Duration>,
     /// The time this call's ladder has waited so far.
     pub waited: Duration,
+    /// Whether a retried call nested in the attempt gave up on a transient failure.
+    pub inner_gave_up: bool,
+    /// Whether the enclosing turn was cancelled or its deadline passed.
+    pub turn_over: bool,
 }
 
 impl Failure {
@@ -207,7 +236,21 @@ impl Failure {
             rate_limited_before: false,
             remaining: None,
             waited: Duration::ZERO,
+            inner_gave_up: false,
+            turn_over: false,
         }
+    }
+
+    /// This failure after a retried call nested in its attempt gave up (or not).
+    pub const fn with_inner_gave_up(mut self, gave_up: bool) -> Failure {
+        self.inner_gave_up = gave_up;
+        self
+    }
+
+    /// This failure in a turn that was cancelled or whose deadline passed (or not).
+    pub const fn with_turn_over(mut self, over: bool) -> Failure {
+        self.turn_over = over;
+        self
     }
 
     /// This failure with a failure of another class.
@@ -235,12 +278,8 @@ impl Failure {
     }
 }
 
-/// Decide, from the policy and one failure, whether to wait and retry or to stop.
-///
-/// This is the whole rule of the engine: classes the policy does not retry stop at once,
-/// attempts bound the ladder, a `Retry-After` hint (on `Unavailable` or `RateLimited`) is a
-/// floor under the ladder's own wait up to the policy's maximum, and a wait that would not fit
-/// in the remaining budget is not taken.
+/// Decide, from the policy and one failure, whether to wait and retry or to stop: the step
+/// of [`decide`], without its rule.
 ///
 /// ```
 /// use retry_runtime::ladder::{self, Failure, Step};
@@ -256,21 +295,139 @@ impl Failure {
 /// assert_eq!(ladder::next_step(&Policy::AVAILABILITY, answer, Draw::IDEAL), Step::Stop(StopReason::Definitive));
 /// ```
 pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
+    decide(policy, failure, draw).step
+}
+
+/// Which rule of [`decide`] set a step: the term the wait is, or the check that stopped.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Why {
+    /// The wait is the ladder's rung, jittered.
+    Ladder,
+    /// The wait is the policy's cap, jittered: the rung would have been longer.
+    Cap,
+    /// The wait is the server's hint (with its spread): longer than the ladder's own.
+    Hint,
+    /// The wait is a rate limit's single wait (`RateLimit::Once`), or its one retry is spent.
+    RateLimitOnce,
+    /// A retried call nested in the attempt already gave up.
+    Nested,
+    /// The failure's class stops it: cancelled, an answer, or a class the policy does not retry.
+    Declined,
+    /// Every attempt the policy allows was made.
+    Attempts,
+    /// The turn was cancelled or its deadline passed.
+    TurnOver,
+    /// The hint is longer than the policy's `max_retry_after`.
+    MaxHint,
+    /// The wait would go past the policy's total allowance.
+    MaxTotal,
+    /// The wait would go past the budget's remaining time.
+    Remaining,
+}
+
+impl Why {
+    /// The rule's name in `snake_case`, as `backoff explain` prints it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Why::Ladder => "ladder",
+            Why::Cap => "cap",
+            Why::Hint => "hint",
+            Why::RateLimitOnce => "rate_limit_once",
+            Why::Nested => "nested",
+            Why::Declined => "policy",
+            Why::Attempts => "attempts",
+            Why::TurnOver => "cancelled",
+            Why::MaxHint => "max_hint",
+            Why::MaxTotal => "max_total",
+            Why::Remaining => "budget",
+        }
+    }
+}
+
+/// A step, and the rule that decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// What the ladder does.
+    pub step: Step,
+    /// Why.
+    pub rule: Why,
+}
+
+const fn stop(reason: StopReason, rule: Why) -> Decision {
+    Decision {
+        step: Step::Stop(reason),
+        rule,
+    }
+}
+
+/// The whole decision on one failure, pure: the engine calls it once per failure, and
+/// `backoff explain` prints its rule. The checks, in order, the first that applies deciding:
+///
+/// 1. a retried call nested in the attempt gave up on a transient failure: `Nested`;
+/// 2. the class: cancelled, an answer, a class the policy does not retry; then the attempts
+///    the policy allows ([`stop_before_waiting`]);
+/// 3. the turn cancelled, or its deadline passed: `Cancelled`;
+/// 4. a rate limit under `RateLimit::Once` whose one retry is spent: `Exhausted`;
+/// 5. a hint over the policy's `max_retry_after`: `RetryAfterTooLong`;
+/// 6. the wait (the longer of the hint, its spread cut at the room left, and the policy's own)
+///    past the policy's total allowance: `RetryAfterTooLong` if the hint alone is over it,
+///    else `Budget`;
+/// 7. the wait past the budget's remaining time: `Budget`.
+///
+/// The quota is not read here: the engine withdraws from it after a `Retry`, and a refusal is
+/// `Stop(Quota)` (reading it inside the decision would race two calls).
+///
+/// ```
+/// use retry_runtime::ladder::{self, Failure, Step, Why};
+/// use retry_runtime::{Class, Draw, Policy};
+/// use std::time::Duration;
+///
+/// let hinted = Failure::new(1, Class::RateLimited { retry_after: Some(Duration::from_secs(3)) });
+/// let decision = ladder::decide(&Policy::AVAILABILITY, hinted, Draw::IDEAL);
+/// assert_eq!(decision.step, Step::Retry { wait: Duration::from_secs(3) });
+/// assert_eq!(decision.rule, Why::Hint);
+/// ```
+pub const fn decide(policy: &Policy, failure: Failure, draw: Draw) -> Decision {
     let class = failure.class;
+    // Any inner give-up during this attempt, whatever this failure's class: retrying at two
+    // layers would multiply the attempts.
+    if failure.inner_gave_up && class.is_transient() {
+        return stop(StopReason::Nested, Why::Nested);
+    }
     if let Some(reason) = stop_before_waiting(policy, class, failure.attempt) {
-        return Step::Stop(reason);
+        let rule = match reason {
+            StopReason::Exhausted { .. } => Why::Attempts,
+            _ => Why::Declined,
+        };
+        return stop(reason, rule);
+    }
+    if failure.turn_over {
+        return stop(StopReason::Cancelled, Why::TurnOver);
     }
     // The policy's own wait for this failure: the ladder's rung, or a rate limit's single wait.
-    let own = match (class, policy.rate_limit()) {
+    let (own, own_rule) = match (class, policy.rate_limit()) {
         (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
             if failure.rate_limited_before {
-                return Step::Stop(StopReason::Exhausted {
-                    attempts: failure.attempt,
-                });
+                return stop(
+                    StopReason::Exhausted {
+                        attempts: failure.attempt,
+                    },
+                    Why::RateLimitOnce,
+                );
             }
-            hinted(wait, draw)
+            (hinted(wait, draw), Why::RateLimitOnce)
         }
-        _ => ladder_wait(policy, failure.attempt, draw),
+        _ => {
+            let capped = ideal_wait(policy, failure.attempt);
+            let uncapped = ideal_wait(&policy.with_cap(Duration::MAX), failure.attempt);
+            let rule = if uncapped.as_nanos() > capped.as_nanos() {
+                Why::Cap
+            } else {
+                Why::Ladder
+            };
+            (ladder_wait(policy, failure.attempt, draw), rule)
+        }
     };
     // The whole ladder, hints included, stays within the policy's total, and never past the
     // most any ladder may wait, so the time waited is always exact.
@@ -287,13 +444,16 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
         Some(hint) if !hint.is_zero() => Some(hint),
         _ => None,
     };
-    let wait = match hint {
+    let (wait, rule) = match hint {
         Some(hint) => {
             if hint.as_nanos() > policy.max_retry_after().as_nanos() {
-                return Step::Stop(StopReason::RetryAfterTooLong {
-                    wanted: hint,
-                    max: policy.max_retry_after(),
-                });
+                return stop(
+                    StopReason::RetryAfterTooLong {
+                        wanted: hint,
+                        max: policy.max_retry_after(),
+                    },
+                    Why::MaxHint,
+                );
             }
             // The spread never makes a hint that fits refused: it is cut at the room left.
             let spread = hinted(hint, draw);
@@ -302,33 +462,49 @@ pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
             } else {
                 spread
             };
-            max_duration(spread, own)
+            if spread.as_nanos() > own.as_nanos() {
+                (spread, Why::Hint)
+            } else {
+                (own, own_rule)
+            }
         }
-        None => own,
+        None => (own, own_rule),
     };
     if wait.as_nanos() > allowance.as_nanos() {
-        return Step::Stop(match hint {
+        return match hint {
             // The figure compared is the hint itself: it is over the allowance.
-            Some(hint) if hint.as_nanos() > allowance.as_nanos() => StopReason::RetryAfterTooLong {
-                wanted: hint,
-                max: allowance,
-            },
-            _ => StopReason::Budget {
-                wanted: wait,
-                remaining: allowance,
-            },
-        });
+            Some(hint) if hint.as_nanos() > allowance.as_nanos() => stop(
+                StopReason::RetryAfterTooLong {
+                    wanted: hint,
+                    max: allowance,
+                },
+                Why::MaxTotal,
+            ),
+            _ => stop(
+                StopReason::Budget {
+                    wanted: wait,
+                    remaining: allowance,
+                },
+                Why::Remaining,
+            ),
+        };
     }
     // Past the deadline (nothing remains), even a zero wait would start the next attempt late.
     if let Some(remaining) = failure.remaining
         && (wait.as_nanos() > remaining.as_nanos() || remaining.is_zero())
     {
-        return Step::Stop(StopReason::Budget {
-            wanted: wait,
-            remaining,
-        });
+        return stop(
+            StopReason::Budget {
+                wanted: wait,
+                remaining,
+            },
+            Why::Remaining,
+        );
     }
-    Step::Retry { wait }
+    Decision {
+        step: Step::Retry { wait },
+        rule,
+    }
 }
 
 /// The stops decided by the failure's class and the attempt count alone, before any wait is
@@ -403,10 +579,6 @@ const fn sat_add(a: u128, b: u128) -> u128 {
 
 const fn min_duration(a: Duration, b: Duration) -> Duration {
     if a.as_nanos() <= b.as_nanos() { a } else { b }
-}
-
-const fn max_duration(a: Duration, b: Duration) -> Duration {
-    if a.as_nanos() >= b.as_nanos() { a } else { b }
 }
 
 const fn min_u128(a: u128, b: u128) -> u128 {
