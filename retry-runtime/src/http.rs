@@ -63,6 +63,7 @@ mod peek;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod service;
+mod stream_peek;
 
 use std::time::SystemTime;
 

@@ -16,7 +16,7 @@ use http::HeaderMap;
 use tokio::time::Instant;
 
 use super::HttpError;
-use super::service::{Fault, Refusal, StreamPeek};
+use super::stream_peek::{Fault, Refusal, StreamPeek};
 use crate::scope as turn;
 use crate::sse::{self, Decoder};
 

@@ -3,92 +3,15 @@
 //! ([`ClassifyError`]). Shared by [`RetryLayer`](crate::tower::RetryLayer) and
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware).
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 use std::fmt;
 use std::future::Future;
-use std::time::Duration;
 
 use super::HttpError;
+pub use super::stream_peek::{Fault, Refusal, StreamPeek};
 use crate::class::Class;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 use crate::class::Classify;
-
-/// How a retry layer reads a successful event stream before handing it on: on by default, up
-/// to its commit point, at most 64 KiB or 64 events (`Retry::stream`'s hold limits), with no
-/// time bound unless `commit_timeout` sets one. Not public API: the layers' `streams` and
-/// `commit_timeout` set it.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamPeek {
-    pub(crate) on: bool,
-    pub(crate) bytes: usize,
-    pub(crate) events: usize,
-    pub(crate) commit_timeout: Option<Duration>,
-}
-
-impl StreamPeek {
-    /// Peeking on, with the default limits.
-    pub(crate) const DEFAULT: StreamPeek = StreamPeek {
-        on: true,
-        bytes: 64 * 1024,
-        events: 64,
-        commit_timeout: None,
-    };
-}
-
-impl Default for StreamPeek {
-    fn default() -> StreamPeek {
-        StreamPeek::DEFAULT
-    }
-}
-
-/// What went wrong with a stream before its commit point, but for an error event (an
-/// [`HttpError`] from inside the stream). Not public API.
-#[doc(hidden)]
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The body was cut off: `Transport`.
-    Cut,
-    /// The stream ended on its preamble: `Transport`, as a cut there is.
-    Ended,
-    /// No content within the layer's `commit_timeout` (or the rest of the turn): `Timeout`.
-    Stalled(Duration),
-}
-
-impl Fault {
-    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-    pub(crate) fn class(self) -> Class {
-        match self {
-            Fault::Cut | Fault::Ended => Class::Transport,
-            Fault::Stalled(_) => Class::Timeout,
-        }
-    }
-}
-
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Fault::Cut => f.write_str("the event stream was cut off before its first content"),
-            Fault::Ended => f.write_str("the event stream ended before its first content"),
-            Fault::Stalled(after) => write!(
-                f,
-                "the event stream sent no content within {} ms",
-                after.as_millis()
-            ),
-        }
-    }
-}
-
-/// Why a response was refused: what the table says of it, or of the error event inside its
-/// stream; or what went wrong with its stream. Not public API.
-#[doc(hidden)]
-#[derive(Debug)]
-pub enum Refusal {
-    /// The table's verdict on the response, or on an error event inside its stream.
-    Answered(HttpError),
-    /// The stream broke before its commit point.
-    Broken(Fault),
-}
 
 /// A response a retry layer can classify: a `reqwest::Response` (feature `reqwest`) or any
 /// `http::Response<B>`.
@@ -223,6 +146,7 @@ pub(crate) enum Failed<R, E> {
     Service(E, Class),
     /// A failure after which no other attempt can be made (the request could not be copied
     /// again): it ends the ladder, and is handed back as it is.
+    #[cfg(feature = "tower")]
     Last(Box<Failed<R, E>>),
 }
 
@@ -233,6 +157,7 @@ impl<R, E> Failed<R, E> {
         match self {
             Failed::Answered(response, _) | Failed::Broken(response, _) => Ok(response),
             Failed::Service(error, _) => Err(error),
+            #[cfg(feature = "tower")]
             Failed::Last(failed) => failed.into_result(),
         }
     }
@@ -260,6 +185,7 @@ impl<R, E> Classify for Failed<R, E> {
             Failed::Broken(_, fault) => fault.class(),
             Failed::Service(_, class) => *class,
             // No other attempt can be made: the ladder stops here.
+            #[cfg(feature = "tower")]
             Failed::Last(_) => Class::Definitive,
         }
     }
@@ -272,6 +198,7 @@ impl<R, E: fmt::Display> fmt::Display for Failed<R, E> {
             Failed::Answered(_, error) => error.fmt(f),
             Failed::Broken(_, fault) => fault.fmt(f),
             Failed::Service(error, _) => error.fmt(f),
+            #[cfg(feature = "tower")]
             Failed::Last(failed) => failed.fmt(f),
         }
     }
