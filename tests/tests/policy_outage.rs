@@ -1,4 +1,5 @@
-//! Seed 001 (#116), the `outage` policy: wait out an outage, never fail on one.
+//! The `outage` policy: wait out an outage, never fail on one. Its numbers come from seed 001
+//! (incident #116).
 //!
 //! A 502, 503 or 504, or a dropped connection, waits 5, 15 and 45 s before the call fails.
 //! Not retried: a 500 (it may be the request's fault), a timeout (it already had its time), a

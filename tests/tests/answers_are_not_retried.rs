@@ -1,4 +1,5 @@
-//! Seed 002 (bitfun #2691): gate retry admission by error category.
+//! Answers are not retried: retry admission is gated by the failure's class. The rule comes
+//! from seed 002 (bitfun #2691).
 //!
 //! A deterministic request error (400, 401, 403, 404, 413, 422) reaches the far side once; a
 //! transient one keeps its retries; content-invalid output is retried only where a policy opts

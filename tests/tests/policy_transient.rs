@@ -1,5 +1,5 @@
-//! Seed 004 (retry-backoff), the `transient` policy: a falling-off retry rate on every
-//! transient error.
+//! The `transient` policy: a falling-off retry rate on every transient error. Its numbers
+//! come from seed 004 (retry-backoff).
 //!
 //! Waits of 1, 2, 4, 8 s, the ideal capped at 16 s, each multiplied by a factor in [0.5, 1.5)
 //! so that sessions failing together do not retry together; a `Retry-After` over the doubling;

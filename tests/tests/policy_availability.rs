@@ -1,4 +1,5 @@
-//! Seed 000 (#662), the `availability` policy: retry what fails fast, and only that.
+//! The `availability` policy: retry what fails fast, and only that. Its numbers come from
+//! seed 000 (incident #662).
 //!
 //! Four attempts, 250 ms doubling: under two seconds of waiting against a 180 s turn.
 //! Retried: transport errors, 429, 502, 503, 504. Not retried: every other 4xx, and a cancelled
