@@ -529,32 +529,33 @@ where
     }
 }
 
-/// Bits of [`Run::state`]: the attempt count below (at most `Policy::MAX_ATTEMPTS`); above it,
-/// whether an inner ladder gave up on a transient failure during the current attempt, whether
-/// the last retry followed a timeout (what the quota gives back on success), and whether a
-/// rate limit was retried.
-const RATE_LIMITED: u32 = 1 << 31;
+/// Flags of [`Run::flags`]: whether a rate limit was retried, whether the next attempt is a
+/// stream's restart, whether a wait is in progress, whether the last retry followed a timeout
+/// (what the quota gives back on success), and whether an inner ladder gave up on a transient
+/// failure during the current attempt.
+const RATE_LIMITED: u8 = 1;
 /// The next attempt is a stream's restart after its commit point: its wait counts as one.
-const RESTARTING: u32 = 1 << 30;
+const RESTARTING: u8 = 1 << 1;
 /// A wait is in progress: if the call is dropped now, the quota gets the retry's cost back.
-const WAITING: u32 = 1 << 29;
-const LAST_RETRY_TIMED_OUT: u32 = 1 << 28;
-const INNER_GAVE_UP: u32 = 1 << 27;
-const ATTEMPTS: u32 = (1 << 27) - 1;
+const WAITING: u8 = 1 << 2;
+const LAST_RETRY_TIMED_OUT: u8 = 1 << 3;
+const INNER_GAVE_UP: u8 = 1 << 4;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`]; not public API.
 ///
 /// It lives in every annotated function's future, so it is kept to four words: the attempt
-/// count shares a word with two flags, the time waited is kept to the millisecond, and what a
-/// turn needs to report a dropped call is boxed, made only inside a turn, in the place of the
-/// start instant (measured: a fifth word would take the attribute past its 64 bytes).
+/// count (at most [`Policy::MAX_ATTEMPTS`], ten thousand) and the flags share a word with the
+/// time waited, kept to the millisecond, and what a turn needs to report a dropped call is
+/// boxed, made only inside a turn, in the place of the start instant (measured: a fifth word
+/// would take the attribute past its 64 bytes).
 #[doc(hidden)]
 pub struct Run<R: Source> {
     source: R,
     since: Since,
     waited_ms: u32,
-    state: u32,
+    attempts: u16,
+    flags: u8,
 }
 
 /// When a call started, where anything needs to know.
@@ -717,7 +718,8 @@ impl<R: Source> Run<R> {
             source,
             since: Since::Unread,
             waited_ms: 0,
-            state: 0,
+            attempts: 0,
+            flags: 0,
         }
     }
 
@@ -760,7 +762,7 @@ impl<R: Source> Run<R> {
 
     /// The attempts made so far.
     pub fn attempts(&self) -> u32 {
-        self.state & ATTEMPTS
+        u32::from(self.attempts)
     }
 
     /// Start one attempt, marked so that a retried call inside it knows it is nested.
@@ -777,10 +779,11 @@ impl<R: Source> Run<R> {
     #[inline]
     pub(crate) fn begin_attempt(&mut self) {
         self.start_once();
-        let next = self.attempts().saturating_add(1).min(ATTEMPTS);
+        // The ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`.
+        self.attempts = self.attempts.saturating_add(1);
         // What nested ladders did in an earlier attempt says nothing about this one, and a
         // restart is over once its attempt begins.
-        self.state = (self.state & !(ATTEMPTS | INNER_GAVE_UP | RESTARTING)) | next;
+        self.flags &= !(INNER_GAVE_UP | RESTARTING);
         if let Since::InTurn(flight) = &mut self.since {
             flight.attempt_started = self.source.clock().now();
         }
@@ -859,7 +862,7 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        self.state |= RESTARTING;
+        self.flags |= RESTARTING;
         self.failed(error)
     }
 
@@ -886,7 +889,7 @@ impl<R: Source> Run<R> {
     #[inline]
     pub(crate) fn note_frame(&mut self, frame: nesting::Frame) {
         if frame.inner_gave_up() {
-            self.state |= INNER_GAVE_UP;
+            self.flags |= INNER_GAVE_UP;
         }
         if let Since::InTurn(flight) = &mut self.since
             && frame.inner_ran()
@@ -933,7 +936,7 @@ impl<R: Source> Run<R> {
                 false
             }
         };
-        self.state |= WAITING;
+        self.flags |= WAITING;
         let sleep = turn::sleep_or_cancel(self.source.clock().sleep(wait), in_turn);
         Ok(Wait(Box::pin(Waiting {
             error: Some(error),
@@ -948,7 +951,7 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        self.state &= !WAITING;
+        self.flags &= !WAITING;
         let Since::InTurn(flight) = &mut self.since else {
             // Only a turn cancels a wait.
             return Ok(());
@@ -968,7 +971,7 @@ impl<R: Source> Run<R> {
             });
             return Err(self.give_up(waited.error, class, StopReason::Cancelled));
         }
-        if self.state & RESTARTING != 0 {
+        if self.flags & RESTARTING != 0 {
             turn::record_restart();
         } else {
             turn::record_retry(class);
@@ -979,7 +982,7 @@ impl<R: Source> Run<R> {
     /// Give the quota back the cost of the retry it paid for and that was never made.
     fn refund(&self) {
         if let Some(quota) = self.source.quota() {
-            quota.refund(if self.state & LAST_RETRY_TIMED_OUT != 0 {
+            quota.refund(if self.flags & LAST_RETRY_TIMED_OUT != 0 {
                 Class::Timeout
             } else {
                 Class::Transport
@@ -991,19 +994,19 @@ impl<R: Source> Run<R> {
     fn decide(&mut self, error: &dyn fmt::Display, class: Class) -> Result<Duration, StopReason> {
         match self.next_step(class) {
             Step::Retry { wait } => {
-                let action = if self.state & RESTARTING != 0 {
+                let action = if self.flags & RESTARTING != 0 {
                     Action::Restart { backoff: wait }
                 } else {
                     Action::Retry { backoff: wait }
                 };
                 self.notify(error, class, action);
                 if matches!(class, Class::RateLimited { .. }) {
-                    self.state |= RATE_LIMITED;
+                    self.flags |= RATE_LIMITED;
                 }
                 if class == Class::Timeout {
-                    self.state |= LAST_RETRY_TIMED_OUT;
+                    self.flags |= LAST_RETRY_TIMED_OUT;
                 } else {
-                    self.state &= !LAST_RETRY_TIMED_OUT;
+                    self.flags &= !LAST_RETRY_TIMED_OUT;
                 }
                 Ok(wait)
             }
@@ -1028,7 +1031,7 @@ impl<R: Source> Run<R> {
         };
         let failure = self
             .failure(class, remaining)
-            .with_inner_gave_up(self.state & INNER_GAVE_UP != 0)
+            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
             .with_turn_over(turn_over);
         // A failure the class or the nesting rule stops waits for nothing, so it draws no
         // jitter: the RNG is read only where a wait may follow.
@@ -1055,7 +1058,7 @@ impl<R: Source> Run<R> {
 
     fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
         Failure::new(self.attempts(), class)
-            .with_rate_limited_before(self.state & RATE_LIMITED != 0)
+            .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
             .with_remaining(remaining)
             .with_waited(self.total_waited())
     }
@@ -1121,7 +1124,7 @@ impl<R: Source> Run<R> {
         if let Some(quota) = self.source.quota() {
             // AWS standard mode: a success after retries gives back its last retry's cost; a
             // first-try success adds the refill.
-            match (self.attempts() > 1, self.state & LAST_RETRY_TIMED_OUT != 0) {
+            match (self.attempts() > 1, self.flags & LAST_RETRY_TIMED_OUT != 0) {
                 (false, _) => quota.deposit(),
                 (true, true) => quota.succeeded_after(Class::Timeout),
                 (true, false) => quota.succeeded_after(Class::Transport),
@@ -1185,7 +1188,7 @@ impl<R: Source> Drop for Run<R> {
     /// itself to its turn: what it did so far, and the attempt or the wait it was in.
     #[inline]
     fn drop(&mut self) {
-        if self.state & WAITING != 0 {
+        if self.flags & WAITING != 0 {
             // The retry the quota paid for is never made.
             self.refund();
         }

@@ -188,7 +188,9 @@ pub const fn policy_problem(policy: &Policy) -> ::core::option::Option<Message> 
         Err(PolicyError::TooManyAttempts) => m
             .text("the policy makes ")
             .number(policy.attempts() as u128)
-            .text(" attempts, more than the most a policy may, 134217727; lower `attempts`"),
+            .text(" attempts, more than the most a policy may, ")
+            .number(Policy::MAX_ATTEMPTS as u128)
+            .text("; lower `attempts`"),
         Err(PolicyError::WaitsTooLong) => m.text(
             "the policy's ladder could wait longer than 49 days in all, hints included; lower `attempts`",
         ),

@@ -208,9 +208,10 @@ impl Policy {
         max_total_wait: Duration::MAX,
     };
 
-    /// The most attempts a policy may make; [`check`](Self::check) refuses more, so an attempt
-    /// count is always exact.
-    pub const MAX_ATTEMPTS: u32 = (1 << 27) - 1;
+    /// The most attempts a policy may make, ten thousand; [`check`](Self::check) refuses more,
+    /// so an attempt count is always exact. No ladder needs more: a longer one is bounded by
+    /// time (a budget, a turn), not by its count.
+    pub const MAX_ATTEMPTS: u32 = 10_000;
 
     /// The longest a policy's ladder may wait in all, hints included (`u32::MAX` ms, about 49.7
     /// days); [`check`](Self::check) refuses a policy whose
@@ -458,7 +459,7 @@ pub enum PolicyError {
     #[error("`multiplier` is below 1; waits must not shrink, so use 1 for a constant ladder")]
     ShrinkingMultiplier,
     /// `attempts` is above [`Policy::MAX_ATTEMPTS`].
-    #[error("`attempts` is above 134217727, the most a policy may make; use fewer")]
+    #[error("`attempts` is above 10000, the most a policy may make; use fewer")]
     TooManyAttempts,
     /// The ladder, hints included, could wait longer than [`Policy::MAX_TOTAL_WAIT`].
     #[error(

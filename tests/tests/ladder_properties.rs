@@ -647,8 +647,10 @@ fn attempts_stop_exactly_at_their_documented_maximum() {
 
 #[test]
 fn the_time_waited_stops_exactly_at_its_documented_maximum() {
+    // The most attempts a policy may make, an hour apart: far past the 49.7 days.
     let policy = Policy::TRANSIENT
-        .with_attempts(100_000)
+        .with_attempts(Policy::MAX_ATTEMPTS)
+        .with_cap(Duration::from_secs(3600))
         .with_jitter(Jitter::None);
     assert_eq!(
         policy.check(),
@@ -660,7 +662,7 @@ fn the_time_waited_stops_exactly_at_its_documented_maximum() {
     assert_eq!(
         ladder::next_step(&policy, failure, Draw::IDEAL),
         Step::Stop(StopReason::Budget {
-            wanted: Duration::from_secs(16),
+            wanted: Duration::from_secs(512),
             remaining: Duration::from_millis(500),
         })
     );
