@@ -405,18 +405,31 @@ pub const fn decide(policy: &Policy, failure: Failure, draw: Draw) -> Decision {
     if failure.turn_over {
         return stop(StopReason::Cancelled, Why::TurnOver);
     }
-    // The policy's own wait for this failure: the ladder's rung, or a rate limit's single wait.
-    let (own, own_rule) = match (class, policy.rate_limit()) {
+    let (own, own_rule) = match own_wait(policy, failure, draw) {
+        Ok(own) => own,
+        Err(spent) => return spent,
+    };
+    fit(policy, failure, draw, own, own_rule)
+}
+
+/// The policy's own wait for a failure that may be retried: the ladder's rung (or its cap),
+/// or a rate limit's single wait; or the stop of a single rate-limit retry already spent.
+const fn own_wait(
+    policy: &Policy,
+    failure: Failure,
+    draw: Draw,
+) -> Result<(Duration, Why), Decision> {
+    match (failure.class, policy.rate_limit()) {
         (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
             if failure.rate_limited_before {
-                return stop(
+                return Err(stop(
                     StopReason::Exhausted {
                         attempts: failure.attempt,
                     },
                     Why::RateLimitOnce,
-                );
+                ));
             }
-            (hinted(wait, draw), Why::RateLimitOnce)
+            Ok((hinted(wait, draw), Why::RateLimitOnce))
         }
         _ => {
             let capped = ideal_wait(policy, failure.attempt);
@@ -426,9 +439,21 @@ pub const fn decide(policy: &Policy, failure: Failure, draw: Draw) -> Decision {
             } else {
                 Why::Ladder
             };
-            (ladder_wait(policy, failure.attempt, draw), rule)
+            Ok((ladder_wait(policy, failure.attempt, draw), rule))
         }
-    };
+    }
+}
+
+/// The wait, the longer of the hint (with its spread) and the policy's own, if it fits the
+/// policy's total allowance and the budget's remaining time.
+const fn fit(
+    policy: &Policy,
+    failure: Failure,
+    draw: Draw,
+    own: Duration,
+    own_rule: Why,
+) -> Decision {
+    let class = failure.class;
     // The whole ladder, hints included, stays within the policy's total, and never past the
     // most any ladder may wait, so the time waited is always exact.
     let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
