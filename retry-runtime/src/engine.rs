@@ -1,5 +1,11 @@
 //! The loop: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
 //! ladder or the budget runs out. `#[retry]` expands to the same engine.
+//!
+//! It owns the configuration ([`Retry`], [`TimedRetry`]), a call's run (its counters, the
+//! attempt protocol, the wait it holds) and what it tells: the quota's withdrawals and refunds,
+//! the notices, the turn's records. It must not decide: whether and how long to wait is
+//! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure; and it keeps no
+//! turn state of its own, only the flight the turn hands it.
 
 use std::fmt;
 use std::future::Future;

@@ -2,6 +2,10 @@
 //!
 //! Nothing here reads a clock or a random source, so the engine, the tests and the `backoff`
 //! CLI compute the same numbers from the same code. Every step saturates; none overflows.
+//!
+//! It owns the decision ([`decide`]): the step after a failure and the rule that set it. It
+//! must not read a clock, a random source, a turn or a quota: what it decides on comes in
+//! through [`Failure`] and the draw, so the engine and `backoff explain` compute the same.
 
 use std::time::Duration;
 

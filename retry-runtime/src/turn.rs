@@ -1,5 +1,9 @@
 //! The budget scope: a [`Turn`] runs a future with a deadline that every ladder inside it must
 //! fit, and reports what the retries cost ([`TurnReport`]).
+//!
+//! It owns the scope (deadline, cancel, hooks, report), the drop of the work at the deadline,
+//! and the records a call leaves in the report. It must not retry or decide: it answers what
+//! the engine asks of it (the deadline, whether it is over) and takes the engine's records.
 
 use std::cell::Cell;
 use std::fmt;
