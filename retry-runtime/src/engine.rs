@@ -24,8 +24,8 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::scope::{self as turn, Flight, Op, OpName, SleepOrCancel};
 use crate::timeout::{Timed, TimedOut, TimeoutBound};
+use crate::turn::scope::{self as turn, Flight, Op, OpName, SleepOrCancel};
 use crate::verdict::{GaveUp, StopReason};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and

@@ -90,25 +90,15 @@ pub mod redact;
 pub mod reqwest_middleware;
 #[cfg(feature = "sse")]
 pub mod sse;
+#[cfg(feature = "stream")]
+mod stream;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
-// The scope's implementation; its public face is `turn` below, less what the root exports.
-#[path = "turn.rs"]
-mod scope;
-#[cfg(feature = "stream")]
-mod stream;
+pub mod turn;
 mod verdict;
-
-/// The budget scope's family: carrying a [`Turn`] into a task, what is left of it, its outcome
-/// and the records of its report. `Turn`, `TurnReport` and `Canceller` are at the root.
-pub mod turn {
-    pub use crate::scope::{
-        CutWait, GaveUpRecord, InFlight, Op, OpName, TurnHandle, TurnOutcome, current, remaining,
-    };
-}
 
 /// The attribute: `#[retry(...)]` on an `async fn` returning `Result<T, E>`, where `E`
 /// implements [`Classify`], retries each call under a [`Policy`] on this crate's engine.
@@ -149,10 +139,10 @@ pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
-pub use scope::{Canceller, Turn, TurnReport};
 #[cfg(feature = "stream")]
 pub use stream::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, EndedEarly, RetryStream};
 pub use timeout::{TimedOut, TimeoutBound};
+pub use turn::scope::{Canceller, Turn, TurnReport};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;

@@ -11,7 +11,7 @@ use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::scope::OpName;
+use crate::turn::scope::OpName;
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
 /// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the

@@ -24,9 +24,9 @@ use crate::engine::{Retry, Run, Source, TimedRetry, Wait};
 use crate::nesting;
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::scope as turn;
-use crate::scope::OpName;
 use crate::timeout::{TimedOut, TimeoutBound};
+use crate::turn::scope as turn;
+use crate::turn::scope::OpName;
 use crate::verdict::GaveUp;
 
 /// How many items a stream holds before its commit point, by default, before it commits

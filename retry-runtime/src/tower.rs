@@ -23,7 +23,7 @@ use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::scope::OpName;
+use crate::turn::scope::OpName;
 
 /// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so
 /// the policy, the name in notices, the budget and the quota are the attribute's, and the

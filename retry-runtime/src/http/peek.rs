@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::HttpError;
 use super::stream_peek::{Fault, Refusal, StreamPeek};
-use crate::scope as turn;
 use crate::sse::{self, Decoder};
+use crate::turn::scope as turn;
 
 /// What a peek found before the commit point.
 #[derive(Debug)]
