@@ -11,36 +11,8 @@ use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, T
 use crate::duration;
 use crate::errors::Errors;
 use crate::key::Key;
+use crate::names::{self, JITTERS, POLICIES};
 use crate::suggest;
-
-/// The built-in policies: the name the attribute takes, the `Policy` constant it means.
-const POLICIES: &[(&str, &str)] = &[
-    ("availability", "AVAILABILITY"),
-    ("outage", "OUTAGE"),
-    ("transient", "TRANSIENT"),
-];
-
-/// The jitters: the name the attribute takes, the `Jitter` variant it means.
-const JITTERS: &[(&str, &str)] = &[
-    ("proportional", "Proportional"),
-    ("equal", "Equal"),
-    ("full", "Full"),
-    ("above", "Above"),
-    ("none", "None"),
-];
-
-/// The `Class` variants a class list may name.
-const CLASSES: &[&str] = &[
-    "Transport",
-    "Unavailable",
-    "ServerError",
-    "Timeout",
-    "RateLimited",
-    "QuotaExhausted",
-    "InvalidOutput",
-    "Cancelled",
-    "Definitive",
-];
 
 /// A validated value and where it was written, for spans in the expansion.
 #[derive(Debug, Clone)]
@@ -269,9 +241,9 @@ fn bare_value(path: &Path) -> Option<Error> {
 
 /// The key a bare value belongs to, if it is one of the names a key takes.
 fn key_for_value(word: &str) -> Option<&'static str> {
-    if POLICIES.iter().any(|(name, _)| *name == word) {
+    if names::meaning(POLICIES, word).is_some() {
         Some("policy")
-    } else if JITTERS.iter().any(|(name, _)| *name == word) {
+    } else if names::meaning(JITTERS, word).is_some() {
         Some("jitter")
     } else {
         None
@@ -471,7 +443,7 @@ fn policy(given: &Given) -> syn::Result<PolicyChoice> {
             // `policy = outage`: a built-in's name, unquoted, is far likelier than a `const`
             // named in lowercase.
             if let Some(ident) = path.path.get_ident()
-                && POLICIES.iter().any(|(name, _)| ident == name)
+                && names::meaning(POLICIES, &ident.to_string()).is_some()
             {
                 return Err(given.error(format!(
                     "a built-in policy is named by a string: write `policy = \"{ident}\"`"
@@ -485,18 +457,18 @@ fn policy(given: &Given) -> syn::Result<PolicyChoice> {
 
 fn built_in_policy(lit: &LitStr, given: &Given) -> syn::Result<PolicyChoice> {
     let written = lit.value();
-    match POLICIES.iter().find(|(name, _)| *name == written) {
-        Some((_, konst)) => Ok(PolicyChoice::BuiltIn(At {
+    match names::meaning(POLICIES, &written) {
+        Some(konst) => Ok(PolicyChoice::BuiltIn(At {
             value: konst,
             span: lit.span(),
         })),
         None => {
-            let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
+            let known = names::written(POLICIES);
             Err(given.error(format!(
                 "unknown policy `\"{written}\"`; the built-in policies are {}, or pass a path \
                  to your own `const` `Policy`, like `policy = crate::MODEL_POLICY`{}",
-                suggest::one_of(&names, true),
-                quoted_hint(&written, &names),
+                suggest::one_of(&known, true),
+                quoted_hint(&written, &known),
             )))
         }
     }
@@ -643,17 +615,17 @@ fn jitter(given: &Given) -> syn::Result<At<&'static str>> {
     let lit =
         string(given).map_err(|_| unquoted_hint(given).unwrap_or_else(|| given.wrong_type()))?;
     let written = lit.value();
-    match JITTERS.iter().find(|(name, _)| *name == written) {
-        Some((_, variant)) => Ok(At {
+    match names::meaning(JITTERS, &written) {
+        Some(variant) => Ok(At {
             value: variant,
             span: lit.span(),
         }),
         None => {
-            let names: Vec<&str> = JITTERS.iter().map(|(n, _)| *n).collect();
+            let known = names::written(JITTERS);
             Err(given.error(format!(
                 "unknown jitter `\"{written}\"`; expected one of {}{}",
-                suggest::one_of(&names, true),
-                quoted_hint(&written, &names)
+                suggest::one_of(&known, true),
+                quoted_hint(&written, &known)
             )))
         }
     }
@@ -793,11 +765,9 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
     }) = entry
     {
         let written = lit.value();
-        let name = CLASSES
-            .iter()
-            .find(|class| **class == written)
-            .copied()
-            .or_else(|| suggest::nearest(&written, CLASSES, &[]))
+        let name = names::class_by_variant(&written)
+            .map(|class| class.variant)
+            .or_else(|| suggest::nearest(&written, &names::class_variants(), &[]))
             .unwrap_or("Timeout");
         return Err(Error::new_spanned(
             entry,
@@ -821,17 +791,17 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
         return Err(Error::new_spanned(entry, "expected a `Class` variant"));
     };
     let written = last.ident.to_string();
-    match CLASSES.iter().find(|c| **c == written) {
+    match names::class_by_variant(&written) {
         Some(class) => Ok(At {
-            value: class,
+            value: class.variant,
             span: last.ident.span(),
         }),
         None => Err(Error::new_spanned(
             entry,
             format!(
                 "unknown class `{written}`; expected one of {}{}",
-                suggest::one_of(CLASSES, false),
-                suggest::hint(&written, CLASSES, &[])
+                suggest::one_of(&names::class_variants(), false),
+                suggest::hint(&written, &names::class_variants(), &[])
             ),
         )),
     }
@@ -840,29 +810,6 @@ fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The runtime's table of names is the one the CLI reads; the macro, which cannot depend on
-    /// the runtime, keeps its own copy, checked here against it.
-    #[test]
-    fn policy_names_are_the_runtimes_built_ins() {
-        let names: Vec<&str> = POLICIES.iter().map(|(name, _)| *name).collect();
-        let runtime = retry_runtime::Policy::BUILT_IN.map(|policy| policy.name());
-        assert_eq!(names, runtime);
-        // Each name means the runtime's constant of that name: `Policy::OUTAGE` is `"outage"`.
-        for (name, konst) in POLICIES {
-            assert_eq!(name.to_uppercase(), *konst);
-        }
-    }
-
-    #[test]
-    fn jitter_names_are_the_runtimes_and_mean_its_variants() {
-        let names: Vec<&str> = JITTERS.iter().map(|(name, _)| *name).collect();
-        let runtime = retry_runtime::Jitter::ALL.map(|jitter| jitter.name());
-        assert_eq!(names, runtime);
-        for (jitter, (name, variant)) in retry_runtime::Jitter::ALL.iter().zip(JITTERS) {
-            assert_eq!(format!("{jitter:?}"), *variant, "`\"{name}\"`");
-        }
-    }
 
     /// `key = example` for one key.
     fn example(key: Key) -> TokenStream {

@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | `key` | the attribute's keys: each one's name, kind of value and example, once |
+//! | `names` | the policies, jitters and classes both macros take, pinned to the runtime's |
 //! | `args` | the attribute's arguments: read as written, then validated |
 //! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
@@ -20,6 +21,7 @@ mod expand;
 mod fallback;
 mod function;
 mod key;
+mod names;
 mod suggest;
 
 use proc_macro::TokenStream;

@@ -6,20 +6,8 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Error, Expr, ExprLit, Ident, Lit, Path, Token};
 
+use crate::names;
 use crate::suggest;
-
-/// The classes, as the attribute spells them, and the `Class` variant each one means.
-pub(crate) const CLASSES: &[(&str, &str)] = &[
-    ("transport", "Transport"),
-    ("unavailable", "Unavailable"),
-    ("server_error", "ServerError"),
-    ("timeout", "Timeout"),
-    ("rate_limited", "RateLimited"),
-    ("quota_exhausted", "QuotaExhausted"),
-    ("invalid_output", "InvalidOutput"),
-    ("cancelled", "Cancelled"),
-    ("definitive", "Definitive"),
-];
 
 /// Every other word `#[classify(...)]` knows, for "did you mean".
 const KEYWORDS: &[&str] = &[
@@ -59,14 +47,9 @@ pub(crate) struct Word {
     pub(crate) name: &'static str,
     /// The `Class` variant: `RateLimited`.
     pub(crate) variant: &'static str,
-    pub(crate) span: Span,
-}
-
-impl Word {
     /// Whether this class carries a `retry_after` hint.
-    pub(crate) fn takes_hint(&self) -> bool {
-        matches!(self.name, "rate_limited" | "unavailable")
-    }
+    pub(crate) takes_hint: bool,
+    pub(crate) span: Span,
 }
 
 /// One entry of `#[classify(...)]`.
@@ -229,10 +212,11 @@ fn record(errors: &mut Vec<Error>, error: Error) -> Option<Entry> {
 /// `word` as a class, or "unknown" with the nearest word.
 fn class_word(word: &Ident) -> syn::Result<Word> {
     let written = word.to_string();
-    match CLASSES.iter().find(|(name, _)| *name == written) {
-        Some(&(name, variant)) => Ok(Word {
-            name,
-            variant,
+    match names::class_by_word(&written) {
+        Some(class) => Ok(Word {
+            name: class.word,
+            variant: class.variant,
+            takes_hint: class.takes_hint,
             span: word.span(),
         }),
         None => Err(unknown_word(&written, word.span())),
@@ -281,7 +265,7 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
 }
 
 fn is_known(name: &str) -> bool {
-    CLASSES.iter().any(|(c, _)| *c == name) || KEYWORDS.contains(&name)
+    names::class_by_word(name).is_some() || KEYWORDS.contains(&name)
 }
 
 fn unknown(path: &Path) -> Error {
@@ -294,7 +278,7 @@ fn unknown_word(written: &str, span: Span) -> Error {
 
 /// "unknown word `trasport` ...; did you mean `transport`?"
 fn unknown_message(written: &str) -> String {
-    let mut candidates: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
+    let mut candidates = names::class_words();
     candidates.extend(KEYWORDS);
     let hint = suggest::hint(written, &candidates, ALIASES);
     format!(
@@ -306,8 +290,7 @@ fn unknown_message(written: &str) -> String {
 
 /// The class words, each in backticks.
 pub(crate) fn class_list() -> String {
-    let names: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
-    suggest::one_of(&names, false)
+    suggest::one_of(&names::class_words(), false)
 }
 
 pub(crate) fn path_text(path: &Path) -> String {
@@ -332,20 +315,5 @@ mod tests {
         assert!(unknown_message("source").ends_with("did you mean `from`?"));
         assert!(unknown_message("permanent").ends_with("did you mean `definitive`?"));
         assert!(unknown_message("overloaded").ends_with("did you mean `unavailable`?"));
-    }
-
-    #[test]
-    fn only_rate_limited_and_unavailable_take_a_hint() {
-        let takes_hint = |name: &str| {
-            let &(name, variant) = CLASSES.iter().find(|(c, _)| *c == name).unwrap();
-            Word {
-                name,
-                variant,
-                span: Span::call_site(),
-            }
-            .takes_hint()
-        };
-        assert!(takes_hint("rate_limited") && takes_hint("unavailable"));
-        assert!(!takes_hint("server_error") && !takes_hint("definitive"));
     }
 }

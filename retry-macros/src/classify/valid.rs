@@ -317,7 +317,7 @@ fn with_hint<'a>(
         return Some(decision);
     };
     let decided = match &decision {
-        Decision::Class { word, .. } if word.takes_hint() => {
+        Decision::Class { word, .. } if word.takes_hint => {
             return Some(Decision::Class {
                 word: *word,
                 hint: Some(field),
