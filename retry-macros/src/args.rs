@@ -12,6 +12,7 @@ use crate::duration;
 use crate::errors::Errors;
 use crate::key::Key;
 use crate::names::{self, JITTERS, POLICIES};
+use crate::span::first_span;
 use crate::suggest;
 
 /// A validated value and where it was written, for spans in the expansion.
@@ -121,11 +122,11 @@ impl Given {
 
     /// The span of the value's first token, where the expansion points its checks.
     fn span(&self) -> Span {
-        self.value
-            .clone()
-            .into_iter()
-            .next()
-            .map_or(self.ident.span(), |token| token.span())
+        if self.value.is_empty() {
+            self.ident.span()
+        } else {
+            first_span(&self.value)
+        }
     }
 }
 

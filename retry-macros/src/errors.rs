@@ -27,13 +27,18 @@ impl Errors {
     pub(crate) fn finish(mut self) -> syn::Result<()> {
         // Stable: errors about one argument keep the order they were found in.
         self.0.sort_by_key(|(position, _)| *position);
-        let mut errors = self.0.into_iter().map(|(_, error)| error);
-        match errors.next() {
+        match combine(self.0.into_iter().map(|(_, error)| error)) {
             None => Ok(()),
-            Some(mut first) => {
-                first.extend(errors);
-                Err(first)
-            }
+            Some(error) => Err(error),
         }
     }
+}
+
+/// Every error, in one `syn::Error` that renders each at its own span, in order; `None` if
+/// there are none.
+pub(crate) fn combine(errors: impl IntoIterator<Item = Error>) -> Option<Error> {
+    errors.into_iter().reduce(|mut all, error| {
+        all.combine(error);
+        all
+    })
 }

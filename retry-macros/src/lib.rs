@@ -10,7 +10,7 @@
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
 //! | `fallback` | the item as written, beside the errors, when something is wrong |
-//! | `errors`, `suggest` | combined errors; "did you mean" |
+//! | `errors`, `span`, `suggest` | combined errors; where they point; "did you mean" |
 //! | `classify` | `#[derive(Classify)]`: its own `attr`, `ast`, `valid` and `expand` |
 
 mod args;
@@ -22,6 +22,7 @@ mod fallback;
 mod function;
 mod key;
 mod names;
+mod span;
 mod suggest;
 
 use proc_macro::TokenStream;

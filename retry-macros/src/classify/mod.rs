@@ -11,6 +11,8 @@ mod valid;
 use proc_macro2::{Span, TokenStream};
 use syn::{DeriveInput, Error};
 
+use crate::errors::combine;
+
 /// The derive's output for `input`: the impl, or the errors and a stand-in impl.
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let input = match syn::parse2::<DeriveInput>(input) {
@@ -33,12 +35,4 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
             ),
         ),
     }
-}
-
-/// Every error, in one `syn::Error` that renders each at its own span.
-fn combine(errors: Vec<Error>) -> Option<Error> {
-    errors.into_iter().reduce(|mut all, error| {
-        all.combine(error);
-        all
-    })
 }
