@@ -1,6 +1,7 @@
 //! `#[retry(...)]`'s arguments, in two steps: [`parse`] reads each `key = value` as written
 //! (the value kept as tokens, so one bad value does not stop the others from being read), then
-//! [`Config::validate`] checks each value ([`value`]) and the rules across keys. Every mistake
+//! [`Config::validate`] reads each value as its key's kind ([`read`]), checks it ([`value`])
+//! and the rules across keys. Every mistake
 //! found is reported, each at its own tokens; the forms other libraries write are recognised
 //! and answered in [`foreign`].
 
@@ -15,7 +16,10 @@ use crate::span::first_span;
 use crate::suggest;
 
 mod foreign;
+mod read;
 mod value;
+
+use read::Value;
 
 /// A validated value and where it was written, for spans in the expansion.
 #[derive(Debug, Clone)]
@@ -109,7 +113,7 @@ impl Given {
 
     /// "`key` takes ..., like `key = example`", on the value.
     fn wrong_type(&self) -> Error {
-        let (name, kind, example) = (self.name(), self.key.kind(), self.key.example());
+        let (name, kind, example) = (self.name(), self.key.kind().describe(), self.key.example());
         self.error(format!("`{name}` takes {kind}, like `{name} = {example}`"))
     }
 
@@ -242,28 +246,57 @@ impl Config {
         let mut config = Config::default();
         for given in raw.given.iter().flatten() {
             let at = given.position;
-            match given.key {
-                Key::Policy => {
-                    config.policy = errors
-                        .keep_at(at, value::policy(given))
-                        .unwrap_or(PolicyChoice::Default);
+            let Some(value) = errors.keep_at(at, read::read(given)) else {
+                continue;
+            };
+            match (given.key, value) {
+                (Key::Policy, Value::PolicyName(lit)) => {
+                    if let Some(policy) = errors.keep_at(at, value::built_in_policy(given, &lit)) {
+                        config.policy = policy;
+                    }
                 }
-                Key::Attempts => config.attempts = errors.keep_at(at, value::attempts(given)),
-                Key::BaseMs => config.base_ms = errors.keep_at(at, value::millis(given)),
-                Key::CapMs => config.cap_ms = errors.keep_at(at, value::millis(given)),
-                Key::Multiplier => config.multiplier = errors.keep_at(at, value::multiplier(given)),
-                Key::Jitter => config.jitter = errors.keep_at(at, value::jitter(given)),
-                Key::Budget => config.budget = errors.keep_at(at, value::budget(given)),
-                Key::Timeout => config.timeout = errors.keep_at(at, value::timeout(given)),
-                Key::Name => config.name = errors.keep_at(at, value::name(given)),
-                Key::Quota => config.quota = errors.keep_at(at, value::quota(given)),
-                Key::AlsoRetry => config.also_retry = value::class_list(given, errors),
-                Key::NeverRetry => config.never_retry = value::class_list(given, errors),
-                Key::Crate => {
-                    if let Some(path) = errors.keep_at(at, value::krate(given)) {
+                (Key::Policy, Value::Path(path)) => config.policy = PolicyChoice::Path(path),
+                (Key::Attempts, Value::WholeNumber(n)) => {
+                    config.attempts = errors.keep_at(at, value::attempts(given, n));
+                }
+                (Key::BaseMs, Value::WholeNumber(n)) => {
+                    config.base_ms = errors.keep_at(at, value::millis(given, n));
+                }
+                (Key::CapMs, Value::WholeNumber(n)) => {
+                    config.cap_ms = errors.keep_at(at, value::millis(given, n));
+                }
+                (Key::Multiplier, Value::Number { value: m, suffix }) => {
+                    config.multiplier = errors.keep_at(at, value::multiplier(given, m, &suffix));
+                }
+                (Key::Multiplier, Value::Negative) => {
+                    errors.push_at(at, value::negative_multiplier(given));
+                }
+                (Key::Jitter, Value::Text(lit)) => {
+                    config.jitter = errors.keep_at(at, value::jitter(given, &lit));
+                }
+                (Key::Budget, Value::Text(lit)) => {
+                    config.budget = errors.keep_at(at, value::budget(given, &lit));
+                }
+                (Key::Timeout, Value::Text(lit)) => {
+                    config.timeout = errors.keep_at(at, value::timeout(given, &lit));
+                }
+                (Key::Name, Value::Text(lit)) => {
+                    config.name = errors.keep_at(at, value::name(given, lit))
+                }
+                (Key::Quota, Value::Path(path)) => config.quota = Some(path),
+                (Key::AlsoRetry, Value::Entries(entries)) => {
+                    config.also_retry = value::class_list(given, &entries, errors);
+                }
+                (Key::NeverRetry, Value::Entries(entries)) => {
+                    config.never_retry = value::class_list(given, &entries, errors);
+                }
+                (Key::Crate, Value::Text(lit)) => {
+                    if let Some(path) = errors.keep_at(at, value::krate(given, &lit)) {
                         config.krate = path;
                     }
                 }
+                // `read` gives each key only the values of its kind, so this is never reached.
+                (_, _) => errors.push_at(at, given.wrong_type()),
             }
         }
         config.check_across(&raw, errors);

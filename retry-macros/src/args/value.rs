@@ -1,8 +1,8 @@
-//! Each key's value, checked on its own: the first half of `Config::validate` (the rules
-//! across keys are `Config::check_across`). Forms other libraries write are answered by
-//! [`foreign`](super::foreign).
+//! Each key's value, checked on its own once [`read`](super::read) has read it as its kind:
+//! the first half of `Config::validate` (the rules across keys are `Config::check_across`).
+//! Forms other libraries write are answered by [`foreign`](super::foreign).
 
-use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Lit, LitStr, Path, UnOp};
+use syn::{Error, Expr, ExprLit, ExprPath, Lit, LitStr, Path};
 
 use super::{At, BudgetChoice, Given, PolicyChoice, foreign};
 use crate::duration;
@@ -11,37 +11,17 @@ use crate::key::Key;
 use crate::names::{self, JITTERS, POLICIES};
 use crate::suggest;
 
-fn string(given: &Given) -> syn::Result<LitStr> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(lit),
-        _ => Err(given.wrong_type()),
-    }
-}
-
-pub(super) fn krate(given: &Given) -> syn::Result<Path> {
-    string(given)?.parse::<Path>().map_err(|_| {
+/// `crate`: the string holds a path.
+pub(super) fn krate(given: &Given, lit: &LitStr) -> syn::Result<Path> {
+    lit.parse::<Path>().map_err(|_| {
         given.error(
             "`crate` takes the runtime crate's path as a string, like `crate = \"retry_runtime\"`",
         )
     })
 }
 
-pub(super) fn policy(given: &Given) -> syn::Result<PolicyChoice> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => built_in_policy(&lit, given),
-        Expr::Path(path) => match foreign::unquoted_policy(given, &path) {
-            Some(error) => Err(error),
-            None => Ok(PolicyChoice::Path(path)),
-        },
-        _ => Err(given.wrong_type()),
-    }
-}
-
-fn built_in_policy(lit: &LitStr, given: &Given) -> syn::Result<PolicyChoice> {
+/// `policy = "..."`: one of the built-ins.
+pub(super) fn built_in_policy(given: &Given, lit: &LitStr) -> syn::Result<PolicyChoice> {
     let written = lit.value();
     match names::meaning(POLICIES, &written) {
         Some(konst) => Ok(PolicyChoice::BuiltIn(At {
@@ -67,42 +47,7 @@ fn quoted_hint(written: &str, names: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-/// An integer literal as written, sign included.
-fn integer(given: &Given) -> syn::Result<i128> {
-    let (negative, lit) = match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => (false, lit),
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_),
-            expr,
-            ..
-        }) => match *expr {
-            Expr::Lit(ExprLit {
-                lit: Lit::Int(lit), ..
-            }) => (true, lit),
-            _ => return Err(given.wrong_type()),
-        },
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => return Err(foreign::number_in_string(given, &lit)),
-        _ => return Err(given.wrong_type()),
-    };
-    if !lit.suffix().is_empty() {
-        return Err(given.error(format!(
-            "`{}` takes a plain whole number; remove the suffix `{}`",
-            given.name(),
-            lit.suffix()
-        )));
-    }
-    let magnitude: i128 = lit
-        .base10_parse()
-        .map_err(|_| given.error(format!("`{}` is too large", given.name())))?;
-    Ok(if negative { -magnitude } else { magnitude })
-}
-
-pub(super) fn attempts(given: &Given) -> syn::Result<At<u32>> {
-    let n = integer(given)?;
+pub(super) fn attempts(given: &Given, n: i128) -> syn::Result<At<u32>> {
     if n == 0 {
         return Err(given.error(
             "`attempts = 0` makes no attempt at all; `attempts` counts the first call too, so use \
@@ -122,9 +67,8 @@ pub(super) fn attempts(given: &Given) -> syn::Result<At<u32>> {
 }
 
 /// `base_ms` and `cap_ms`: a positive number of milliseconds.
-pub(super) fn millis(given: &Given) -> syn::Result<At<u64>> {
+pub(super) fn millis(given: &Given, n: i128) -> syn::Result<At<u64>> {
     let name = given.name();
-    let n = integer(given)?;
     if n == 0 {
         let why = if given.key == Key::BaseMs {
             "a ladder that does not back off hammers the far side while it is down"
@@ -148,24 +92,12 @@ pub(super) fn millis(given: &Given) -> syn::Result<At<u64>> {
     })
 }
 
-pub(super) fn multiplier(given: &Given) -> syn::Result<At<f64>> {
-    let (value, suffix) = match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Float(lit),
-            ..
-        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_), ..
-        }) => {
-            return Err(given.error(
-                "`multiplier` cannot be negative; use at least 1 (1 keeps every wait at `base_ms`)",
-            ));
-        }
-        _ => return Err(given.wrong_type()),
-    };
+/// `multiplier = -2`, whatever follows the `-`.
+pub(super) fn negative_multiplier(given: &Given) -> Error {
+    given.error("`multiplier` cannot be negative; use at least 1 (1 keeps every wait at `base_ms`)")
+}
+
+pub(super) fn multiplier(given: &Given, value: f64, suffix: &str) -> syn::Result<At<f64>> {
     if !suffix.is_empty() {
         return Err(given.error(format!(
             "`multiplier` takes a plain number; remove the suffix `{suffix}`"
@@ -191,9 +123,7 @@ pub(super) fn multiplier(given: &Given) -> syn::Result<At<f64>> {
     })
 }
 
-pub(super) fn jitter(given: &Given) -> syn::Result<At<&'static str>> {
-    let lit = string(given)
-        .map_err(|_| foreign::unquoted_word(given).unwrap_or_else(|| given.wrong_type()))?;
+pub(super) fn jitter(given: &Given, lit: &LitStr) -> syn::Result<At<&'static str>> {
     let written = lit.value();
     match names::meaning(JITTERS, &written) {
         Some(variant) => Ok(At {
@@ -211,21 +141,7 @@ pub(super) fn jitter(given: &Given) -> syn::Result<At<&'static str>> {
     }
 }
 
-/// A string key's literal: `budget` and `timeout`.
-fn duration_string(given: &Given) -> syn::Result<LitStr> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(lit),
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(int), ..
-        }) => Err(foreign::unquoted_duration(given, &int)),
-        _ => Err(foreign::unquoted_word(given).unwrap_or_else(|| given.wrong_type())),
-    }
-}
-
-pub(super) fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
-    let lit = duration_string(given)?;
+pub(super) fn budget(given: &Given, lit: &LitStr) -> syn::Result<At<BudgetChoice>> {
     let text = lit.value();
     let value = if text == "turn" {
         BudgetChoice::Turn
@@ -242,8 +158,7 @@ pub(super) fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
 
 /// `timeout`: a duration literal, as `budget` takes (but not `"turn"`: every attempt is
 /// bounded by the turn already).
-pub(super) fn timeout(given: &Given) -> syn::Result<At<u64>> {
-    let lit = duration_string(given)?;
+pub(super) fn timeout(given: &Given, lit: &LitStr) -> syn::Result<At<u64>> {
     let text = lit.value();
     if text == "turn" {
         return Err(given.error(
@@ -259,8 +174,7 @@ pub(super) fn timeout(given: &Given) -> syn::Result<At<u64>> {
     })
 }
 
-pub(super) fn name(given: &Given) -> syn::Result<LitStr> {
-    let lit = string(given)?;
+pub(super) fn name(given: &Given, lit: LitStr) -> syn::Result<LitStr> {
     if lit.value().is_empty() {
         return Err(
             given.error("`name` is empty; it names the call in notices, like `name = \"model\"`")
@@ -269,28 +183,15 @@ pub(super) fn name(given: &Given) -> syn::Result<LitStr> {
     Ok(lit)
 }
 
-pub(super) fn quota(given: &Given) -> syn::Result<ExprPath> {
-    match given.expr()? {
-        Expr::Path(path) => Ok(path),
-        Expr::Reference(reference) => Err(foreign::borrowed_quota(given, &reference)),
-        _ => Err(given.wrong_type()),
-    }
-}
-
 /// `[A, B]` (or a single `A`): each a `Class` variant, each once. Every bad entry is reported.
-pub(super) fn class_list(given: &Given, errors: &mut Errors) -> Vec<At<&'static str>> {
-    let entries: Vec<Expr> = match errors.keep_at(given.position, given.expr()) {
-        Some(Expr::Array(array)) => array.elems.into_iter().collect(),
-        Some(path @ Expr::Path(_)) => vec![path],
-        Some(_) => {
-            errors.push_at(given.position, given.wrong_type());
-            return Vec::new();
-        }
-        None => return Vec::new(),
-    };
+pub(super) fn class_list(
+    given: &Given,
+    entries: &[Expr],
+    errors: &mut Errors,
+) -> Vec<At<&'static str>> {
     let list = given.name();
     let mut classes: Vec<At<&'static str>> = Vec::new();
-    for entry in &entries {
+    for entry in entries {
         let Some(class) = errors.keep_at(given.position, class_name(entry, list)) else {
             continue;
         };
