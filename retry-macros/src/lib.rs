@@ -3,9 +3,9 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `key` | the attribute's keys: each one's name, kind of value and example, once |
+//! | `key` | the attribute's keys: each one's name, kind of value (`Kind`) and example, once |
 //! | `names` | the policies, jitters and classes both macros take, pinned to the runtime's |
-//! | `args` | the attribute's arguments: read as written, then validated (`args::value`); other libraries' forms answered (`args::foreign`) |
+//! | `args` | the attribute's arguments: read as written, each value read as its key's kind (`args::read`) and checked (`args::value`); other libraries' forms answered (`args::foreign`) |
 //! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
