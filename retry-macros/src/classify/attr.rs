@@ -6,6 +6,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Error, Expr, ExprLit, Ident, Lit, Path, Token};
 
+use crate::errors::Errors;
 use crate::names;
 use crate::suggest;
 
@@ -104,7 +105,7 @@ impl Entry {
 
 /// Reads every `#[classify(...)]` among `attrs`; other attributes are left alone. A mistake in
 /// one entry is recorded in `errors` and reading goes on with the next.
-pub(crate) fn entries(attrs: &[Attribute], errors: &mut Vec<Error>) -> Vec<Entry> {
+pub(crate) fn entries(attrs: &[Attribute], errors: &mut Errors) -> Vec<Entry> {
     let mut entries = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("classify")) {
         if attr.meta.require_list().is_err() {
@@ -130,7 +131,7 @@ pub(crate) fn entries(attrs: &[Attribute], errors: &mut Vec<Error>) -> Vec<Entry
 
 /// One entry; `None` with its mistake in `errors` if it is not one. Only input that is not
 /// `word, key = tokens, ...` at all is an `Err`, which stops the attribute.
-fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Vec<Error>) -> syn::Result<Option<Entry>> {
+fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<Option<Entry>> {
     let Some(key) = meta.path.get_ident().cloned() else {
         errors.push(unknown(&meta.path));
         skip_value(meta)?;
@@ -204,7 +205,7 @@ fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Vec<Error>) -> syn::Result<Opt
     Ok(Some(entry))
 }
 
-fn record(errors: &mut Vec<Error>, error: Error) -> Option<Entry> {
+fn record(errors: &mut Errors, error: Error) -> Option<Entry> {
     errors.push(error);
     None
 }

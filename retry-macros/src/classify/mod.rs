@@ -11,7 +11,7 @@ mod valid;
 use proc_macro2::{Span, TokenStream};
 use syn::{DeriveInput, Error};
 
-use crate::errors::combine;
+use crate::errors::Errors;
 
 /// The derive's output for `input`: the impl, or the errors and a stand-in impl.
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
@@ -19,14 +19,14 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
         Ok(input) => input,
         Err(error) => return error.into_compile_error(),
     };
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let parsed = ast::Input::from_syn(&input, &mut errors);
     let krate = valid::krate(&parsed);
     let plan = valid::plan(&parsed, &mut errors);
-    match (plan, combine(errors)) {
-        (Some(plan), None) => expand::impl_classify(&input, &krate, &plan),
-        (_, Some(error)) => expand::fallback(&input, &krate, error),
-        (None, None) => expand::fallback(
+    match (plan, errors.finish()) {
+        (Some(plan), Ok(())) => expand::impl_classify(&input, &krate, &plan),
+        (_, Err(error)) => expand::fallback(&input, &krate, error),
+        (None, Ok(())) => expand::fallback(
             &input,
             &krate,
             Error::new(
