@@ -1,46 +1,25 @@
 //! `#[retry(...)]`'s arguments, in two steps: [`parse`] reads each `key = value` as written
 //! (the value kept as tokens, so one bad value does not stop the others from being read), then
-//! [`Config::validate`] checks each value and the rules across keys. Every mistake found is
-//! reported, each at its own tokens.
+//! [`Config::validate`] reads each value as its key's kind ([`read`]), checks it ([`value`])
+//! and the rules across keys. Every mistake
+//! found is reported, each at its own tokens; the forms other libraries write are recognised
+//! and answered in [`foreign`].
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
-use syn::{Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+use syn::{Error, Expr, ExprPath, Ident, LitStr, Path, Token};
 
-use crate::duration;
 use crate::errors::Errors;
 use crate::key::Key;
+use crate::span::first_span;
 use crate::suggest;
 
-/// The built-in policies: the name the attribute takes, the `Policy` constant it means.
-const POLICIES: &[(&str, &str)] = &[
-    ("availability", "AVAILABILITY"),
-    ("outage", "OUTAGE"),
-    ("transient", "TRANSIENT"),
-];
+mod foreign;
+mod read;
+mod value;
 
-/// The jitters: the name the attribute takes, the `Jitter` variant it means.
-const JITTERS: &[(&str, &str)] = &[
-    ("proportional", "Proportional"),
-    ("equal", "Equal"),
-    ("full", "Full"),
-    ("above", "Above"),
-    ("none", "None"),
-];
-
-/// The `Class` variants a class list may name.
-const CLASSES: &[&str] = &[
-    "Transport",
-    "Unavailable",
-    "ServerError",
-    "Timeout",
-    "RateLimited",
-    "QuotaExhausted",
-    "InvalidOutput",
-    "Cancelled",
-    "Definitive",
-];
+use read::Value;
 
 /// A validated value and where it was written, for spans in the expansion.
 #[derive(Debug, Clone)]
@@ -104,7 +83,7 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Config> {
 /// The first step: each key's value as written, in its place.
 fn read(args: TokenStream, errors: &mut Errors) -> RawArgs {
     let mut raw = RawArgs::default();
-    let args = strip_literals(args, errors);
+    let args = foreign::strip_literals(args, errors);
     let parser = syn::meta::parser(|meta| raw.accept(meta, errors));
     if let Err(syntax) = parser.parse2(args) {
         errors.push_at(raw.seen, syntax);
@@ -134,7 +113,7 @@ impl Given {
 
     /// "`key` takes ..., like `key = example`", on the value.
     fn wrong_type(&self) -> Error {
-        let (name, kind, example) = (self.name(), self.key.kind(), self.key.example());
+        let (name, kind, example) = (self.name(), self.key.kind().describe(), self.key.example());
         self.error(format!("`{name}` takes {kind}, like `{name} = {example}`"))
     }
 
@@ -149,11 +128,11 @@ impl Given {
 
     /// The span of the value's first token, where the expansion points its checks.
     fn span(&self) -> Span {
-        self.value
-            .clone()
-            .into_iter()
-            .next()
-            .map_or(self.ident.span(), |token| token.span())
+        if self.value.is_empty() {
+            self.ident.span()
+        } else {
+            first_span(&self.value)
+        }
     }
 }
 
@@ -186,23 +165,13 @@ impl RawArgs {
             .get_ident()
             .and_then(|ident| Some((Key::named(&ident.to_string())?, ident.clone())));
         let Some((key, ident)) = known else {
-            let error = bare_value(&meta.path).unwrap_or_else(|| unknown_key(&meta.path));
+            let error = foreign::bare_value(&meta.path).unwrap_or_else(|| unknown_key(&meta.path));
             errors.push_at(position, error);
             skip_value(meta.input)?;
             return Ok(());
         };
-        if meta.input.peek(Token![:]) && !meta.input.peek(Token![::]) {
-            meta.input.parse::<Token![:]>()?;
-            let value = value_tokens(meta.input)?;
-            let name = key.name();
-            let written = value.to_string();
-            errors.push_at(
-                position,
-                Error::new(
-                    ident.span(),
-                    format!("write `{name} = {written}`: a key takes its value after `=`, not `:`"),
-                ),
-            );
+        if let Some(error) = foreign::colon_for_equals(meta.input, key, &ident)? {
+            errors.push_at(position, error);
             return Ok(());
         }
         if !meta.input.peek(Token![=]) {
@@ -257,79 +226,6 @@ fn skip_value(input: syn::parse::ParseStream<'_>) -> syn::Result<()> {
     value_tokens(input).map(drop)
 }
 
-/// A value written without its key (`#[retry(availability)]`): "write `policy = ...`".
-fn bare_value(path: &Path) -> Option<Error> {
-    let word = path.get_ident()?.to_string();
-    let key = key_for_value(&word)?;
-    Some(Error::new_spanned(
-        path,
-        format!("`{word}` is a {key}'s name, not a key: write `{key} = \"{word}\"`"),
-    ))
-}
-
-/// The key a bare value belongs to, if it is one of the names a key takes.
-fn key_for_value(word: &str) -> Option<&'static str> {
-    if POLICIES.iter().any(|(name, _)| *name == word) {
-        Some("policy")
-    } else if JITTERS.iter().any(|(name, _)| *name == word) {
-        Some("jitter")
-    } else {
-        None
-    }
-}
-
-/// `#[retry("outage")]`: a literal where a key belongs. Each is reported with the key it
-/// most likely lacks, and taken out, so the keys around it are still read.
-fn strip_literals(args: TokenStream, errors: &mut Errors) -> TokenStream {
-    let mut kept = TokenStream::new();
-    let mut entry: Vec<TokenTree> = Vec::new();
-    let mut position = 0;
-    let mut flush =
-        |entry: &mut Vec<TokenTree>, comma: Option<TokenTree>, kept: &mut TokenStream| {
-            if let [TokenTree::Literal(literal)] = entry.as_slice() {
-                errors.push_at(position, literal_without_key(literal));
-            } else {
-                kept.extend(entry.iter().cloned());
-                kept.extend(comma);
-            }
-            entry.clear();
-            position += 1;
-        };
-    for token in args {
-        match &token {
-            TokenTree::Punct(punct) if punct.as_char() == ',' => {
-                flush(&mut entry, Some(token), &mut kept);
-            }
-            _ => entry.push(token),
-        }
-    }
-    if !entry.is_empty() {
-        flush(&mut entry, None, &mut kept);
-    }
-    kept
-}
-
-fn literal_without_key(literal: &proc_macro2::Literal) -> Error {
-    let written = literal.to_string();
-    let text = syn::parse_str::<LitStr>(&written)
-        .ok()
-        .map(|lit| lit.value());
-    let key = match text.as_deref() {
-        Some("turn") => Some("budget"),
-        Some(text) if duration::millis(text).is_ok() => Some("budget"),
-        Some(text) => key_for_value(text),
-        None => None,
-    };
-    let message = match key {
-        Some(key) => format!("name the key: write `{key} = {written}`"),
-        None => format!(
-            "`{written}` needs a key: `#[retry]` takes `key = value` pairs, like \
-             `policy = \"outage\"` or `attempts = 3`"
-        ),
-    };
-    Error::new(literal.span(), message)
-}
-
 fn unknown_key(path: &Path) -> Error {
     let written = quote::ToTokens::to_token_stream(path)
         .to_string()
@@ -350,28 +246,57 @@ impl Config {
         let mut config = Config::default();
         for given in raw.given.iter().flatten() {
             let at = given.position;
-            match given.key {
-                Key::Policy => {
-                    config.policy = errors
-                        .keep_at(at, policy(given))
-                        .unwrap_or(PolicyChoice::Default);
+            let Some(value) = errors.keep_at(at, read::read(given)) else {
+                continue;
+            };
+            match (given.key, value) {
+                (Key::Policy, Value::PolicyName(lit)) => {
+                    if let Some(policy) = errors.keep_at(at, value::built_in_policy(given, &lit)) {
+                        config.policy = policy;
+                    }
                 }
-                Key::Attempts => config.attempts = errors.keep_at(at, attempts(given)),
-                Key::BaseMs => config.base_ms = errors.keep_at(at, millis(given)),
-                Key::CapMs => config.cap_ms = errors.keep_at(at, millis(given)),
-                Key::Multiplier => config.multiplier = errors.keep_at(at, multiplier(given)),
-                Key::Jitter => config.jitter = errors.keep_at(at, jitter(given)),
-                Key::Budget => config.budget = errors.keep_at(at, budget(given)),
-                Key::Timeout => config.timeout = errors.keep_at(at, timeout(given)),
-                Key::Name => config.name = errors.keep_at(at, name(given)),
-                Key::Quota => config.quota = errors.keep_at(at, quota(given)),
-                Key::AlsoRetry => config.also_retry = class_list(given, errors),
-                Key::NeverRetry => config.never_retry = class_list(given, errors),
-                Key::Crate => {
-                    if let Some(path) = errors.keep_at(at, krate(given)) {
+                (Key::Policy, Value::Path(path)) => config.policy = PolicyChoice::Path(path),
+                (Key::Attempts, Value::WholeNumber(n)) => {
+                    config.attempts = errors.keep_at(at, value::attempts(given, n));
+                }
+                (Key::BaseMs, Value::WholeNumber(n)) => {
+                    config.base_ms = errors.keep_at(at, value::millis(given, n));
+                }
+                (Key::CapMs, Value::WholeNumber(n)) => {
+                    config.cap_ms = errors.keep_at(at, value::millis(given, n));
+                }
+                (Key::Multiplier, Value::Number { value: m, suffix }) => {
+                    config.multiplier = errors.keep_at(at, value::multiplier(given, m, &suffix));
+                }
+                (Key::Multiplier, Value::Negative) => {
+                    errors.push_at(at, value::negative_multiplier(given));
+                }
+                (Key::Jitter, Value::Text(lit)) => {
+                    config.jitter = errors.keep_at(at, value::jitter(given, &lit));
+                }
+                (Key::Budget, Value::Text(lit)) => {
+                    config.budget = errors.keep_at(at, value::budget(given, &lit));
+                }
+                (Key::Timeout, Value::Text(lit)) => {
+                    config.timeout = errors.keep_at(at, value::timeout(given, &lit));
+                }
+                (Key::Name, Value::Text(lit)) => {
+                    config.name = errors.keep_at(at, value::name(given, lit))
+                }
+                (Key::Quota, Value::Path(path)) => config.quota = Some(path),
+                (Key::AlsoRetry, Value::Entries(entries)) => {
+                    config.also_retry = value::class_list(given, &entries, errors);
+                }
+                (Key::NeverRetry, Value::Entries(entries)) => {
+                    config.never_retry = value::class_list(given, &entries, errors);
+                }
+                (Key::Crate, Value::Text(lit)) => {
+                    if let Some(path) = errors.keep_at(at, value::krate(given, &lit)) {
                         config.krate = path;
                     }
                 }
+                // `read` gives each key only the values of its kind, so this is never reached.
+                (_, _) => errors.push_at(at, given.wrong_type()),
             }
         }
         config.check_across(&raw, errors);
@@ -445,424 +370,9 @@ impl Config {
     }
 }
 
-fn string(given: &Given) -> syn::Result<LitStr> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(lit),
-        _ => Err(given.wrong_type()),
-    }
-}
-
-fn krate(given: &Given) -> syn::Result<Path> {
-    string(given)?.parse::<Path>().map_err(|_| {
-        given.error(
-            "`crate` takes the runtime crate's path as a string, like `crate = \"retry_runtime\"`",
-        )
-    })
-}
-
-fn policy(given: &Given) -> syn::Result<PolicyChoice> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => built_in_policy(&lit, given),
-        Expr::Path(path) => {
-            // `policy = outage`: a built-in's name, unquoted, is far likelier than a `const`
-            // named in lowercase.
-            if let Some(ident) = path.path.get_ident()
-                && POLICIES.iter().any(|(name, _)| ident == name)
-            {
-                return Err(given.error(format!(
-                    "a built-in policy is named by a string: write `policy = \"{ident}\"`"
-                )));
-            }
-            Ok(PolicyChoice::Path(path))
-        }
-        _ => Err(given.wrong_type()),
-    }
-}
-
-fn built_in_policy(lit: &LitStr, given: &Given) -> syn::Result<PolicyChoice> {
-    let written = lit.value();
-    match POLICIES.iter().find(|(name, _)| *name == written) {
-        Some((_, konst)) => Ok(PolicyChoice::BuiltIn(At {
-            value: konst,
-            span: lit.span(),
-        })),
-        None => {
-            let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
-            Err(given.error(format!(
-                "unknown policy `\"{written}\"`; the built-in policies are {}, or pass a path \
-                 to your own `const` `Policy`, like `policy = crate::MODEL_POLICY`{}",
-                suggest::one_of(&names, true),
-                quoted_hint(&written, &names),
-            )))
-        }
-    }
-}
-
-/// "; did you mean `\"x\"`?" for string-valued keys.
-fn quoted_hint(written: &str, names: &[&str]) -> String {
-    suggest::nearest(written, names, &[])
-        .map(|near| format!("; did you mean `\"{near}\"`?"))
-        .unwrap_or_default()
-}
-
-/// An integer literal as written, sign included.
-fn integer(given: &Given) -> syn::Result<i128> {
-    let (negative, lit) = match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => (false, lit),
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_),
-            expr,
-            ..
-        }) => match *expr {
-            Expr::Lit(ExprLit {
-                lit: Lit::Int(lit), ..
-            }) => (true, lit),
-            _ => return Err(given.wrong_type()),
-        },
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) if lit.value().parse::<u64>().is_ok() => {
-            let name = given.name();
-            return Err(given.error(format!(
-                "`{name}` takes a number, not a string: write `{name} = {}`",
-                lit.value()
-            )));
-        }
-        _ => return Err(given.wrong_type()),
-    };
-    if !lit.suffix().is_empty() {
-        return Err(given.error(format!(
-            "`{}` takes a plain whole number; remove the suffix `{}`",
-            given.name(),
-            lit.suffix()
-        )));
-    }
-    let magnitude: i128 = lit
-        .base10_parse()
-        .map_err(|_| given.error(format!("`{}` is too large", given.name())))?;
-    Ok(if negative { -magnitude } else { magnitude })
-}
-
-fn attempts(given: &Given) -> syn::Result<At<u32>> {
-    let n = integer(given)?;
-    if n == 0 {
-        return Err(given.error(
-            "`attempts = 0` makes no attempt at all; `attempts` counts the first call too, so use \
-             `attempts = 1` for a call that is never retried",
-        ));
-    }
-    if n < 0 {
-        return Err(given
-            .error("`attempts` counts the calls made, the first included, so it is at least 1"));
-    }
-    let value = u32::try_from(n)
-        .map_err(|_| given.error(format!("`attempts` is too large; the most is {}", u32::MAX)))?;
-    Ok(At {
-        value,
-        span: given.span(),
-    })
-}
-
-/// `base_ms` and `cap_ms`: a positive number of milliseconds.
-fn millis(given: &Given) -> syn::Result<At<u64>> {
-    let name = given.name();
-    let n = integer(given)?;
-    if n == 0 {
-        let why = if given.key == Key::BaseMs {
-            "a ladder that does not back off hammers the far side while it is down"
-        } else {
-            "a cap of zero would make every wait zero"
-        };
-        return Err(given.error(format!(
-            "`{name} = 0`: {why}; use at least 1 (milliseconds)"
-        )));
-    }
-    if n < 0 {
-        return Err(given.error(format!(
-            "`{name}` is a wait in milliseconds and cannot be negative; use at least 1"
-        )));
-    }
-    let value = u64::try_from(n)
-        .map_err(|_| given.error(format!("`{name}` is too large; the most is {}", u64::MAX)))?;
-    Ok(At {
-        value,
-        span: given.span(),
-    })
-}
-
-fn multiplier(given: &Given) -> syn::Result<At<f64>> {
-    let (value, suffix) = match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Float(lit),
-            ..
-        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => (lit.base10_parse::<f64>()?, lit.suffix().to_owned()),
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_), ..
-        }) => {
-            return Err(given.error(
-                "`multiplier` cannot be negative; use at least 1 (1 keeps every wait at `base_ms`)",
-            ));
-        }
-        _ => return Err(given.wrong_type()),
-    };
-    if !suffix.is_empty() {
-        return Err(given.error(format!(
-            "`multiplier` takes a plain number; remove the suffix `{suffix}`"
-        )));
-    }
-    if value < 1.0 {
-        return Err(given.error(
-            "`multiplier` below 1 would shrink the waits; use at least 1 (1 keeps every wait at \
-             `base_ms`)",
-        ));
-    }
-    // The policy keeps the multiplier in thousandths, in a u32.
-    let most = f64::from(u32::MAX) / 1000.0;
-    if value > most {
-        return Err(given.error(format!(
-            "`multiplier` is too large; the most is {}",
-            most.floor()
-        )));
-    }
-    Ok(At {
-        value,
-        span: given.span(),
-    })
-}
-
-fn jitter(given: &Given) -> syn::Result<At<&'static str>> {
-    let lit =
-        string(given).map_err(|_| unquoted_hint(given).unwrap_or_else(|| given.wrong_type()))?;
-    let written = lit.value();
-    match JITTERS.iter().find(|(name, _)| *name == written) {
-        Some((_, variant)) => Ok(At {
-            value: variant,
-            span: lit.span(),
-        }),
-        None => {
-            let names: Vec<&str> = JITTERS.iter().map(|(n, _)| *n).collect();
-            Err(given.error(format!(
-                "unknown jitter `\"{written}\"`; expected one of {}{}",
-                suggest::one_of(&names, true),
-                quoted_hint(&written, &names)
-            )))
-        }
-    }
-}
-
-/// For a string key given a bare word (`jitter = full`): "write `jitter = \"full\"`".
-fn unquoted_hint(given: &Given) -> Option<Error> {
-    let Ok(Expr::Path(path)) = given.expr() else {
-        return None;
-    };
-    let ident = path.path.get_ident()?;
-    let name = given.name();
-    Some(given.error(format!(
-        "`{name}` takes a string: write `{name} = \"{ident}\"`"
-    )))
-}
-
-/// A string key's literal: `budget` and `timeout`.
-fn duration_string(given: &Given) -> syn::Result<LitStr> {
-    match given.expr()? {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(lit),
-        // `budget = 2`: a number without a unit; `"2"` would be refused in turn.
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(int), ..
-        }) if int.suffix().is_empty() => {
-            let name = given.name();
-            let n = int.base10_digits();
-            Err(given.error(format!(
-                "`{name}` takes a duration with its unit, in a string: write `{name} = \"{n}s\"` \
-                 (or `\"{n}ms\"`, `\"{n}m\"`, `\"{n}h\"`)"
-            )))
-        }
-        // `budget = 2s` lexes as the integer 2 with the suffix `s`.
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(int), ..
-        }) => {
-            let name = given.name();
-            Err(given.error(format!(
-                "`{name}` takes a string: write `{name} = \"{int}\"`"
-            )))
-        }
-        _ => Err(unquoted_hint(given).unwrap_or_else(|| given.wrong_type())),
-    }
-}
-
-fn budget(given: &Given) -> syn::Result<At<BudgetChoice>> {
-    let lit = duration_string(given)?;
-    let text = lit.value();
-    let value = if text == "turn" {
-        BudgetChoice::Turn
-    } else {
-        let millis = duration::millis(&text)
-            .map_err(|why| given.error(duration::message(Key::Budget, &text, why)))?;
-        BudgetChoice::Within { millis, text }
-    };
-    Ok(At {
-        value,
-        span: lit.span(),
-    })
-}
-
-/// `timeout`: a duration literal, as `budget` takes (but not `"turn"`: every attempt is
-/// bounded by the turn already).
-fn timeout(given: &Given) -> syn::Result<At<u64>> {
-    let lit = duration_string(given)?;
-    let text = lit.value();
-    if text == "turn" {
-        return Err(given.error(
-            "every attempt is already bounded by the rest of the turn; `timeout` takes a \
-             duration, like `timeout = \"30s\"`",
-        ));
-    }
-    let millis = duration::millis(&text)
-        .map_err(|why| given.error(duration::message(Key::Timeout, &text, why)))?;
-    Ok(At {
-        value: millis,
-        span: lit.span(),
-    })
-}
-
-fn name(given: &Given) -> syn::Result<LitStr> {
-    let lit = string(given)?;
-    if lit.value().is_empty() {
-        return Err(
-            given.error("`name` is empty; it names the call in notices, like `name = \"model\"`")
-        );
-    }
-    Ok(lit)
-}
-
-fn quota(given: &Given) -> syn::Result<ExprPath> {
-    match given.expr()? {
-        Expr::Path(path) => Ok(path),
-        Expr::Reference(reference) => Err(given.error(format!(
-            "`quota` takes the path of a `static` `Quota` without `&`: write `quota = {}`",
-            quote::ToTokens::to_token_stream(&reference.expr)
-                .to_string()
-                .replace(' ', "")
-        ))),
-        _ => Err(given.wrong_type()),
-    }
-}
-
-/// `[A, B]` (or a single `A`): each a `Class` variant, each once. Every bad entry is reported.
-fn class_list(given: &Given, errors: &mut Errors) -> Vec<At<&'static str>> {
-    let entries: Vec<Expr> = match errors.keep_at(given.position, given.expr()) {
-        Some(Expr::Array(array)) => array.elems.into_iter().collect(),
-        Some(path @ Expr::Path(_)) => vec![path],
-        Some(_) => {
-            errors.push_at(given.position, given.wrong_type());
-            return Vec::new();
-        }
-        None => return Vec::new(),
-    };
-    let list = given.name();
-    let mut classes: Vec<At<&'static str>> = Vec::new();
-    for entry in &entries {
-        let Some(class) = errors.keep_at(given.position, class_name(entry, list)) else {
-            continue;
-        };
-        if classes.iter().any(|c| c.value == class.value) {
-            let message = format!("`{}` is listed twice in `{list}`", class.value);
-            errors.push_at(given.position, Error::new(class.span, message));
-            continue;
-        }
-        classes.push(class);
-    }
-    classes
-}
-
-/// One entry of a class list: `Timeout` or `Class::Timeout`.
-fn class_name(entry: &Expr, list: &str) -> syn::Result<At<&'static str>> {
-    if let Expr::Lit(ExprLit {
-        lit: Lit::Str(lit), ..
-    }) = entry
-    {
-        let written = lit.value();
-        let name = CLASSES
-            .iter()
-            .find(|class| **class == written)
-            .copied()
-            .or_else(|| suggest::nearest(&written, CLASSES, &[]))
-            .unwrap_or("Timeout");
-        return Err(Error::new_spanned(
-            entry,
-            format!(
-                "`{list}` names `Class` variants without quotes: write `{name}`, not `\"{written}\"`"
-            ),
-        ));
-    }
-    let Expr::Path(ExprPath {
-        qself: None, path, ..
-    }) = entry
-    else {
-        return Err(Error::new_spanned(
-            entry,
-            format!(
-                "`{list}` lists `Class` variants by name, like `{list} = [Timeout, InvalidOutput]`"
-            ),
-        ));
-    };
-    let Some(last) = path.segments.last() else {
-        return Err(Error::new_spanned(entry, "expected a `Class` variant"));
-    };
-    let written = last.ident.to_string();
-    match CLASSES.iter().find(|c| **c == written) {
-        Some(class) => Ok(At {
-            value: class,
-            span: last.ident.span(),
-        }),
-        None => Err(Error::new_spanned(
-            entry,
-            format!(
-                "unknown class `{written}`; expected one of {}{}",
-                suggest::one_of(CLASSES, false),
-                suggest::hint(&written, CLASSES, &[])
-            ),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The runtime's table of names is the one the CLI reads; the macro, which cannot depend on
-    /// the runtime, keeps its own copy, checked here against it.
-    #[test]
-    fn policy_names_are_the_runtimes_built_ins() {
-        let names: Vec<&str> = POLICIES.iter().map(|(name, _)| *name).collect();
-        let runtime = retry_runtime::Policy::BUILT_IN.map(|policy| policy.name());
-        assert_eq!(names, runtime);
-        // Each name means the runtime's constant of that name: `Policy::OUTAGE` is `"outage"`.
-        for (name, konst) in POLICIES {
-            assert_eq!(name.to_uppercase(), *konst);
-        }
-    }
-
-    #[test]
-    fn jitter_names_are_the_runtimes_and_mean_its_variants() {
-        let names: Vec<&str> = JITTERS.iter().map(|(name, _)| *name).collect();
-        let runtime = retry_runtime::Jitter::ALL.map(|jitter| jitter.name());
-        assert_eq!(names, runtime);
-        for (jitter, (name, variant)) in retry_runtime::Jitter::ALL.iter().zip(JITTERS) {
-            assert_eq!(format!("{jitter:?}"), *variant, "`\"{name}\"`");
-        }
-    }
 
     /// `key = example` for one key.
     fn example(key: Key) -> TokenStream {

@@ -12,6 +12,8 @@ use syn::ext::IdentExt;
 use crate::args::{self, At, BudgetChoice, Config, PolicyChoice};
 use crate::fallback;
 use crate::function::{self, RetryFn};
+use crate::names;
+use crate::span::first_span;
 
 /// `#[retry(args)] item`, expanded; or the item as written and every error found.
 pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -185,7 +187,7 @@ fn adjustments(config: &Config, private: &TokenStream) -> Vec<TokenStream> {
 
 fn class_value(class: &At<&'static str>, private: &TokenStream) -> TokenStream {
     let variant = Ident::new(class.value, class.span);
-    if matches!(class.value, "RateLimited" | "Unavailable") {
+    if names::class_by_variant(class.value).is_some_and(|class| class.takes_hint) {
         quote!(#private::Class::#variant { retry_after: #private::core::option::Option::None })
     } else {
         quote!(#private::Class::#variant)
@@ -424,14 +426,6 @@ fn attempt_loop(
         let mut #run = #private::Run::new(#source);
         #retry_loop
     }
-}
-
-fn first_span(tokens: &impl ToTokens) -> Span {
-    tokens
-        .to_token_stream()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |token| token.span())
 }
 
 /// `tokens` with every span set to `span`, so that a path built from them and the user's

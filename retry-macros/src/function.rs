@@ -10,6 +10,7 @@ use syn::{
 };
 
 use crate::errors::Errors;
+use crate::span::first_span;
 
 /// An `async fn` that `#[retry]` can rewrite.
 pub(crate) struct RetryFn {
@@ -375,7 +376,7 @@ fn no_return_type(sig: &Signature) -> Error {
 fn not_a_function(item: TokenStream) -> Error {
     let (span, what) = match syn::parse2::<Item>(item.clone()) {
         Ok(item) => describe(&item),
-        Err(_) => (first_span(item), "this item"),
+        Err(_) => (first_span(&item), "this item"),
     };
     Error::new(
         span,
@@ -399,18 +400,8 @@ fn describe(item: &Item) -> (Span, &'static str) {
         Item::Static(item) => (item.static_token.span, "a `static`"),
         Item::Type(item) => (item.type_token.span, "a type alias"),
         Item::Use(item) => (item.use_token.span, "a `use` declaration"),
-        other => (
-            first_span(quote::ToTokens::to_token_stream(other)),
-            "this item",
-        ),
+        other => (first_span(other), "this item"),
     }
-}
-
-fn first_span(tokens: TokenStream) -> Span {
-    tokens
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |token| token.span())
 }
 
 /// The first token of the body that names an argument (`self` taken by value included): a

@@ -9,7 +9,7 @@
 macro_rules! keys {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, takes $kind:literal, like $example:literal;
+        $variant:ident = $name:literal, takes $kind:ident, like $example:literal;
     )*) => {
         /// One of `#[retry]`'s keys.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,10 +28,10 @@ macro_rules! keys {
                 }
             }
 
-            /// What the value is, for "`key` takes ..." messages.
-            pub(crate) const fn kind(self) -> &'static str {
+            /// What the value is: how `args::read` reads it, and what "`key` takes ..." says.
+            pub(crate) const fn kind(self) -> Kind {
                 match self {
-                    $(Key::$variant => $kind,)*
+                    $(Key::$variant => Kind::$kind,)*
                 }
             }
 
@@ -47,23 +47,62 @@ macro_rules! keys {
 
 keys! {
     /// The policy to start from: a built-in's name or the user's `const`.
-    Policy = "policy",
-        takes "a built-in policy's name or a path to a `const` `Policy`", like "\"availability\"";
-    Attempts = "attempts", takes "a whole number", like "4";
-    BaseMs = "base_ms", takes "a whole number", like "250";
-    CapMs = "cap_ms", takes "a whole number", like "20000";
-    Multiplier = "multiplier", takes "a number", like "2";
-    Jitter = "jitter", takes "a string", like "\"equal\"";
-    Budget = "budget", takes "a string", like "\"2s\"";
+    Policy = "policy", takes PolicyOrPath, like "\"availability\"";
+    Attempts = "attempts", takes WholeNumber, like "4";
+    BaseMs = "base_ms", takes WholeNumber, like "250";
+    CapMs = "cap_ms", takes WholeNumber, like "20000";
+    Multiplier = "multiplier", takes Number, like "2";
+    Jitter = "jitter", takes Word, like "\"equal\"";
+    Budget = "budget", takes Duration, like "\"2s\"";
     /// Each attempt's timeout.
-    Timeout = "timeout", takes "a string", like "\"30s\"";
+    Timeout = "timeout", takes Duration, like "\"30s\"";
     /// The call's name in notices.
-    Name = "name", takes "a string", like "\"model\"";
-    Quota = "quota", takes "a path to a `static` `Quota`", like "crate::MODEL_QUOTA";
-    AlsoRetry = "also_retry", takes "a list of `Class` variants", like "[InvalidOutput]";
-    NeverRetry = "never_retry", takes "a list of `Class` variants", like "[RateLimited]";
+    Name = "name", takes Text, like "\"model\"";
+    Quota = "quota", takes QuotaPath, like "crate::MODEL_QUOTA";
+    AlsoRetry = "also_retry", takes ClassList, like "[InvalidOutput]";
+    NeverRetry = "never_retry", takes ClassList, like "[RateLimited]";
     /// The runtime's path, for users who rename the dependency.
-    Crate = "crate", takes "a string holding a path", like "\"retry_runtime\"";
+    Crate = "crate", takes PathInText, like "\"retry_runtime\"";
+}
+
+/// The kind of value a key takes: which reading `args::read` gives it before the key's own
+/// checks (as tracing-attributes has a typed parser per argument), and what "`key` takes ..."
+/// says when the value is of another kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A built-in policy's name in a string, or a path to the user's `const`.
+    PolicyOrPath,
+    /// An integer literal, its sign kept so that a negative one gets its key's own message.
+    WholeNumber,
+    /// A float or integer literal.
+    Number,
+    /// A string naming one of a list, like `"full"`: a bare `full` is answered with the quotes.
+    Word,
+    /// A duration in a string, like `"2s"`: a bare `2`, `2s` or `turn` is answered with it.
+    Duration,
+    /// Any string.
+    Text,
+    /// A path to a `static` `Quota`.
+    QuotaPath,
+    /// `[A, B]`, or a single `A`.
+    ClassList,
+    /// A path in a string.
+    PathInText,
+}
+
+impl Kind {
+    /// What the value is, for "`key` takes ..., like ..." messages.
+    pub(crate) const fn describe(self) -> &'static str {
+        match self {
+            Kind::PolicyOrPath => "a built-in policy's name or a path to a `const` `Policy`",
+            Kind::WholeNumber => "a whole number",
+            Kind::Number => "a number",
+            Kind::Word | Kind::Duration | Kind::Text => "a string",
+            Kind::QuotaPath => "a path to a `static` `Quota`",
+            Kind::ClassList => "a list of `Class` variants",
+            Kind::PathInText => "a string holding a path",
+        }
+    }
 }
 
 /// Names other retry libraries use, mapped to ours, so "did you mean" can bridge them.
@@ -136,6 +175,39 @@ mod tests {
         for (alias, _) in ALIASES {
             assert_eq!(Key::named(alias), None, "alias `{alias}` is a key");
         }
+    }
+
+    /// "`key` takes ..." is pinned by the ui-tests; this is the table they were written from.
+    #[test]
+    fn each_kind_is_described_as_the_messages_say() {
+        let described: Vec<(&str, &str)> = Key::ALL
+            .iter()
+            .map(|key| (key.name(), key.kind().describe()))
+            .collect();
+        let string = "a string";
+        let whole = "a whole number";
+        let classes = "a list of `Class` variants";
+        assert_eq!(
+            described,
+            [
+                (
+                    "policy",
+                    "a built-in policy's name or a path to a `const` `Policy`"
+                ),
+                ("attempts", whole),
+                ("base_ms", whole),
+                ("cap_ms", whole),
+                ("multiplier", "a number"),
+                ("jitter", string),
+                ("budget", string),
+                ("timeout", string),
+                ("name", string),
+                ("quota", "a path to a `static` `Quota`"),
+                ("also_retry", classes),
+                ("never_retry", classes),
+                ("crate", "a string holding a path"),
+            ]
+        );
     }
 
     #[test]

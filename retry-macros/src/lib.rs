@@ -3,13 +3,14 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `key` | the attribute's keys: each one's name, kind of value and example, once |
-//! | `args` | the attribute's arguments: read as written, then validated |
+//! | `key` | the attribute's keys: each one's name, kind of value (`Kind`) and example, once |
+//! | `names` | the policies, jitters and classes both macros take, pinned to the runtime's |
+//! | `args` | the attribute's arguments: read as written, each value read as its key's kind (`args::read`) and checked (`args::value`); other libraries' forms answered (`args::foreign`) |
 //! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
 //! | `function` | the annotated item: an `async fn` with a body and a return type |
 //! | `expand` | the expansion onto the runtime's engine |
 //! | `fallback` | the item as written, beside the errors, when something is wrong |
-//! | `errors`, `suggest` | combined errors; "did you mean" |
+//! | `errors`, `span`, `suggest` | combined errors; where they point; "did you mean" |
 //! | `classify` | `#[derive(Classify)]`: its own `attr`, `ast`, `valid` and `expand` |
 
 mod args;
@@ -20,6 +21,8 @@ mod expand;
 mod fallback;
 mod function;
 mod key;
+mod names;
+mod span;
 mod suggest;
 
 use proc_macro::TokenStream;

@@ -6,6 +6,7 @@ use proc_macro2::Span;
 use syn::{Attribute, Data, DeriveInput, Error, Fields, Ident, Index, Member, Type};
 
 use super::attr::{self, Entry};
+use crate::errors::Errors;
 
 /// The type being derived for.
 pub(crate) struct Input<'a> {
@@ -67,7 +68,7 @@ impl Field<'_> {
 impl<'a> Input<'a> {
     /// Reads every `#[classify(...)]` of `input`; syntax mistakes on the type go to `errors`,
     /// those of a case stay with the case.
-    pub(crate) fn from_syn(input: &'a DeriveInput, errors: &mut Vec<Error>) -> Input<'a> {
+    pub(crate) fn from_syn(input: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
         let entries = attr::entries(&input.attrs, errors);
         let troubled = !errors.is_empty();
         let shape = match &input.data {
@@ -95,7 +96,7 @@ impl<'a> Case<'a> {
         fields: &'a Fields,
         is_variant: bool,
     ) -> Case<'a> {
-        let mut errors = Vec::new();
+        let mut errors = Errors::default();
         let errors = &mut errors;
         let entries = attr::entries(attrs, errors);
         let mut thiserror_from = None;
@@ -130,7 +131,7 @@ impl<'a> Case<'a> {
             entries,
             fields,
             thiserror_from,
-            unreadable: std::mem::take(errors),
+            unreadable: std::mem::take(errors).into_vec(),
             is_variant,
         }
     }

@@ -6,20 +6,9 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Error, Expr, ExprLit, Ident, Lit, Path, Token};
 
+use crate::errors::Errors;
+use crate::names;
 use crate::suggest;
-
-/// The classes, as the attribute spells them, and the `Class` variant each one means.
-pub(crate) const CLASSES: &[(&str, &str)] = &[
-    ("transport", "Transport"),
-    ("unavailable", "Unavailable"),
-    ("server_error", "ServerError"),
-    ("timeout", "Timeout"),
-    ("rate_limited", "RateLimited"),
-    ("quota_exhausted", "QuotaExhausted"),
-    ("invalid_output", "InvalidOutput"),
-    ("cancelled", "Cancelled"),
-    ("definitive", "Definitive"),
-];
 
 /// Every other word `#[classify(...)]` knows, for "did you mean".
 const KEYWORDS: &[&str] = &[
@@ -59,14 +48,9 @@ pub(crate) struct Word {
     pub(crate) name: &'static str,
     /// The `Class` variant: `RateLimited`.
     pub(crate) variant: &'static str,
-    pub(crate) span: Span,
-}
-
-impl Word {
     /// Whether this class carries a `retry_after` hint.
-    pub(crate) fn takes_hint(&self) -> bool {
-        matches!(self.name, "rate_limited" | "unavailable")
-    }
+    pub(crate) takes_hint: bool,
+    pub(crate) span: Span,
 }
 
 /// One entry of `#[classify(...)]`.
@@ -121,7 +105,7 @@ impl Entry {
 
 /// Reads every `#[classify(...)]` among `attrs`; other attributes are left alone. A mistake in
 /// one entry is recorded in `errors` and reading goes on with the next.
-pub(crate) fn entries(attrs: &[Attribute], errors: &mut Vec<Error>) -> Vec<Entry> {
+pub(crate) fn entries(attrs: &[Attribute], errors: &mut Errors) -> Vec<Entry> {
     let mut entries = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("classify")) {
         if attr.meta.require_list().is_err() {
@@ -147,7 +131,7 @@ pub(crate) fn entries(attrs: &[Attribute], errors: &mut Vec<Error>) -> Vec<Entry
 
 /// One entry; `None` with its mistake in `errors` if it is not one. Only input that is not
 /// `word, key = tokens, ...` at all is an `Err`, which stops the attribute.
-fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Vec<Error>) -> syn::Result<Option<Entry>> {
+fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<Option<Entry>> {
     let Some(key) = meta.path.get_ident().cloned() else {
         errors.push(unknown(&meta.path));
         skip_value(meta)?;
@@ -221,7 +205,7 @@ fn entry(meta: &ParseNestedMeta<'_>, errors: &mut Vec<Error>) -> syn::Result<Opt
     Ok(Some(entry))
 }
 
-fn record(errors: &mut Vec<Error>, error: Error) -> Option<Entry> {
+fn record(errors: &mut Errors, error: Error) -> Option<Entry> {
     errors.push(error);
     None
 }
@@ -229,10 +213,11 @@ fn record(errors: &mut Vec<Error>, error: Error) -> Option<Entry> {
 /// `word` as a class, or "unknown" with the nearest word.
 fn class_word(word: &Ident) -> syn::Result<Word> {
     let written = word.to_string();
-    match CLASSES.iter().find(|(name, _)| *name == written) {
-        Some(&(name, variant)) => Ok(Word {
-            name,
-            variant,
+    match names::class_by_word(&written) {
+        Some(class) => Ok(Word {
+            name: class.word,
+            variant: class.variant,
+            takes_hint: class.takes_hint,
             span: word.span(),
         }),
         None => Err(unknown_word(&written, word.span())),
@@ -281,7 +266,7 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
 }
 
 fn is_known(name: &str) -> bool {
-    CLASSES.iter().any(|(c, _)| *c == name) || KEYWORDS.contains(&name)
+    names::class_by_word(name).is_some() || KEYWORDS.contains(&name)
 }
 
 fn unknown(path: &Path) -> Error {
@@ -294,7 +279,7 @@ fn unknown_word(written: &str, span: Span) -> Error {
 
 /// "unknown word `trasport` ...; did you mean `transport`?"
 fn unknown_message(written: &str) -> String {
-    let mut candidates: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
+    let mut candidates = names::class_words();
     candidates.extend(KEYWORDS);
     let hint = suggest::hint(written, &candidates, ALIASES);
     format!(
@@ -306,8 +291,7 @@ fn unknown_message(written: &str) -> String {
 
 /// The class words, each in backticks.
 pub(crate) fn class_list() -> String {
-    let names: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
-    suggest::one_of(&names, false)
+    suggest::one_of(&names::class_words(), false)
 }
 
 pub(crate) fn path_text(path: &Path) -> String {
@@ -332,20 +316,5 @@ mod tests {
         assert!(unknown_message("source").ends_with("did you mean `from`?"));
         assert!(unknown_message("permanent").ends_with("did you mean `definitive`?"));
         assert!(unknown_message("overloaded").ends_with("did you mean `unavailable`?"));
-    }
-
-    #[test]
-    fn only_rate_limited_and_unavailable_take_a_hint() {
-        let takes_hint = |name: &str| {
-            let &(name, variant) = CLASSES.iter().find(|(c, _)| *c == name).unwrap();
-            Word {
-                name,
-                variant,
-                span: Span::call_site(),
-            }
-            .takes_hint()
-        };
-        assert!(takes_hint("rate_limited") && takes_hint("unavailable"));
-        assert!(!takes_hint("server_error") && !takes_hint("definitive"));
     }
 }

@@ -84,7 +84,7 @@ fn arm(
         Decision::Class { word, hint } => {
             let variant = Ident::new(word.variant, word.span);
             let class = quote!(#private::Class::#variant);
-            match (word.takes_hint(), hint) {
+            match (word.takes_hint, hint) {
                 (false, _) => (quote!(#path { .. }), class),
                 (true, None) => (
                     quote!(#path { .. }),

@@ -11,20 +11,22 @@ mod valid;
 use proc_macro2::{Span, TokenStream};
 use syn::{DeriveInput, Error};
 
+use crate::errors::Errors;
+
 /// The derive's output for `input`: the impl, or the errors and a stand-in impl.
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let input = match syn::parse2::<DeriveInput>(input) {
         Ok(input) => input,
         Err(error) => return error.into_compile_error(),
     };
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let parsed = ast::Input::from_syn(&input, &mut errors);
     let krate = valid::krate(&parsed);
     let plan = valid::plan(&parsed, &mut errors);
-    match (plan, combine(errors)) {
-        (Some(plan), None) => expand::impl_classify(&input, &krate, &plan),
-        (_, Some(error)) => expand::fallback(&input, &krate, error),
-        (None, None) => expand::fallback(
+    match (plan, errors.finish()) {
+        (Some(plan), Ok(())) => expand::impl_classify(&input, &krate, &plan),
+        (_, Err(error)) => expand::fallback(&input, &krate, error),
+        (None, Ok(())) => expand::fallback(
             &input,
             &krate,
             Error::new(
@@ -33,12 +35,4 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
             ),
         ),
     }
-}
-
-/// Every error, in one `syn::Error` that renders each at its own span.
-fn combine(errors: Vec<Error>) -> Option<Error> {
-    errors.into_iter().reduce(|mut all, error| {
-        all.combine(error);
-        all
-    })
 }

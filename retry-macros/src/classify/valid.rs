@@ -4,6 +4,8 @@
 use proc_macro2::Span;
 use syn::{Error, Ident, Path};
 
+use crate::errors::Errors;
+
 use super::ast::{Case, Field, Input, Shape};
 use super::attr::{self, Entry, Word};
 
@@ -46,7 +48,7 @@ pub(crate) fn krate(input: &Input<'_>) -> Path {
 }
 
 /// The plan, or every rule broken (added to `errors`).
-pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Vec<Error>) -> Option<Plan<'a>> {
+pub(crate) fn plan<'a>(input: &'a Input<'a>, errors: &mut Errors) -> Option<Plan<'a>> {
     let before = errors.len();
     let type_level = type_entries(input, errors);
     // A mistake on the type (a misplaced class, an unreadable `default`) may be the decision
@@ -108,7 +110,7 @@ struct TypeLevel {
     decisions: Vec<Entry>,
 }
 
-fn type_entries(input: &Input<'_>, errors: &mut Vec<Error>) -> TypeLevel {
+fn type_entries(input: &Input<'_>, errors: &mut Errors) -> TypeLevel {
     let is_enum = matches!(input.shape, Shape::Enum(_));
     let mut level = TypeLevel::default();
     let mut seen_crate = None;
@@ -172,7 +174,7 @@ fn type_entries(input: &Input<'_>, errors: &mut Vec<Error>) -> TypeLevel {
 }
 
 /// A variant's decisions; entries that belong elsewhere are reported.
-fn case_entries<'e>(case: &'e Case<'_>, errors: &mut Vec<Error>) -> Vec<&'e Entry> {
+fn case_entries<'e>(case: &'e Case<'_>, errors: &mut Errors) -> Vec<&'e Entry> {
     let mut decisions = Vec::new();
     for entry in &case.entries {
         match entry {
@@ -200,7 +202,7 @@ fn case_entries<'e>(case: &'e Case<'_>, errors: &mut Vec<Error>) -> Vec<&'e Entr
 }
 
 /// With `with` on the type, any entry below it would never be read.
-fn no_entries_under_with(case: &Case<'_>, with: &Path, errors: &mut Vec<Error>) {
+fn no_entries_under_with(case: &Case<'_>, with: &Path, errors: &mut Errors) {
     errors.extend(case.unreadable.iter().cloned());
     let field_entries = case.fields.iter().flat_map(|field| &field.entries);
     for entry in case.entries.iter().chain(field_entries) {
@@ -224,7 +226,7 @@ fn decide<'a>(
     decisions: Vec<&Entry>,
     default: Option<Word>,
     quiet: bool,
-    errors: &mut Vec<Error>,
+    errors: &mut Errors,
 ) -> Option<Decision<'a>> {
     let ident = case.ident;
     let what = case.what();
@@ -311,13 +313,13 @@ fn with_hint<'a>(
     hint_field: Option<(&'a Field<'a>, Span)>,
     case: &Case<'_>,
     what: &str,
-    errors: &mut Vec<Error>,
+    errors: &mut Errors,
 ) -> Option<Decision<'a>> {
     let Some((field, key)) = hint_field else {
         return Some(decision);
     };
     let decided = match &decision {
-        Decision::Class { word, .. } if word.takes_hint() => {
+        Decision::Class { word, .. } if word.takes_hint => {
             return Some(Decision::Class {
                 word: *word,
                 hint: Some(field),
@@ -345,7 +347,7 @@ fn with_hint<'a>(
 fn field_markers<'a>(
     case: &'a Case<'a>,
     what: &str,
-    errors: &mut Vec<Error>,
+    errors: &mut Errors,
 ) -> (Option<(&'a Field<'a>, Span)>, Option<(&'a Field<'a>, Span)>) {
     let mut from: Option<(&'a Field<'a>, Span)> = None;
     let mut hint: Option<(&'a Field<'a>, Span)> = None;
@@ -414,7 +416,7 @@ fn undecided(case: &Case<'_>, what: &str) -> Error {
     )
 }
 
-fn once(seen: &mut Option<()>, key: &Ident, errors: &mut Vec<Error>) {
+fn once(seen: &mut Option<()>, key: &Ident, errors: &mut Errors) {
     if seen.replace(()).is_some() {
         errors.push(twice(key));
     }
