@@ -20,6 +20,9 @@ pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     if function::rustc_reports(&item) {
         return item;
     }
+    if let Ok(closure) = syn::parse2::<syn::ExprClosure>(item.clone()) {
+        return on_a_closure(&closure);
+    }
     let config = args::parse(args);
     let function = function::parse(item.clone());
     match (config, function) {
@@ -30,6 +33,19 @@ pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
             fallback::item_with_errors(item, error)
         }
     }
+}
+
+/// `#[retry]` on a closure: one message of ours, at the closure, and the closure kept as the
+/// expression's value, so nothing else cascades from it. (rustc also reports that attributes
+/// on expressions are unstable; a macro cannot silence that.)
+fn on_a_closure(closure: &syn::ExprClosure) -> TokenStream {
+    let error = syn::Error::new(
+        first_span(closure),
+        "`#[retry]` goes on an `async fn`, not a closure; for a closure, call \
+         `Retry::new(&POLICY).run(async |attempt| ...)`",
+    )
+    .to_compile_error();
+    quote!({ #error; #closure })
 }
 
 fn generate(config: &Config, function: RetryFn) -> TokenStream {
@@ -362,7 +378,7 @@ fn attempt_loop(
     // so a missing bound is reported inside it, once, and not again where the engine takes it.
     let classify = quote_spanned!(error_span=> |#error| #at_error::Classify::classify(#error));
     let display = quote_spanned!(error_span=>
-        |#error, #formatter| #at_error::core::fmt::Display::fmt(#error, #formatter)
+        |#error, #formatter| #at_error::Reportable::report(#error, #formatter)
     );
     let (start, take) = match &config.timeout {
         Some(At { span, .. }) => {

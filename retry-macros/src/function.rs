@@ -183,8 +183,11 @@ fn check(sig: &Signature, stmts: &TokenStream) -> syn::Result<Type> {
     } else if let Some(error) = output.as_ref().and_then(foreign_error) {
         errors.push(error);
     }
+    // A plain `fn` returning `impl Future<...>` is told to write `async fn`, once: its
+    // `impl` is the future an `async fn` would make, not a second mistake.
     if let Some(impl_token) = output
         .as_ref()
+        .filter(|_| sig.asyncness.is_some())
         .and_then(|ty| find_impl(ty.to_token_stream()))
     {
         // Each attempt's output is annotated with the return type, where `impl Trait` is

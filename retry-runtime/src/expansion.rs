@@ -38,6 +38,25 @@ where
     }
 }
 
+/// An error type `#[retry]` can report: every `Display` type. The expansion asks for it at the
+/// user's `E`, so a missing `Display` is reported there, saying why it is needed.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` reports each failure it retries or gives up on, so `{Self}` must implement `Display`",
+    label = "`{Self}` does not implement `std::fmt::Display`",
+    note = "with thiserror, `#[derive(thiserror::Error)]` and an `#[error(\"...\")]` on each variant; or `impl std::fmt::Display for {Self}`"
+)]
+pub trait Reportable {
+    /// Write the failure as `Display` does.
+    fn report(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result;
+}
+
+impl<E: ::core::fmt::Display + ?Sized> Reportable for E {
+    #[inline]
+    fn report(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        ::core::fmt::Display::fmt(self, f)
+    }
+}
+
 /// Decide on a failed attempt: the wait before the next attempt, or the error unchanged once
 /// the ladder stops. The wait lives in a box, made only when a call waits, and the annotated
 /// function's future holds only its pointer across the `.await`, so it stays a few words

@@ -146,6 +146,9 @@ pub use turn::scope::{Canceller, Turn, TurnReport};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;
+// Named by rustc's message about an error type without `Display`, likewise.
+#[doc(hidden)]
+pub use expansion::Reportable;
 pub use verdict::{GaveUp, StopReason};
 
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
