@@ -25,8 +25,9 @@ use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
 use crate::timeout::{Timed, TimedOut, TimeoutBound};
-use crate::turn::scope::{self as turn, Flight, Op, OpName, SleepOrCancel};
+use crate::turn::scope::{self as turn, Flight, Op, OpName};
 use crate::verdict::{GaveUp, StopReason};
+use crate::wait::{Wait, Waited};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
 /// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
@@ -943,11 +944,7 @@ impl<R: Source> Run<R> {
             }
         };
         self.flags |= WAITING;
-        let sleep = turn::sleep_or_cancel(self.source.clock().sleep(wait), in_turn);
-        Ok(Wait(Box::pin(Waiting {
-            error: Some(error),
-            sleep,
-        })))
+        Ok(Wait::new(error, self.source.clock().sleep(wait), in_turn))
     }
 
     /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
@@ -967,7 +964,7 @@ impl<R: Source> Run<R> {
         };
         let waited_for = self.source.clock().now().saturating_duration_since(since);
         self.add_waited(waited_for);
-        if waited.cancelled {
+        if waited.cancelled() {
             self.refund();
             turn::record_cut_wait(turn::CutWait {
                 op: self.source.op_name(),
@@ -975,7 +972,7 @@ impl<R: Source> Run<R> {
                 waited: waited_for,
                 wanted,
             });
-            return Err(self.give_up(waited.error, class, StopReason::Cancelled));
+            return Err(self.give_up(waited.into_error(), class, StopReason::Cancelled));
         }
         if self.flags & RESTARTING != 0 {
             turn::record_restart();
@@ -1230,51 +1227,6 @@ impl<R: Source> Run<R> {
             },
             now,
         );
-    }
-}
-
-/// The wait before the next attempt, in its box: what a waiting call holds, one pointer. It
-/// owns the failure that caused it and the sleep, which a cancel of the turn ends early; it
-/// resolves to a [`Waited`] for [`Run::waited`]. Dropped before it is over, the run it came
-/// from gives the quota back the retry's cost. Not public API.
-#[doc(hidden)]
-pub struct Wait<S, E>(Pin<Box<Waiting<S, E>>>);
-
-impl<S, E> fmt::Debug for Wait<S, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Wait").finish_non_exhaustive()
-    }
-}
-
-/// A wait that is over: the failure it followed, and whether a cancel of the turn cut it
-/// short. Not public API.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Waited<E> {
-    error: E,
-    cancelled: bool,
-}
-
-pin_project_lite::pin_project! {
-    struct Waiting<S, E> {
-        // `None` once the wait is over.
-        error: Option<E>,
-        #[pin]
-        sleep: SleepOrCancel<S>,
-    }
-}
-
-impl<S: Future<Output = ()>, E> Future for Wait<S, E> {
-    type Output = Waited<E>;
-
-    #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.0.as_mut().project();
-        let cancelled = std::task::ready!(this.sleep.poll(cx));
-        match this.error.take() {
-            Some(error) => Poll::Ready(Waited { error, cancelled }),
-            None => panic!("a retry's wait polled after it was over"),
-        }
     }
 }
 

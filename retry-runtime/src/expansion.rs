@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Run, Source, Wait, Waited};
+use crate::engine::{Run, Source};
 use crate::policy::{Policy, PolicyError};
+use crate::wait::{Wait, Waited};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing

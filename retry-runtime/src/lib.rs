@@ -99,6 +99,7 @@ mod timeout;
 pub mod tower;
 pub mod turn;
 mod verdict;
+mod wait;
 
 /// The attribute: `#[retry(...)]` on an `async fn` returning `Result<T, E>`, where `E`
 /// implements [`Classify`], retries each call under a [`Policy`] on this crate's engine.

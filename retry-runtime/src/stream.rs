@@ -20,7 +20,7 @@ use tokio::time::{Instant, Sleep};
 
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Retry, Run, Source, TimedRetry, Wait};
+use crate::engine::{Retry, Run, Source, TimedRetry};
 use crate::nesting;
 use crate::policy::Policy;
 use crate::quota::Quota;
@@ -28,6 +28,7 @@ use crate::timeout::{TimedOut, TimeoutBound};
 use crate::turn::scope as turn;
 use crate::turn::scope::OpName;
 use crate::verdict::GaveUp;
+use crate::wait::Wait;
 
 /// How many items a stream holds before its commit point, by default, before it commits
 /// anyway: a preamble that never ends is not held without bound.

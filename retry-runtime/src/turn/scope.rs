@@ -892,38 +892,10 @@ fn add_call(report: &mut TurnReport, call: &Call) {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A wait that ends early, resolving to true, if the turn (or one around it) is
-    /// cancelled. Not boxed: it lives in the failure path's one allocation, the sleep in
-    /// place. Inside a turn, listening to the chain's cancels is boxed apart, so a call
-    /// outside any turn does not carry its room.
-    pub struct SleepOrCancel<S> {
-        #[pin]
-        sleep: S,
-        cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    }
-}
-
-impl<S: Future<Output = ()>> Future for SleepOrCancel<S> {
-    type Output = bool;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
-        let this = self.project();
-        if let Some(cancelled) = this.cancelled
-            && cancelled.as_mut().poll(cx).is_ready()
-        {
-            return Poll::Ready(true);
-        }
-        this.sleep.poll(cx).map(|()| false)
-    }
-}
-
-/// `sleep`, ended early by a cancel of the enclosing turns, if the call runs in one.
-pub(crate) fn sleep_or_cancel<S: Future<Output = ()>>(sleep: S, in_turn: bool) -> SleepOrCancel<S> {
-    let cancelled = in_turn
-        .then(|| with_scope(|scope| listen(scope.chain().map(|turn| Arc::clone(&turn.cancel)))))
-        .flatten();
-    SleepOrCancel { sleep, cancelled }
+/// A future that resolves once the enclosing turn, or one around it, is cancelled; `None`
+/// outside any turn. A wait listens to it ([`crate::wait`]).
+pub(crate) fn cancel_listener() -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
+    with_scope(|scope| listen(scope.chain().map(|turn| Arc::clone(&turn.cancel))))
 }
 
 /// One future that resolves once any of `cancels` is cancelled. A call in a single turn, the
