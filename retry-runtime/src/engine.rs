@@ -9,12 +9,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::attempt::{Attempt, Attempted, Timed};
 use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::{Clock, TokioClock};
@@ -24,7 +23,7 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
-use crate::timeout::{Timed, TimedOut, TimeoutBound};
+use crate::timeout::{TimedOut, TimeoutBound};
 use crate::turn::scope::{self as turn, Flight, Op, OpName};
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Wait, Waited};
@@ -776,10 +775,7 @@ impl<R: Source> Run<R> {
     #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
         self.begin_attempt();
-        Attempt {
-            frame: nesting::Frame::default(),
-            future,
-        }
+        Attempt::new(future)
     }
 
     /// Count one more attempt, from now.
@@ -888,8 +884,9 @@ impl<R: Source> Run<R> {
     /// one gave up, and (for the turn's report) whether one ran and how long they waited.
     #[inline]
     pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
-        self.note_frame(attempted.frame);
-        attempted.output
+        let (output, frame) = attempted.into_parts();
+        self.note_frame(frame);
+        output
     }
 
     /// What the retried calls nested in the attempt did.
@@ -1227,37 +1224,5 @@ impl<R: Source> Run<R> {
             },
             now,
         );
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// One attempt's future, marked as running inside a retried call. Not public API.
-    #[doc(hidden)]
-    pub struct Attempt<F> {
-        frame: nesting::Frame,
-        #[pin]
-        future: F,
-    }
-}
-
-/// One attempt's output, and what the retried calls nested in it did. Not public API.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Attempted<T> {
-    output: T,
-    frame: nesting::Frame,
-}
-
-impl<F: Future> Future for Attempt<F> {
-    type Output = Attempted<F::Output>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let frame = this.frame;
-        nesting::enter(frame, || this.future.poll(cx)).map(|output| Attempted {
-            output,
-            frame: *frame,
-        })
     }
 }

@@ -72,6 +72,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attempt;
 mod budget;
 mod class;
 mod clock;
@@ -155,9 +156,10 @@ pub use verdict::{GaveUp, StopReason};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::attempt::{Attempt, Attempted};
     pub use crate::budget::Budget;
     pub use crate::class::{Class, Classify, RetryAfter};
-    pub use crate::engine::{Attempt, Attempted, Retry, Run, Source, TimedRetry};
+    pub use crate::engine::{Retry, Run, Source, TimedRetry};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

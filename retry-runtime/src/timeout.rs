@@ -1,5 +1,5 @@
 //! The attempt timeout: [`TimedOut`], the error an attempt ends with when its time runs out,
-//! and the timer that ends it.
+//! and which bound ended it. The timer itself is the attempt's (`attempt.rs`).
 //!
 //! An attempt runs for at most the sooner of the call's `timeout`, what is left of the
 //! enclosing [`Turn`](crate::Turn) and what is left of a literal budget. The timer runs on
@@ -8,12 +8,7 @@
 
 use std::error::Error;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
-
-use tokio::time::{Instant, Sleep};
 
 use crate::class::{Class, Classify};
 
@@ -126,56 +121,6 @@ pub trait HoldsTimedOut {
 impl<E: From<TimedOut>> HoldsTimedOut for E {
     fn hold(timed_out: TimedOut) -> Self {
         E::from(timed_out)
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// An attempt's future under its timer: dropped as soon as the timer fires. Not public
-    /// API.
-    #[doc(hidden)]
-    pub struct Timed<F> {
-        #[pin]
-        future: Option<F>,
-        #[pin]
-        timer: Sleep,
-        bound: TimeoutBound,
-        started: Instant,
-    }
-}
-
-impl<F> Timed<F> {
-    /// `future`, dropped at `end` (on tokio's time), with `bound` named as the cause.
-    pub(crate) fn new(future: F, end: Instant, bound: TimeoutBound) -> Timed<F> {
-        Timed {
-            future: Some(future),
-            timer: tokio::time::sleep_until(end),
-            bound,
-            started: Instant::now(),
-        }
-    }
-}
-
-impl<F: Future> Future for Timed<F> {
-    type Output = Result<F::Output, TimedOut>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        if let Some(future) = this.future.as_mut().as_pin_mut()
-            && let Poll::Ready(output) = future.poll(cx)
-        {
-            return Poll::Ready(Ok(output));
-        }
-        // Polled outside tokio's cooperative budget, as tokio's own `timeout` polls its delay
-        // once the attempt has used the budget up: an attempt that is always ready (a channel
-        // that never empties) must not keep its timer from firing.
-        let timer = std::pin::pin!(tokio::task::coop::unconstrained(this.timer.as_mut()));
-        if timer.poll(cx).is_ready() {
-            // Drop the attempt now, before the ladder decides and waits: its connection
-            // closes at once.
-            this.future.set(None);
-            return Poll::Ready(Err(TimedOut::new(*this.bound, this.started.elapsed())));
-        }
-        Poll::Pending
     }
 }
 
