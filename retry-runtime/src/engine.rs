@@ -754,7 +754,7 @@ impl<R: Source> Run<R> {
         match &self.since {
             Since::Unread => None,
             Since::Started(started) => Some(*started),
-            Since::InTurn(flight) => Some(flight.started),
+            Since::InTurn(flight) => Some(flight.started()),
         }
     }
 
@@ -788,7 +788,7 @@ impl<R: Source> Run<R> {
         // restart is over once its attempt begins.
         self.flags &= !(INNER_GAVE_UP | RESTARTING);
         if let Since::InTurn(flight) = &mut self.since {
-            flight.attempt_started = self.source.clock().now();
+            flight.attempt_started(self.source.clock().now());
         }
     }
 
@@ -898,7 +898,7 @@ impl<R: Source> Run<R> {
         if let Since::InTurn(flight) = &mut self.since
             && frame.inner_ran()
         {
-            flight.hollow_attempts = flight.hollow_attempts.saturating_add(1);
+            flight.inner_ran();
         }
     }
 
@@ -928,7 +928,7 @@ impl<R: Source> Run<R> {
             // A turn reports the time actually spent, timer granularity included, and a wait
             // cut short; what it needs for that is in the flight's box, not in the wait's.
             Since::InTurn(flight) => {
-                flight.waiting = Some((self.source.clock().now(), wait, class));
+                flight.wait_started(self.source.clock().now(), wait, class);
                 true
             }
             // Elsewhere, a literal budget included, the wait counts as chosen and nothing reads
@@ -956,7 +956,7 @@ impl<R: Source> Run<R> {
             // Only a turn cancels a wait.
             return Ok(());
         };
-        let Some((since, wanted, class)) = flight.waiting.take() else {
+        let Some((since, wanted, class)) = flight.wait_over() else {
             return Ok(());
         };
         let waited_for = self.source.clock().now().saturating_duration_since(since);
@@ -1137,7 +1137,7 @@ impl<R: Source> Run<R> {
     pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
         if let Some(started) = self.started() {
             let elapsed = self.source.clock().now().saturating_duration_since(started);
-            let hollow = self.flight().map_or(0, |f| f.hollow_attempts);
+            let hollow = self.flight().map_or(0, Flight::hollow_attempts);
             // A call nested in another's attempt: that attempt's time is the outer call's to
             // report; its waits, which the outer call's time includes, are taken off it.
             let nested = nesting::is_nested();
@@ -1158,7 +1158,7 @@ impl<R: Source> Run<R> {
         }
         // Finished: no longer in flight.
         if let Since::InTurn(flight) = &self.since {
-            self.since = Since::Started(flight.started);
+            self.since = Since::Started(flight.started());
         }
     }
 
@@ -1205,23 +1205,10 @@ impl<R: Source> Run<R> {
             return;
         };
         let now = self.source.clock().now();
-        let waiting = flight
-            .waiting
-            .map_or(Duration::ZERO, |(since, _, _)| {
-                now.saturating_duration_since(since)
-            })
-            .saturating_add(self.total_waited());
-        let elapsed = now.saturating_duration_since(flight.started);
-        flight.dropped(
-            turn::Call {
-                op: self.source.op_name(),
-                attempts: self.attempts(),
-                counted_attempts: self.attempts().saturating_sub(flight.hollow_attempts),
-                waiting,
-                working: elapsed.saturating_sub(waiting),
-                nested: false,
-                gave_up: None,
-            },
+        flight.dropped_at(
+            self.source.op_name(),
+            self.attempts(),
+            self.total_waited(),
             now,
         );
     }

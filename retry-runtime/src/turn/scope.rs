@@ -761,13 +761,13 @@ pub fn remaining() -> Option<Duration> {
 pub(crate) struct Flight {
     scope: Arc<Scope>,
     /// When the call started.
-    pub(crate) started: Instant,
+    started: Instant,
     /// When the current attempt started.
-    pub(crate) attempt_started: Instant,
-    /// The wait in progress: since when, and how long it was to be.
-    pub(crate) waiting: Option<(Instant, Duration, Class)>,
+    attempt_started: Instant,
+    /// The wait in progress: since when, how long it was to be, and after what failure.
+    waiting: Option<(Instant, Duration, Class)>,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
-    pub(crate) hollow_attempts: u32,
+    hollow_attempts: u32,
 }
 
 /// A call's flight, if it runs inside a turn; `now` is read only then.
@@ -786,8 +786,60 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
 }
 
 impl Flight {
+    /// When the call started.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// An attempt started at `now`.
+    pub(crate) fn attempt_started(&mut self, now: Instant) {
+        self.attempt_started = now;
+    }
+
+    /// A retried call nested in the current attempt ran: it counts that attempt.
+    pub(crate) fn inner_ran(&mut self) {
+        self.hollow_attempts = self.hollow_attempts.saturating_add(1);
+    }
+
+    /// The attempts this call's own count leaves to the calls nested in it.
+    pub(crate) fn hollow_attempts(&self) -> u32 {
+        self.hollow_attempts
+    }
+
+    /// A wait of `wanted` after a `class` failure started at `now`.
+    pub(crate) fn wait_started(&mut self, now: Instant, wanted: Duration, class: Class) {
+        self.waiting = Some((now, wanted, class));
+    }
+
+    /// The wait in progress is over: since when, how long it was to be, after what failure.
+    pub(crate) fn wait_over(&mut self) -> Option<(Instant, Duration, Class)> {
+        self.waiting.take()
+    }
+
+    /// The call `op` was dropped at `now`, after `attempts` attempts and `waited` of finished
+    /// waits: report what it did so far, and the attempt or the wait it was in.
+    pub(crate) fn dropped_at(&self, op: Op, attempts: u32, waited: Duration, now: Instant) {
+        let waiting = self
+            .waiting
+            .map_or(Duration::ZERO, |(since, _, _)| {
+                now.saturating_duration_since(since)
+            })
+            .saturating_add(waited);
+        let elapsed = now.saturating_duration_since(self.started);
+        let call = Call {
+            op,
+            attempts,
+            counted_attempts: attempts.saturating_sub(self.hollow_attempts),
+            waiting,
+            working: elapsed.saturating_sub(waiting),
+            nested: false,
+            gave_up: None,
+        };
+        self.dropped(call, now);
+    }
+
     /// Report the call as dropped at `now`: its counts so far, and what it was doing.
-    pub(crate) fn dropped(&self, call: Call, now: Instant) {
+    fn dropped(&self, call: Call, now: Instant) {
         let stage = match self.waiting {
             Some((since, wanted, _)) => Stage::Waiting(CutWait {
                 op: call.op.clone(),
