@@ -425,26 +425,9 @@ impl<R: Source, O, Fut, S: TryStream, E, P, H> RetryStream<R, O, Fut, S, E, P, H
         Q: FnMut(&S::Ok) -> bool,
         E: From<EndedEarly>,
     {
-        RetryStream {
-            ledger: self.ledger,
-            open: self.open,
-            opening: self.opening,
-            stream: self.stream,
-            timer: self.timer,
-            wait: self.wait,
-            held: self.held,
-            held_bytes: self.held_bytes,
-            frame: self.frame,
-            phase: self.phase,
-            commit: is_content,
-            limits: Limits {
-                ended_early: Some(E::from),
-                ..self.limits
-            },
-            restart: self.restart,
-            restarting: self.restarting,
-            settled: self.settled,
-        }
+        let mut stream = self.with_rules(|_| is_content, |restart| restart);
+        stream.limits.ended_early = Some(E::from);
+        stream
     }
 
     /// Retry even after the commit point, under the same policy: `hook` runs once before the
@@ -474,6 +457,16 @@ impl<R: Source, O, Fut, S: TryStream, E, P, H> RetryStream<R, O, Fut, S, E, P, H
     /// # }
     /// ```
     pub fn restart_after_commit<G: FnMut()>(self, hook: G) -> RetryStream<R, O, Fut, S, E, P, G> {
+        self.with_rules(|commit| commit, |_| Some(hook))
+    }
+
+    /// This stream with its commit rule and its restart hook made anew from the old ones:
+    /// what the two builders that change their types share.
+    fn with_rules<Q, G>(
+        self,
+        commit: impl FnOnce(P) -> Q,
+        restart: impl FnOnce(Option<H>) -> Option<G>,
+    ) -> RetryStream<R, O, Fut, S, E, Q, G> {
         RetryStream {
             ledger: self.ledger,
             open: self.open,
@@ -485,9 +478,9 @@ impl<R: Source, O, Fut, S: TryStream, E, P, H> RetryStream<R, O, Fut, S, E, P, H
             held_bytes: self.held_bytes,
             frame: self.frame,
             phase: self.phase,
-            commit: self.commit,
+            commit: commit(self.commit),
             limits: self.limits,
-            restart: Some(hook),
+            restart: restart(self.restart),
             restarting: self.restarting,
             settled: self.settled,
         }
