@@ -1,14 +1,91 @@
 //! The wait between attempts: a [`Wait`] owns the failure that caused it and the sleep, which
 //! a cancel of the enclosing turn ends early, and resolves to a [`Waited`] that the run
-//! accounts for. It owns the sleep and its cancel; it must not decide how long to wait
-//! (`ladder`) or account for the wait (the engine's run does, its quota refund included).
+//! accounts for, and the quota's side of it ([`Paid`]): the retry it paid for, given back if
+//! the wait never ends. It owns the sleep, its cancel and that refund; it must not decide how
+//! long to wait (`ladder`) or account for the time waited (the engine's run does).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::class::Class;
+use crate::quota::Quota;
 use crate::turn::scope as turn;
+
+/// The quota's side of a call's waits, one byte of its run: whether the retry the quota paid
+/// for is still to be made (its wait is in progress), and whether the last paid retry followed
+/// a timeout, which costs more. A wait cut short, or a call dropped in one, gives the cost
+/// back; a success after retries settles on the last one's, as AWS's standard mode does.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Paid(u8);
+
+/// A retry is paid for and not yet made.
+const WAITING: u8 = 1;
+/// The last paid retry followed a timeout.
+const AFTER_TIMEOUT: u8 = 1 << 1;
+
+impl Paid {
+    /// Nothing paid yet.
+    pub(crate) const NONE: Paid = Paid(0);
+
+    /// Pay for a retry after a `class` failure; `false` if the quota refuses it. Without a
+    /// quota every retry is free.
+    #[inline]
+    pub(crate) fn withdraw(&mut self, quota: Option<&Quota>, class: Class) -> bool {
+        let Some(quota) = quota else {
+            return true;
+        };
+        if !quota.withdraw(class) {
+            return false;
+        }
+        self.0 = WAITING
+            | if class == Class::Timeout {
+                AFTER_TIMEOUT
+            } else {
+                0
+            };
+        true
+    }
+
+    /// The wait is over: its retry is being made.
+    #[inline]
+    pub(crate) fn wait_over(&mut self) {
+        self.0 &= !WAITING;
+    }
+
+    /// The retry paid for will never be made (its wait was cut short, or the call was dropped
+    /// in it): give its cost back.
+    #[inline]
+    pub(crate) fn refund(&mut self, quota: Option<&Quota>) {
+        if self.0 & WAITING != 0 {
+            self.0 &= !WAITING;
+            if let Some(quota) = quota {
+                quota.refund(self.paid_class());
+            }
+        }
+    }
+
+    /// A success after `attempts`: a first try adds the refill, a success after retries gives
+    /// back its last retry's cost.
+    #[inline]
+    pub(crate) fn settle(self, quota: &Quota, attempts: u32) {
+        if attempts > 1 {
+            quota.succeeded_after(self.paid_class());
+        } else {
+            quota.deposit();
+        }
+    }
+
+    /// The class the last retry was paid at: a timeout's price, or any other failure's.
+    fn paid_class(self) -> Class {
+        if self.0 & AFTER_TIMEOUT != 0 {
+            Class::Timeout
+        } else {
+            Class::Transport
+        }
+    }
+}
 
 /// The wait before the next attempt, in its box: what a waiting call holds, one pointer. It
 /// owns the failure that caused it and the sleep, which a cancel of the turn ends early; it

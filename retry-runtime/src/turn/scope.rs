@@ -39,7 +39,7 @@ thread_local! {
 /// drops the work, when the count is not raised, so the public lookups, which a destructor
 /// may call, read the task-local itself.
 #[inline]
-fn with_scope<R>(read: impl FnOnce(&Arc<Scope>) -> R) -> Option<R> {
+pub(super) fn with_scope<R>(read: impl FnOnce(&Arc<Scope>) -> R) -> Option<R> {
     if POLLING_TURNS.get() == 0 {
         return None;
     }
@@ -81,13 +81,13 @@ impl<F: Future> Future for Counted<F> {
 
 /// One running turn. Shared (`Arc`) so a nested turn can reach the one around it and a
 /// spawned task can carry it ([`TurnHandle`]).
-struct Scope {
+pub(super) struct Scope {
     /// Already the sooner of this turn's own deadline and the enclosing turn's; `None` when a
     /// budget is too large to be an instant (no deadline at all).
     deadline: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
-    report: Mutex<TurnReport>,
+    pub(super) report: Mutex<TurnReport>,
     parent: Option<Arc<Scope>>,
 }
 
@@ -104,7 +104,7 @@ impl Scope {
     }
 
     /// This turn and every turn around it, innermost first.
-    fn chain(self: &Arc<Self>) -> impl Iterator<Item = &Scope> {
+    pub(super) fn chain(self: &Arc<Self>) -> impl Iterator<Item = &Scope> {
         std::iter::successors(Some(&**self), |scope| scope.parent.as_deref())
     }
 }
@@ -411,7 +411,7 @@ pub fn current() -> Option<TurnHandle> {
     .ok()
 }
 
-fn lock(report: &Mutex<TurnReport>) -> std::sync::MutexGuard<'_, TurnReport> {
+pub(super) fn lock(report: &Mutex<TurnReport>) -> std::sync::MutexGuard<'_, TurnReport> {
     report.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -443,21 +443,21 @@ impl Canceller {
 /// What the retries inside a turn cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TurnReport {
-    calls: u32,
-    attempts: u32,
+    pub(super) calls: u32,
+    pub(super) attempts: u32,
     retries: [u32; Class::ALL.len()],
-    waiting: Duration,
+    pub(super) waiting: Duration,
     /// Streams that reached their commit point, and those restarted after it.
     commits: u32,
     restarts: u32,
     /// The working time of the calls not nested in another's attempt, each their whole
     /// elapsed time less their own waits...
-    working: Duration,
+    pub(super) working: Duration,
     /// ...and the waits of the nested ones, which that elapsed time includes.
-    nested_waiting: Duration,
-    gave_up: Vec<GaveUpRecord>,
-    in_flight: Vec<InFlight>,
-    cut_waits: Vec<CutWait>,
+    pub(super) nested_waiting: Duration,
+    pub(super) gave_up: Vec<GaveUpRecord>,
+    pub(super) in_flight: Vec<InFlight>,
+    pub(super) cut_waits: Vec<CutWait>,
 }
 
 /// An operation's name as a turn's report keeps it: a literal, or a shared name made at run
@@ -708,21 +708,6 @@ impl fmt::Display for TurnReport {
     }
 }
 
-/// A finished call, as the engine reports it to the turn.
-pub(crate) struct Call {
-    pub(crate) op: Op,
-    /// The attempts this call's ladder made.
-    pub(crate) attempts: u32,
-    /// Those that count in the turn's total: not the attempts in which a retried call nested
-    /// in this one made the attempts, so each attempt counts once, at the innermost ladder.
-    pub(crate) counted_attempts: u32,
-    pub(crate) waiting: Duration,
-    pub(crate) working: Duration,
-    /// Whether the call ran inside another's attempt, whose time includes its waits.
-    pub(crate) nested: bool,
-    pub(crate) gave_up: Option<StopReason>,
-}
-
 /// The sooner of two deadlines, where `None` is no deadline at all.
 pub(crate) fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
@@ -753,120 +738,6 @@ pub(crate) fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> 
 pub fn remaining() -> Option<Duration> {
     let deadline = TURN.try_with(|scope| scope.deadline).ok().flatten()?;
     Some(deadline.saturating_duration_since(TokioClock.now()))
-}
-
-/// A call in flight inside a turn: kept by the engine's `Run` from its first attempt until it
-/// finishes. If the call is dropped before then, it reports itself to the turn: the attempt
-/// it was in, or the wait it was in.
-pub(crate) struct Flight {
-    scope: Arc<Scope>,
-    /// When the call started.
-    started: Instant,
-    /// When the current attempt started.
-    attempt_started: Instant,
-    /// The wait in progress: since when, how long it was to be, and after what failure.
-    waiting: Option<(Instant, Duration, Class)>,
-    /// The attempts in which a retried call nested in this one ran: that call counts them.
-    hollow_attempts: u32,
-}
-
-/// A call's flight, if it runs inside a turn; `now` is read only then.
-#[inline]
-pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
-    with_scope(|scope| {
-        let started = now();
-        Box::new(Flight {
-            scope: Arc::clone(scope),
-            started,
-            attempt_started: started,
-            waiting: None,
-            hollow_attempts: 0,
-        })
-    })
-}
-
-impl Flight {
-    /// When the call started.
-    pub(crate) fn started(&self) -> Instant {
-        self.started
-    }
-
-    /// An attempt started at `now`.
-    pub(crate) fn attempt_started(&mut self, now: Instant) {
-        self.attempt_started = now;
-    }
-
-    /// A retried call nested in the current attempt ran: it counts that attempt.
-    pub(crate) fn inner_ran(&mut self) {
-        self.hollow_attempts = self.hollow_attempts.saturating_add(1);
-    }
-
-    /// The attempts this call's own count leaves to the calls nested in it.
-    pub(crate) fn hollow_attempts(&self) -> u32 {
-        self.hollow_attempts
-    }
-
-    /// A wait of `wanted` after a `class` failure started at `now`.
-    pub(crate) fn wait_started(&mut self, now: Instant, wanted: Duration, class: Class) {
-        self.waiting = Some((now, wanted, class));
-    }
-
-    /// The wait in progress is over: since when, how long it was to be, after what failure.
-    pub(crate) fn wait_over(&mut self) -> Option<(Instant, Duration, Class)> {
-        self.waiting.take()
-    }
-
-    /// The call `op` was dropped at `now`, after `attempts` attempts and `waited` of finished
-    /// waits: report what it did so far, and the attempt or the wait it was in.
-    pub(crate) fn dropped_at(&self, op: Op, attempts: u32, waited: Duration, now: Instant) {
-        let waiting = self
-            .waiting
-            .map_or(Duration::ZERO, |(since, _, _)| {
-                now.saturating_duration_since(since)
-            })
-            .saturating_add(waited);
-        let elapsed = now.saturating_duration_since(self.started);
-        let call = Call {
-            op,
-            attempts,
-            counted_attempts: attempts.saturating_sub(self.hollow_attempts),
-            waiting,
-            working: elapsed.saturating_sub(waiting),
-            nested: false,
-            gave_up: None,
-        };
-        self.dropped(call, now);
-    }
-
-    /// Report the call as dropped at `now`: its counts so far, and what it was doing.
-    fn dropped(&self, call: Call, now: Instant) {
-        let stage = match self.waiting {
-            Some((since, wanted, _)) => Stage::Waiting(CutWait {
-                op: call.op.clone(),
-                after_attempt: call.attempts,
-                waited: now.saturating_duration_since(since),
-                wanted,
-            }),
-            None => Stage::Working(InFlight {
-                op: call.op.clone(),
-                attempt: call.attempts,
-                running: now.saturating_duration_since(self.attempt_started),
-            }),
-        };
-        for turn in self.scope.chain() {
-            let mut report = lock(&turn.report);
-            add_call(&mut report, &call);
-            match &stage {
-                Stage::Waiting(wait) => report.cut_waits.push(wait.clone()),
-                Stage::Working(call) => report.in_flight.push(call.clone()),
-            }
-        }
-    }
-}
-
-enum Stage {
-    Working(InFlight),
-    Waiting(CutWait),
 }
 
 pub(crate) fn deadline() -> Option<Instant> {
@@ -919,29 +790,8 @@ pub(crate) fn record_commit() {
     record(|report| report.commits = report.commits.saturating_add(1));
 }
 
-pub(crate) fn record_call(call: Call) {
-    record(|report| add_call(report, &call));
-}
-
 pub(crate) fn record_cut_wait(wait: CutWait) {
     record(|report| report.cut_waits.push(wait.clone()));
-}
-
-fn add_call(report: &mut TurnReport, call: &Call) {
-    report.calls = report.calls.saturating_add(1);
-    report.attempts = report.attempts.saturating_add(call.counted_attempts);
-    report.waiting = report.waiting.saturating_add(call.waiting);
-    report.working = report.working.saturating_add(call.working);
-    if call.nested {
-        report.nested_waiting = report.nested_waiting.saturating_add(call.waiting);
-    }
-    if let Some(reason) = call.gave_up {
-        report.gave_up.push(GaveUpRecord {
-            op: call.op.clone(),
-            reason,
-            attempts: call.attempts,
-        });
-    }
 }
 
 /// A future that resolves once the enclosing turn, or one around it, is cancelled; `None`

@@ -1,0 +1,605 @@
+//! The engine: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
+//! ladder or the budget runs out. `#[retry]` expands to the same engine.
+//!
+//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, and a call's run in `run.rs`:
+//! its counters, the attempt protocol, and what it tells (the notices, the quota's withdrawal,
+//! the turn's flight). It must not decide: whether and how long to wait is
+//! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure. It keeps no turn
+//! state of its own (the flight the turn hands it does), and no wait's (`wait.rs` holds the
+//! sleep, its cancel and the quota's refund).
+
+mod run;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use crate::budget::Budget;
+use crate::class::Classify;
+use crate::clock::{Clock, TokioClock};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::timeout::TimedOut;
+use crate::turn::scope::{Op, OpName};
+use crate::verdict::GaveUp;
+
+pub use run::{Run, Source};
+
+/// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
+/// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
+/// bounds and in how an attempt starts.
+macro_rules! ladder {
+    ($run:ident, $output:expr) => {
+        async move {
+            loop {
+                let error = match $output {
+                    Ok(value) => {
+                        $run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
+                };
+                // Only the wait's pointer lives across the `.await`.
+                let wait = $run.failed(error)?;
+                $run.waited(wait.await)?;
+            }
+        }
+    };
+}
+
+/// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
+/// clock. Build it in `const` context and reuse it; [`run`](Self::run) drives the loop.
+///
+/// ```
+/// use retry_runtime::{testing, Policy, Retry};
+/// use std::io::{Error, ErrorKind};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// static FETCH: Retry = Retry::new(&Policy::AVAILABILITY).named("fetch");
+///
+/// let (result, recorded) = testing::scope(FETCH.run(async |attempt| {
+///     if attempt < 3 { Err(Error::from(ErrorKind::ConnectionRefused)) } else { Ok("body") }
+/// }))
+/// .await;
+/// assert_eq!(result.unwrap(), "body");
+/// assert_eq!(recorded.waits().len(), 2);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Retry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+    policy: P,
+    op: N,
+    budget: Budget,
+    quota: Option<Q>,
+    clock: C,
+}
+
+impl<P: AsRef<Policy>> Retry<TokioClock, P> {
+    /// Retry under `policy`, on tokio's clock, within the enclosing turn.
+    ///
+    /// The policy is borrowed (`&policy`, for any lifetime: the `Retry` borrows it) or shared
+    /// (`Arc<Policy>`: it moves into `tokio::spawn`). A borrowed one keeps a `Retry` `Copy`
+    /// and small (six words), so a call's future moves cheaply; a built-in policy or a `static`
+    /// of your own makes a `Retry` that is itself a `static`.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// static PATIENT: Policy = Policy::OUTAGE.with_attempts(6);
+    /// static FETCH: Retry = Retry::new(&PATIENT);
+    /// // From configuration, at run time: borrowed in a local scope, or shared.
+    /// let attempts = std::env::var("FETCH_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(2);
+    /// let configured = Policy::AVAILABILITY.with_attempts(attempts);
+    /// assert_eq!(Retry::new(&configured).policy().attempts(), 2);
+    /// let shared = Retry::new(Arc::new(configured));
+    /// assert_eq!(shared.policy().attempts(), 2);
+    /// # let _ = FETCH;
+    /// ```
+    pub const fn new(policy: P) -> Self {
+        Retry {
+            policy,
+            op: "retry",
+            budget: Budget::Turn,
+            quota: None,
+            clock: TokioClock,
+        }
+    }
+}
+
+impl<C, P, Q> Retry<C, P, &'static str, Q> {
+    /// Name the operation in notices and reports (`#[retry]` uses the function's path): a
+    /// literal, at no cost per call, in `const` context too. For a name made at run time, see
+    /// [`named_owned`](Self::named_owned).
+    pub const fn named(mut self, op: &'static str) -> Self {
+        self.op = op;
+        self
+    }
+
+    /// Name the operation with a name made at run time: a `String`, or an `Arc<str>`, which
+    /// costs a reference-count increment per clone of the `Retry`. Notices and reports give it
+    /// as a `&str`.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::sync::Arc;
+    ///
+    /// let tenant = "acme";
+    /// let named = Retry::new(&Policy::AVAILABILITY).named_owned(Arc::<str>::from(format!("model:{tenant}")));
+    /// assert_eq!(named.op(), "model:acme");
+    /// ```
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> Retry<C, P, M, Q> {
+        let Retry {
+            policy,
+            budget,
+            quota,
+            clock,
+            ..
+        } = self;
+        Retry {
+            policy,
+            op,
+            budget,
+            quota,
+            clock,
+        }
+    }
+}
+
+impl<C, P, N> Retry<C, P, N> {
+    /// Draw retries from a cross-call [`Quota`], a `static` one.
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`] shared through an `Arc`: one per dependency,
+    /// made at run time.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Quota, Retry};
+    /// use std::sync::Arc;
+    ///
+    /// let quota = Arc::new(Quota::standard());
+    /// let retry = Retry::new(&Policy::AVAILABILITY).with_shared_quota(Arc::clone(&quota));
+    /// # let _ = retry;
+    /// ```
+    pub fn with_shared_quota(
+        self,
+        quota: std::sync::Arc<Quota>,
+    ) -> Retry<C, P, N, std::sync::Arc<Quota>> {
+        let Retry {
+            policy,
+            op,
+            budget,
+            clock,
+            ..
+        } = self;
+        Retry {
+            policy,
+            op,
+            budget,
+            quota: Some(quota),
+            clock,
+        }
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q> {
+    /// Bound the ladder by `budget`.
+    pub const fn within(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Use `clock` for time, sleep and jitter.
+    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D, P, N, Q> {
+        Retry {
+            policy: self.policy,
+            op: self.op,
+            budget: self.budget,
+            quota: self.quota,
+            clock,
+        }
+    }
+
+    /// Bound each attempt by `timeout`: one that runs longer is dropped, and its error is
+    /// `E::from(TimedOut)`. The [`TimedRetry`] this returns asks for `E: From<TimedOut>`.
+    ///
+    /// Each attempt runs for at most the sooner of `timeout`, what is left of the turn, and
+    /// what is left of a literal budget. A [`TimedOut`] classifies as [`Class::Timeout`](crate::Class::Timeout), so
+    /// the policy decides: [`Policy::TRANSIENT`] retries it, [`Policy::AVAILABILITY`] and
+    /// [`Policy::OUTAGE`] do not. The timer runs on tokio's time, not the [`Clock`]'s.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Classify, Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug)]
+    /// enum FetchError { Hung(TimedOut) }
+    /// impl From<TimedOut> for FetchError {
+    ///     fn from(timed_out: TimedOut) -> Self { FetchError::Hung(timed_out) }
+    /// }
+    /// impl Classify for FetchError {
+    ///     fn classify(&self) -> Class { Class::Timeout }
+    /// }
+    /// impl std::fmt::Display for FetchError {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         match self { FetchError::Hung(t) => t.fmt(f) }
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let gave_up = Retry::new(&Policy::AVAILABILITY)
+    ///     .timeout(Duration::from_secs(2))
+    ///     .run(async |_| std::future::pending::<Result<(), FetchError>>().await)
+    ///     .await
+    ///     .unwrap_err();
+    /// // `availability` does not retry a timeout.
+    /// assert_eq!(gave_up.attempts(), 1);
+    /// let FetchError::Hung(timed_out) = gave_up.into_error();
+    /// assert_eq!(timed_out.ran(), Duration::from_secs(2));
+    /// # }
+    /// ```
+    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C, P, N, Q> {
+        TimedRetry {
+            retry: self,
+            timeout,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy
+    where
+        P: AsRef<Policy>,
+    {
+        self.policy.as_ref()
+    }
+
+    /// The operation's name.
+    pub fn op(&self) -> &str
+    where
+        N: OpName,
+    {
+        self.op.as_ref()
+    }
+
+    /// The budget.
+    pub const fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Whether this call's ladder, at its worst, fits its own literal budget; always true for
+    /// [`Budget::Turn`], which is checked at run time. `#[retry]` asserts this at compile time.
+    ///
+    /// ```
+    /// use retry_runtime::{Budget, Policy, Retry};
+    /// use std::time::Duration;
+    /// const FITS: Retry = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
+    /// assert!(FITS.fits_budget());
+    /// assert!(!Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(60))).fits_budget());
+    /// ```
+    pub fn fits_budget(&self) -> bool
+    where
+        P: AsRef<Policy>,
+    {
+        fits(self.policy.as_ref(), self.budget)
+    }
+}
+
+/// Whether `policy`'s worst case fits `budget`.
+const fn fits(policy: &Policy, budget: Budget) -> bool {
+    match budget {
+        Budget::Turn => true,
+        Budget::Within(limit) => policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Run `operation` (given the attempt number, from 1) until it succeeds or the ladder
+    /// stops. The error is returned unchanged inside [`GaveUp`], with the reason.
+    ///
+    /// Takes the `Retry` by value (it is `Copy` with the default clock), so the returned future
+    /// owns it and can be spawned.
+    ///
+    /// `operation` may be an `async` closure (`async |attempt| ...`) or a closure returning a
+    /// future (`|attempt| async move { ... }`). Today's rustc cannot always prove `Send` for
+    /// an `async` closure whose future borrows what the closure captured once it is nested in
+    /// another such closure ("implementation of `Send` is not general enough"); where a spawn
+    /// reports that, use [`run_fn`](Self::run_fn).
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display,
+    {
+        // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
+        // the future's `Send` depend on a lifetime the compiler cannot always prove for every
+        // caller. Nothing is read before the first poll.
+        let mut run = Run::new(self);
+        ladder!(run, {
+            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            run.attempted(attempted)
+        })
+    }
+
+    /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
+    /// (`move |attempt| { let client = client.clone(); async move { ... } }`): the form that
+    /// compiles wherever the caller must be `Send`, such as a tower `Service::call`, an
+    /// `#[async_trait]` method or a `reqwest_middleware::Middleware`, and under `tokio::spawn`.
+    ///
+    /// Today's rustc cannot prove `Send` for [`run`](Self::run)'s `AsyncFnMut` inside such a
+    /// boxed future ("implementation of `Send` is not general enough"): its futures are typed
+    /// by a borrow of the closure, for every lifetime at once. Here each attempt's future is
+    /// one type, `Fut`, so the run is `Send` exactly when `Fut`, `T`, `E` and the closure are.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Policy, Retry};
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+    ///
+    /// // What a tower `call` or an `#[async_trait]` method returns: a boxed `Send` future.
+    /// fn call(calls: Arc<AtomicU32>) -> BoxFuture<Result<u32, Class>> {
+    ///     Box::pin(async move {
+    ///         Retry::new(&Policy::AVAILABILITY)
+    ///             .named("call")
+    ///             .run_fn(move |_attempt| {
+    ///                 let calls = Arc::clone(&calls);
+    ///                 async move {
+    ///                     match calls.fetch_add(1, Ordering::SeqCst) {
+    ///                         0 => Err(Class::Unavailable { retry_after: None }),
+    ///                         n => Ok(n + 1),
+    ///                     }
+    ///                 }
+    ///             })
+    ///             .await
+    ///             .map_err(|gave_up| gave_up.into_error())
+    ///     })
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let calls = Arc::new(AtomicU32::new(0));
+    /// let (result, recorded) = testing::scope(call(Arc::clone(&calls))).await;
+    /// assert_eq!(result, Ok(2));
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// // And it spawns.
+    /// let spawned = tokio::spawn(call(calls));
+    /// # let _ = spawned.await;
+    /// # }
+    /// ```
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display,
+    {
+        let mut run = Run::new(self);
+        ladder!(run, {
+            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            run.attempted(attempted)
+        })
+    }
+}
+
+/// A [`Retry`] whose attempts each have a timeout: made by [`Retry::timeout`]. Its
+/// [`run`](Self::run) asks for an error type that can hold a [`TimedOut`].
+///
+/// ```
+/// use retry_runtime::{Policy, Retry, TimedRetry};
+/// use std::time::Duration;
+///
+/// static FETCH: TimedRetry = Retry::new(&Policy::TRANSIENT).named("fetch").timeout(Duration::from_secs(30));
+/// assert_eq!(FETCH.attempt_timeout(), Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TimedRetry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+    retry: Retry<C, P, N, Q>,
+    /// Kept here, not in [`Retry`]: only this type's `run` can turn a [`TimedOut`] into the
+    /// error, and a plain `Retry` stays small.
+    timeout: Duration,
+}
+
+impl<C, P, Q> TimedRetry<C, P, &'static str, Q> {
+    /// Name the operation in notices and reports.
+    pub const fn named(mut self, op: &'static str) -> Self {
+        self.retry.op = op;
+        self
+    }
+
+    /// Name the operation with a name made at run time.
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> TimedRetry<C, P, M, Q> {
+        TimedRetry {
+            retry: self.retry.named_owned(op),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<C, P, N> TimedRetry<C, P, N> {
+    /// Draw retries from a cross-call [`Quota`], a `static` one.
+    pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
+        self.retry.quota = Some(quota);
+        self
+    }
+
+    /// Draw retries from a cross-call [`Quota`] shared through an `Arc`.
+    pub fn with_shared_quota(
+        self,
+        quota: std::sync::Arc<Quota>,
+    ) -> TimedRetry<C, P, N, std::sync::Arc<Quota>> {
+        TimedRetry {
+            retry: self.retry.with_shared_quota(quota),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
+    /// Bound the ladder by `budget`.
+    pub const fn within(mut self, budget: Budget) -> Self {
+        self.retry.budget = budget;
+        self
+    }
+
+    /// Use `clock` for time, the ladder's waits and jitter (the attempt timer stays on tokio's
+    /// time).
+    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D, P, N, Q> {
+        TimedRetry {
+            retry: self.retry.with_clock(clock),
+            timeout: self.timeout,
+        }
+    }
+
+    /// The timeout of each attempt.
+    pub const fn attempt_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The rest of the configuration: policy, name, budget.
+    pub const fn retry(&self) -> &Retry<C, P, N, Q> {
+        &self.retry
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::run`], with each attempt dropped when its time runs out; its error is
+    /// then `E::from(TimedOut)`, decided on like any other.
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut>,
+    {
+        let mut run = Run::new(self);
+        ladder!(run, {
+            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
+
+    /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
+    /// attempt dropped when its time runs out.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
+    /// let spawned = tokio::spawn(timed.run_fn(|attempt| async move {
+    ///     if attempt == 1 { std::future::pending::<()>().await }
+    ///     Ok::<_, TimedOut>(attempt)
+    /// }));
+    /// assert_eq!(spawned.await.unwrap().unwrap(), 2);
+    /// # }
+    /// ```
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display + From<TimedOut>,
+    {
+        let mut run = Run::new(self);
+        ladder!(run, {
+            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
+}
+
+impl<C, P, N, Q> Source for Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    type Clock = C;
+    #[inline]
+    fn policy(&self) -> &Policy {
+        self.policy.as_ref()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        self.op.as_ref()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.op.to_op()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        self.budget
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        self.quota.as_ref().map(AsRef::as_ref)
+    }
+    #[inline]
+    fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<C, P, N, Q> Source for TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    type Clock = C;
+    #[inline]
+    fn policy(&self) -> &Policy {
+        self.retry.policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        Source::op(&self.retry)
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.retry.op.to_op()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        self.retry.budget
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        Source::quota(&self.retry)
+    }
+    #[inline]
+    fn clock(&self) -> &C {
+        &self.retry.clock
+    }
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+}

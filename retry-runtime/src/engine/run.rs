@@ -1,0 +1,600 @@
+//! A call's run: its counters and flags, the attempt protocol (`attempt`, `attempted`,
+//! `succeeded`, `failed`, `waited`) that the attribute's expansion,
+//! [`Retry::run`](super::Retry::run) and streams all drive, and what the run tells as it goes. It must not decide (it asks
+//! [`ladder::decide`] once per failure), sleep (its [`Wait`] does) or keep a turn's records
+//! (its [`Flight`] does).
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::attempt::{Attempt, Attempted, Timed};
+use crate::budget::Budget;
+use crate::class::{Class, Classify};
+use crate::clock::Clock;
+use crate::ladder::{self, Failure, Step};
+use crate::nesting;
+use crate::notice::{self, Action, RetryEvent};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::redact::Redacted;
+use crate::timeout::TimeoutBound;
+use crate::turn::flight::{self, Flight};
+use crate::turn::scope::{self as turn, Op};
+use crate::verdict::{GaveUp, StopReason};
+use crate::wait::{Paid, Wait, Waited};
+
+/// Flags of [`Run::flags`]: whether a rate limit was retried, whether the next attempt is a
+/// stream's restart, and whether an inner ladder gave up on a transient failure during the
+/// current attempt.
+const RATE_LIMITED: u8 = 1;
+/// The next attempt is a stream's restart after its commit point: its wait counts as one.
+const RESTARTING: u8 = 1 << 1;
+const INNER_GAVE_UP: u8 = 1 << 2;
+
+/// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
+/// [`Retry::run`](super::Retry::run); not public API.
+///
+/// It lives in every annotated function's future, so it is kept to four words: the attempt
+/// count (at most [`Policy::MAX_ATTEMPTS`], ten thousand) and the flags share a word with the
+/// time waited, kept to the millisecond, and what a turn needs to report a dropped call is
+/// boxed, made only inside a turn, in the place of the start instant (measured: a fifth word
+/// would take the attribute past its 64 bytes).
+#[doc(hidden)]
+pub struct Run<R: Source> {
+    source: R,
+    since: Since,
+    waited_ms: u32,
+    attempts: u16,
+    flags: u8,
+    paid: Paid,
+}
+
+/// When a call started, where anything needs to know.
+enum Since {
+    /// Outside a turn and without a literal budget: the clock is never read.
+    Unread,
+    /// Under a literal budget, outside a turn.
+    Started(Instant),
+    /// Inside a turn, until the call finishes: if the call is dropped first, it reports
+    /// itself.
+    InTurn(Box<Flight>),
+}
+
+impl<R: Source> fmt::Debug for Run<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("op", &self.source.op())
+            .field("attempts", &self.attempts())
+            .field("in_turn", &self.flight().is_some())
+            .finish()
+    }
+}
+
+/// Where a [`Run`] finds its configuration: a [`Retry`](super::Retry) or a
+/// [`TimedRetry`](super::TimedRetry) it owns ([`Retry::run`](super::Retry::run)), or a
+/// `&'static` one (the attribute's). Not public API.
+#[doc(hidden)]
+pub trait Source {
+    /// The clock of the retry.
+    type Clock: Clock;
+    /// The policy.
+    fn policy(&self) -> &Policy;
+    /// The operation's name.
+    fn op(&self) -> &str;
+    /// The operation's name, as a turn's report keeps it.
+    fn op_name(&self) -> Op;
+    /// The budget.
+    fn budget(&self) -> Budget;
+    /// The quota, if any.
+    fn quota(&self) -> Option<&Quota>;
+    /// The clock.
+    fn clock(&self) -> &Self::Clock;
+    /// Each attempt's timeout: only a [`TimedRetry`](super::TimedRetry) has one.
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A borrowed source: the attribute's `&'static` one.
+impl<S: Source> Source for &S {
+    type Clock = S::Clock;
+    #[inline]
+    fn policy(&self) -> &Policy {
+        (**self).policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        (**self).op()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        (**self).op_name()
+    }
+    #[inline]
+    fn budget(&self) -> Budget {
+        (**self).budget()
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        (**self).quota()
+    }
+    #[inline]
+    fn clock(&self) -> &S::Clock {
+        (**self).clock()
+    }
+    #[inline]
+    fn timeout(&self) -> Option<Duration> {
+        (**self).timeout()
+    }
+}
+
+impl<R: Source> Run<R> {
+    /// A call not yet started: nothing is read until its first attempt, so a future made
+    /// outside a turn and awaited inside one belongs to that turn.
+    #[inline]
+    pub const fn new(source: R) -> Self {
+        Run {
+            source,
+            since: Since::Unread,
+            waited_ms: 0,
+            attempts: 0,
+            flags: 0,
+            paid: Paid::NONE,
+        }
+    }
+
+    /// Start the call, at its first attempt (a no-op after).
+    #[inline]
+    fn start_once(&mut self) {
+        if self.attempts() == 0 && matches!(self.since, Since::Unread) {
+            self.start();
+        }
+    }
+
+    /// Start the call. Reads the clock only inside a turn or under a literal budget.
+    #[inline]
+    fn start(&mut self) {
+        let source = &self.source;
+        self.since = match (flight::flight(|| source.clock().now()), source.budget()) {
+            (Some(flight), _) => Since::InTurn(flight),
+            (None, Budget::Within(_)) => Since::Started(source.clock().now()),
+            (None, Budget::Turn) => Since::Unread,
+        };
+    }
+
+    /// When the call started: read only inside a turn or under a literal budget.
+    #[inline]
+    fn started(&self) -> Option<Instant> {
+        match &self.since {
+            Since::Unread => None,
+            Since::Started(started) => Some(*started),
+            Since::InTurn(flight) => Some(flight.started()),
+        }
+    }
+
+    #[inline]
+    fn flight(&self) -> Option<&Flight> {
+        match &self.since {
+            Since::InTurn(flight) => Some(flight),
+            _ => None,
+        }
+    }
+
+    /// The attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        u32::from(self.attempts)
+    }
+
+    /// Start one attempt, marked so that a retried call inside it knows it is nested.
+    #[inline]
+    pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
+        self.begin_attempt();
+        Attempt::new(future)
+    }
+
+    /// Count one more attempt, from now.
+    #[inline]
+    pub(crate) fn begin_attempt(&mut self) {
+        self.start_once();
+        // The ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`.
+        self.attempts = self.attempts.saturating_add(1);
+        // What nested ladders did in an earlier attempt says nothing about this one, and a
+        // restart is over once its attempt begins.
+        self.flags &= !(INNER_GAVE_UP | RESTARTING);
+        if let Since::InTurn(flight) = &mut self.since {
+            flight.attempt_started(self.source.clock().now());
+        }
+    }
+
+    /// Start one attempt under its timer: the sooner of the call's timeout, what is left of
+    /// the turn and what is left of a literal budget.
+    pub fn attempt_timed<F: Future>(&mut self, future: F) -> Attempt<Timed<F>> {
+        self.start_once();
+        let (end, bound) = self.attempt_end();
+        self.attempt(Timed::new(future, end, bound))
+    }
+
+    /// When the next attempt must end, on tokio's time, and which bound says so.
+    fn attempt_end(&self) -> (Instant, TimeoutBound) {
+        let own = self.source.timeout().map(|t| (t, TimeoutBound::Timeout));
+        match self.bound(own, true) {
+            (Some(at), bound) => (at, bound),
+            // A timeout too long to be an instant: about thirty years, as tokio's own far
+            // future.
+            (None, bound) => (
+                Instant::now() + Duration::from_secs(86_400 * 365 * 30),
+                bound,
+            ),
+        }
+    }
+
+    /// The sooner of `own` from now, what is left of the turn and (if `budget`) what is left
+    /// of a literal budget, on tokio's time, and which bound it is; `None` if none bounds it.
+    pub(crate) fn bound(
+        &self,
+        own: Option<(Duration, TimeoutBound)>,
+        budget: bool,
+    ) -> (Option<Instant>, TimeoutBound) {
+        let start = Instant::now();
+        let mut end = match own {
+            Some((limit, bound)) => (start.checked_add(limit), bound),
+            None => (None, TimeoutBound::Timeout),
+        };
+        // The very instant the turn drops its work: on a tie, the turn wins.
+        if let Some(turn) = turn::expiry()
+            && end.0.is_none_or(|end| turn <= end)
+        {
+            end = (Some(turn), TimeoutBound::Turn);
+        }
+        if budget
+            && let (Budget::Within(limit), Some(started)) = (self.source.budget(), self.started())
+        {
+            // The budget is on the retry's clock; its remainder is the same on tokio's.
+            let left = started
+                .checked_add(limit)
+                .map(|deadline| deadline.saturating_duration_since(self.source.clock().now()));
+            let budget = left.and_then(|left| start.checked_add(left));
+            if let Some(budget) = budget
+                && end.0.is_none_or(|end| budget < end)
+            {
+                end = (Some(budget), TimeoutBound::Budget);
+            }
+        }
+        end
+    }
+
+    #[cfg(feature = "stream")]
+    /// Each attempt's own timeout: only a [`TimedRetry`](super::TimedRetry)'s.
+    pub(crate) fn attempt_timeout(&self) -> Option<Duration> {
+        self.source.timeout()
+    }
+
+    #[cfg(feature = "stream")]
+    /// A failure after a stream's commit point that `restart_after_commit` lets the policy
+    /// decide on: announced, and counted in the turn, as a restart.
+    pub(crate) fn failed_after_commit<E>(
+        &mut self,
+        error: E,
+    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.flags |= RESTARTING;
+        self.failed(error)
+    }
+
+    #[cfg(feature = "stream")]
+    /// A failure after a stream's commit point, which is not retried: it had delivered
+    /// output, and a retry would repeat it.
+    pub(crate) fn gave_up_committed<E>(&mut self, error: E) -> GaveUp<E>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        self.give_up(error, class, StopReason::Committed)
+    }
+
+    /// Take one attempt's output, noting what the retried calls nested inside it did: whether
+    /// one gave up, and (for the turn's report) whether one ran and how long they waited.
+    #[inline]
+    pub fn attempted<T>(&mut self, attempted: Attempted<T>) -> T {
+        let (output, frame) = attempted.into_parts();
+        self.note_frame(frame);
+        output
+    }
+
+    /// What the retried calls nested in the attempt did.
+    #[inline]
+    pub(crate) fn note_frame(&mut self, frame: nesting::Frame) {
+        if frame.inner_gave_up() {
+            self.flags |= INNER_GAVE_UP;
+        }
+        if let Since::InTurn(flight) = &mut self.since
+            && frame.inner_ran()
+        {
+            flight.inner_ran();
+        }
+    }
+
+    /// Account for a success: the quota's refill and the turn's report. Never waits.
+    #[inline]
+    pub fn succeeded(&mut self) {
+        if self.source.quota().is_some() || self.started().is_some() {
+            self.finish(None);
+        }
+    }
+
+    /// Decide on a failure: the wait before the next attempt, or the failure given up on,
+    /// unchanged. Outside a turn the wait is the one allocation of a retry (a turn adds the box
+    /// that listens for its cancel), and only a call that waits makes it; the caller's future
+    /// holds its pointer. The wait owns what it needs, so a hand-written stream can hold it
+    /// beside its run; give what it resolves to back to [`waited`](Self::waited).
+    pub fn failed<E>(&mut self, error: E) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        let wait = match self.decide(&error, class) {
+            Ok(wait) => wait,
+            Err(reason) => return Err(self.give_up(error, class, reason)),
+        };
+        let in_turn = match &mut self.since {
+            // A turn reports the time actually spent, timer granularity included, and a wait
+            // cut short; what it needs for that is in the flight's box, not in the wait's.
+            Since::InTurn(flight) => {
+                flight.wait_started(self.source.clock().now(), wait, class);
+                true
+            }
+            // Elsewhere, a literal budget included, the wait counts as chosen and nothing reads
+            // the clock for it: a timer's overshoot (about a millisecond on tokio's) is not
+            // counted, so the box stays the sleep and the failure. The budget itself is still
+            // measured on the clock, from the call's start.
+            _ => {
+                self.add_waited(wait);
+                false
+            }
+        };
+        Ok(Wait::new(error, self.source.clock().sleep(wait), in_turn))
+    }
+
+    /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
+    /// to the next attempt, or give up with [`StopReason::Cancelled`].
+    #[inline]
+    pub fn waited<E>(&mut self, waited: Waited<E>) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.paid.wait_over();
+        let Since::InTurn(flight) = &mut self.since else {
+            // Only a turn cancels a wait.
+            return Ok(());
+        };
+        let Some((since, wanted, class)) = flight.wait_over() else {
+            return Ok(());
+        };
+        let waited_for = self.source.clock().now().saturating_duration_since(since);
+        self.add_waited(waited_for);
+        if waited.cancelled() {
+            // The retry the quota paid for is never made.
+            self.paid.refund(self.source.quota());
+            turn::record_cut_wait(turn::CutWait {
+                op: self.source.op_name(),
+                after_attempt: self.attempts(),
+                waited: waited_for,
+                wanted,
+            });
+            return Err(self.give_up(waited.into_error(), class, StopReason::Cancelled));
+        }
+        if self.flags & RESTARTING != 0 {
+            turn::record_restart();
+        } else {
+            turn::record_retry(class);
+        }
+        Ok(())
+    }
+
+    /// The wait before the next attempt, with the retry announced; or the reason to stop.
+    fn decide(&mut self, error: &dyn fmt::Display, class: Class) -> Result<Duration, StopReason> {
+        match self.next_step(class) {
+            Step::Retry { wait } => {
+                let action = if self.flags & RESTARTING != 0 {
+                    Action::Restart { backoff: wait }
+                } else {
+                    Action::Retry { backoff: wait }
+                };
+                self.notify(error, class, action);
+                if matches!(class, Class::RateLimited { .. }) {
+                    self.flags |= RATE_LIMITED;
+                }
+                Ok(wait)
+            }
+            Step::Stop(reason) => Err(reason),
+        }
+    }
+
+    fn next_step(&mut self, class: Class) -> Step {
+        // A call started outside any turn stays outside one: it reads no task-local again.
+        let in_turn = self.flight().is_some();
+        let turn_deadline = if in_turn { turn::deadline() } else { None };
+        // The clock is read only where a deadline needs it.
+        let deadline = self.deadline(turn_deadline);
+        let now = deadline.map(|_| self.source.clock().now());
+        let turn_over = in_turn
+            && (turn::is_cancelled()
+                || matches!((turn_deadline, now), (Some(turn), Some(now)) if now >= turn));
+        // Past the call's own budget, nothing remains: the ladder reports `Budget`.
+        let remaining = match (deadline, now) {
+            (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
+            _ => None,
+        };
+        let failure = self
+            .failure(class, remaining)
+            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
+            .with_turn_over(turn_over);
+        // A failure the class or the nesting rule stops waits for nothing, so it draws no
+        // jitter: the RNG is read only where a wait may follow.
+        let policy = self.source.policy();
+        let waits = !(failure.inner_gave_up && class.is_transient())
+            && ladder::stop_before_waiting(policy, class, failure.attempt).is_none();
+        let draw = if waits {
+            self.source.clock().draw()
+        } else {
+            crate::draw::Draw::IDEAL
+        };
+        let decision = ladder::decide(policy, failure, draw);
+        match decision.step {
+            Step::Stop(StopReason::Nested) => {
+                nesting::warn_nested(self.source.op());
+                decision.step
+            }
+            Step::Retry { .. } if !self.paid.withdraw(self.source.quota(), class) => {
+                Step::Stop(StopReason::Quota)
+            }
+            _ => decision.step,
+        }
+    }
+
+    fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
+        Failure::new(self.attempts(), class)
+            .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
+            .with_remaining(remaining)
+            .with_waited(self.total_waited())
+    }
+
+    fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
+        let own = match (self.source.budget(), self.started()) {
+            (Budget::Within(limit), Some(started)) => started.checked_add(limit),
+            _ => None,
+        };
+        turn::sooner(own, turn)
+    }
+
+    fn add_waited(&mut self, waited: Duration) {
+        // In whole milliseconds, rounded up: `Run` keeps four words, and the total is never
+        // below the waits chosen (inside a turn, the time measured), which keeps the policy's
+        // `max_total_wait` a bound on them. The ladder never
+        // waits past `Policy::MAX_TOTAL_WAIT` (`u32::MAX` ms), so this never saturates.
+        let millis = waited.as_nanos().div_ceil(1_000_000);
+        let millis = u32::try_from(millis).unwrap_or(u32::MAX);
+        self.waited_ms = self.waited_ms.saturating_add(millis);
+    }
+
+    fn total_waited(&self) -> Duration {
+        Duration::from_millis(self.waited_ms.into())
+    }
+
+    fn give_up<E: fmt::Display>(
+        &mut self,
+        error: E,
+        class: Class,
+        reason: StopReason,
+    ) -> GaveUp<E> {
+        self.notify(&error, class, Action::GiveUp { reason });
+        // Only a ladder that ran out tells the one around it: a failure it declined to retry
+        // (another policy may) or a cancelled turn (the outer ladder sees that itself) does not.
+        if class.is_transient()
+            && matches!(
+                reason,
+                StopReason::Exhausted { .. }
+                    | StopReason::Budget { .. }
+                    | StopReason::RetryAfterTooLong { .. }
+                    | StopReason::Nested
+                    | StopReason::Committed
+            )
+        {
+            nesting::mark_gave_up();
+        }
+        self.finish(Some(reason));
+        GaveUp::new(error, reason, self.attempts(), self.total_waited())
+    }
+
+    /// Account for the finished call: the quota refill and the turn's report.
+    fn finish(&mut self, gave_up: Option<StopReason>) {
+        if gave_up.is_none() {
+            self.settle_quota();
+        }
+        self.report(gave_up);
+    }
+
+    /// A success: the quota's refill. A stream settles at its commit point, where its output
+    /// reached the caller, not at its end.
+    pub(crate) fn settle_quota(&self) {
+        if let Some(quota) = self.source.quota() {
+            self.paid.settle(quota, self.attempts());
+        }
+    }
+
+    /// The call is over, or (a stream dropped after its commit point) is as good as over:
+    /// report it to the turn, and it is no longer in flight.
+    pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
+        if let Since::InTurn(flight) = &self.since {
+            let now = self.source.clock().now();
+            let nested = nesting::is_nested();
+            let op = self.source.op_name();
+            flight.finished(
+                op,
+                self.attempts(),
+                self.total_waited(),
+                now,
+                nested,
+                gave_up,
+            );
+            nesting::mark_ran();
+            // Finished: no longer in flight.
+            self.since = Since::Started(flight.started());
+        }
+    }
+
+    fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
+        let hooks = if self.flight().is_some() {
+            turn::hooks()
+        } else {
+            Vec::new()
+        };
+        notice::emit(
+            hooks,
+            &RetryEvent {
+                op: self.source.op(),
+                policy: self.source.policy().name(),
+                attempt: self.attempts(),
+                total: self.source.policy().attempts().max(1),
+                class,
+                error: Redacted::new(error),
+                action,
+            },
+        );
+    }
+}
+
+impl<R: Source> Drop for Run<R> {
+    /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
+    /// itself to its turn: what it did so far, and the attempt or the wait it was in.
+    #[inline]
+    fn drop(&mut self) {
+        // The retry the quota paid for, if the call was dropped in its wait, is never made.
+        self.paid.refund(self.source.quota());
+        if matches!(self.since, Since::InTurn(_)) {
+            self.dropped_in_turn();
+        }
+    }
+}
+
+impl<R: Source> Run<R> {
+    #[cold]
+    fn dropped_in_turn(&mut self) {
+        let Since::InTurn(flight) = &self.since else {
+            return;
+        };
+        let now = self.source.clock().now();
+        flight.dropped_at(
+            self.source.op_name(),
+            self.attempts(),
+            self.total_waited(),
+            now,
+        );
+    }
+}
