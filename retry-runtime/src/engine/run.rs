@@ -417,15 +417,17 @@ impl<R: Source> Run<R> {
     }
 
     fn next_step(&mut self, class: Class) -> Step {
-        // A call started outside any turn stays outside one: it reads no task-local again.
-        let in_turn = self.flight().is_some();
-        let turn_deadline = if in_turn { turn::deadline() } else { None };
+        // A call started outside any turn stays outside one; one inside asks its flight,
+        // which holds the turn.
+        let flight = self.flight();
+        let turn_deadline = flight.and_then(Flight::deadline);
         // The clock is read only where a deadline needs it.
         let deadline = self.deadline(turn_deadline);
         let now = deadline.map(|_| self.source.clock().now());
-        let turn_over = in_turn
-            && (turn::is_cancelled()
-                || matches!((turn_deadline, now), (Some(turn), Some(now)) if now >= turn));
+        let turn_over = flight.is_some_and(|flight| {
+            flight.is_cancelled()
+                || matches!((turn_deadline, now), (Some(turn), Some(now)) if now >= turn)
+        });
         // Past the call's own budget, nothing remains: the ladder reports `Budget`.
         let remaining = match (deadline, now) {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
@@ -550,11 +552,7 @@ impl<R: Source> Run<R> {
     }
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
-        let hooks = if self.flight().is_some() {
-            turn::hooks()
-        } else {
-            Vec::new()
-        };
+        let hooks = self.flight().map_or_else(Vec::new, Flight::hooks);
         notice::emit(
             hooks,
             &RetryEvent {

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::scope::{CutWait, GaveUpRecord, InFlight, Op, Scope, TurnReport, lock, with_scope};
 use crate::class::Class;
+use crate::notice::Hook;
 use crate::verdict::StopReason;
 
 /// A finished or dropped call, as its turn's report counts it.
@@ -62,6 +63,22 @@ impl Flight {
     /// When the call started.
     pub(crate) fn started(&self) -> Instant {
         self.started
+    }
+
+    /// The turn's deadline, already the sooner of its own and those around it. The flight
+    /// holds its turn, so a call asks it directly, without a task-local lookup.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.scope.deadline()
+    }
+
+    /// Whether the call's turn, or one around it, was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.scope.is_cancelled()
+    }
+
+    /// The hooks of the call's turn and of those around it, innermost first.
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
+        self.scope.hooks()
     }
 
     /// An attempt started at `now`.

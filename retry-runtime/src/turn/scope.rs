@@ -107,6 +107,22 @@ impl Scope {
     pub(super) fn chain(self: &Arc<Self>) -> impl Iterator<Item = &Scope> {
         std::iter::successors(Some(&**self), |scope| scope.parent.as_deref())
     }
+
+    /// The deadline: already the sooner of this turn's and those around it.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Whether this turn, or one around it, was cancelled.
+    pub(super) fn is_cancelled(self: &Arc<Self>) -> bool {
+        self.chain()
+            .any(|turn| turn.cancel.cancelled.load(Ordering::Acquire))
+    }
+
+    /// The hooks of this turn and of those around it, innermost first.
+    pub(super) fn hooks(self: &Arc<Self>) -> Vec<Hook> {
+        self.chain().filter_map(|turn| turn.hook.clone()).collect()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -740,29 +756,9 @@ pub fn remaining() -> Option<Duration> {
     Some(deadline.saturating_duration_since(TokioClock.now()))
 }
 
-pub(crate) fn deadline() -> Option<Instant> {
-    with_scope(|scope| scope.deadline).flatten()
-}
-
 /// The instant, on tokio's time, at which the enclosing turn drops its work.
 pub(crate) fn expiry() -> Option<Instant> {
     with_scope(|scope| scope.expiry()).flatten()
-}
-
-/// Whether this turn, or one around it, was cancelled.
-pub(crate) fn is_cancelled() -> bool {
-    with_scope(|scope| {
-        scope
-            .chain()
-            .any(|turn| turn.cancel.cancelled.load(Ordering::Acquire))
-    })
-    .unwrap_or(false)
-}
-
-/// The hooks of this turn and of those around it, innermost first.
-pub(crate) fn hooks() -> Vec<Hook> {
-    with_scope(|scope| scope.chain().filter_map(|turn| turn.hook.clone()).collect())
-        .unwrap_or_default()
 }
 
 fn record(update: impl Fn(&mut TurnReport)) {
