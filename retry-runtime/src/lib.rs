@@ -63,7 +63,8 @@
 //!
 //! Families with more to offer have a module: [`turn`] (carrying a turn into a task, what is
 //! left of it, its outcome and records), [`notice`] (events and hooks), [`ladder`] (the wait
-//! arithmetic, pure, shared with the `backoff` CLI), [`redact`] (what the library logs), and,
+//! arithmetic, pure, shared with the `backoff` CLI), [`redact`] (what the library logs),
+//! [`meter`] (the metrics' names and labels, recorded with feature `metrics`), and,
 //! behind features, `http` (the one HTTP table), `sse` (server-sent events: a bounded
 //! decoder, the commit rule, a model's stream with its failures classified), `tower` and
 //! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
@@ -82,6 +83,7 @@ mod expansion;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod ladder;
+pub mod meter;
 mod nesting;
 pub mod notice;
 mod policy;

@@ -218,7 +218,7 @@ impl<R: Source> Ledger<R> {
     fn over(&mut self) {
         if self.committed {
             self.committed = false;
-            self.run.report(None);
+            self.run.ended_after_commit();
         }
     }
 }
@@ -641,7 +641,7 @@ where
         if !self.settled {
             self.settled = true;
             self.ledger.run.settle_quota();
-            turn::record_commit();
+            self.ledger.run.committed();
         }
         self.ledger.committed = true;
         if std::mem::take(&mut self.restarting)

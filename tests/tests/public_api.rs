@@ -20,6 +20,10 @@ use retry_runtime::ladder::{
     Failure, Step, hinted, ideal_wait, jittered, ladder_wait, max_wait, next_step,
     stop_before_waiting, worst_case_wait, worst_case_wait_with_hints,
 };
+use retry_runtime::meter::{
+    ATTEMPT_CLASSES, ATTEMPTS, CALLS, GIVE_UPS, OUTCOMES, QUOTA_REFUSALS, REASONS, STREAM_COMMITS,
+    STREAM_RESTARTS, WAIT_SECONDS,
+};
 use retry_runtime::notice::{
     Action, Hook, Notice, RetryEvent, TurnEnd, TurnEnded, clear_process_hook, set_process_hook,
 };

@@ -15,6 +15,7 @@ use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::ladder::{self, Failure, Step};
+use crate::meter::{self, Outcome, Series};
 use crate::nesting;
 use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
@@ -33,6 +34,11 @@ const RATE_LIMITED: u8 = 1;
 /// The next attempt is a stream's restart after its commit point: its wait counts as one.
 const RESTARTING: u8 = 1 << 1;
 const INNER_GAVE_UP: u8 = 1 << 2;
+/// A retried call nested in the current attempt ran: that call counts the attempt.
+const HOLLOW: u8 = 1 << 3;
+/// The call has ended (succeeded, gave up, or its stream ended after its commit point): its
+/// outcome is counted, and a drop now is not a dropped call.
+const ENDED: u8 = 1 << 4;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`](super::Retry::run); not public API.
@@ -204,7 +210,7 @@ impl<R: Source> Run<R> {
         self.attempts = self.attempts.saturating_add(1);
         // What nested ladders did in an earlier attempt says nothing about this one, and a
         // restart is over once its attempt begins.
-        self.flags &= !(INNER_GAVE_UP | RESTARTING);
+        self.flags &= !(INNER_GAVE_UP | RESTARTING | HOLLOW);
         if let Since::InTurn(flight) = &mut self.since {
             flight.attempt_started(self.source.clock().now());
         }
@@ -295,6 +301,7 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
+        self.count_attempt(Some(class));
         self.give_up(error, class, StopReason::Committed)
     }
 
@@ -313,17 +320,39 @@ impl<R: Source> Run<R> {
         if frame.inner_gave_up() {
             self.flags |= INNER_GAVE_UP;
         }
-        if let Since::InTurn(flight) = &mut self.since
-            && frame.inner_ran()
-        {
-            flight.inner_ran();
+        if frame.inner_ran() {
+            self.flags |= HOLLOW;
+            if let Since::InTurn(flight) = &mut self.since {
+                flight.inner_ran();
+            }
+        }
+    }
+
+    /// Count the current attempt, ended with a `class` failure or (`None`) a success, unless
+    /// a retried call nested in it ran: that call counted it.
+    #[inline]
+    fn count_attempt(&self, class: Option<Class>) {
+        if self.flags & HOLLOW == 0 {
+            meter::count(self.source.op(), Series::Attempt(class));
+        }
+    }
+
+    /// The call has ended with `outcome`: counted once, however it is reported after.
+    #[inline]
+    fn end(&mut self, outcome: Outcome) {
+        if self.flags & ENDED == 0 {
+            self.flags |= ENDED;
+            meter::count(self.source.op(), Series::Call(outcome));
         }
     }
 
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        if self.source.quota().is_some() || self.started().is_some() {
+        self.count_attempt(None);
+        // With metrics, every call's end is counted; without, only a quota or a turn (or a
+        // literal budget) has anything to do at the end.
+        if cfg!(feature = "metrics") || self.source.quota().is_some() || self.started().is_some() {
             self.finish(None);
         }
     }
@@ -338,10 +367,12 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
+        self.count_attempt(Some(class));
         let wait = match self.decide(&error, class) {
             Ok(wait) => wait,
             Err(reason) => return Err(self.give_up(error, class, reason)),
         };
+        meter::waited(self.source.op(), wait);
         let in_turn = match &mut self.since {
             // A turn reports the time actually spent, timer granularity included, and a wait
             // cut short; what it needs for that is in the flight's box, not in the wait's.
@@ -369,8 +400,12 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         self.paid.wait_over();
+        let restarting = self.flags & RESTARTING != 0;
         let Since::InTurn(flight) = &mut self.since else {
             // Only a turn cancels a wait.
+            if restarting {
+                meter::count(self.source.op(), Series::StreamRestart);
+            }
             return Ok(());
         };
         let Some((since, wanted, class)) = flight.wait_over() else {
@@ -389,8 +424,9 @@ impl<R: Source> Run<R> {
             });
             return Err(self.give_up(waited.into_error(), class, StopReason::Cancelled));
         }
-        if self.flags & RESTARTING != 0 {
+        if restarting {
             turn::record_restart();
+            meter::count(self.source.op(), Series::StreamRestart);
         } else {
             turn::record_retry(class);
         }
@@ -454,6 +490,7 @@ impl<R: Source> Run<R> {
                 decision.step
             }
             Step::Retry { .. } if !self.paid.withdraw(self.source.quota(), class) => {
+                meter::count(self.source.op(), Series::QuotaRefusal);
                 Step::Stop(StopReason::Quota)
             }
             _ => decision.step,
@@ -496,6 +533,8 @@ impl<R: Source> Run<R> {
         reason: StopReason,
     ) -> GaveUp<E> {
         self.notify(&error, class, Action::GiveUp { reason });
+        meter::count(self.source.op(), Series::GiveUp(reason));
+        self.end(Outcome::gave_up(class));
         // Only a ladder that ran out tells the one around it: a failure it declined to retry
         // (another policy may) or a cancelled turn (the outer ladder sees that itself) does not.
         if class.is_transient()
@@ -533,6 +572,7 @@ impl<R: Source> Run<R> {
     /// The call is over, or (a stream dropped after its commit point) is as good as over:
     /// report it to the turn, and it is no longer in flight.
     pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
+        self.end(Outcome::succeeded(self.attempts()));
         if let Since::InTurn(flight) = &self.since {
             let now = self.source.clock().now();
             let nested = nesting::is_nested();
@@ -548,7 +588,29 @@ impl<R: Source> Run<R> {
             nesting::mark_ran();
             // Finished: no longer in flight.
             self.since = Since::Started(flight.started());
+        } else if cfg!(feature = "metrics") {
+            // The attempt this call ran in is this call's to count, in a turn or not.
+            nesting::mark_ran();
         }
+    }
+
+    /// A committed stream ended, or was dropped: its last attempt delivered, and the call is
+    /// over.
+    #[cfg(feature = "stream")]
+    pub(crate) fn ended_after_commit(&mut self) {
+        if self.flags & ENDED != 0 {
+            // It gave up after its commit point, and said so then.
+            return;
+        }
+        self.count_attempt(None);
+        self.report(None);
+    }
+
+    /// A stream reached its commit point: its output went to the caller.
+    #[cfg(feature = "stream")]
+    pub(crate) fn committed(&self) {
+        turn::record_commit();
+        meter::count(self.source.op(), Series::StreamCommit);
     }
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
@@ -575,6 +637,9 @@ impl<R: Source> Drop for Run<R> {
     fn drop(&mut self) {
         // The retry the quota paid for, if the call was dropped in its wait, is never made.
         self.paid.refund(self.source.quota());
+        if self.attempts > 0 && self.flags & ENDED == 0 {
+            meter::count(self.source.op(), Series::Call(Outcome::Dropped));
+        }
         if matches!(self.since, Since::InTurn(_)) {
             self.dropped_in_turn();
         }

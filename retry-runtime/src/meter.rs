@@ -1,0 +1,367 @@
+//! The metrics a retry publishes, named once: their names, their labels and every value a
+//! label takes. With the `metrics` feature the engine records them through the
+//! [`metrics`](https://docs.rs/metrics) facade, to whatever recorder the program installs
+//! (Prometheus, OpenTelemetry, StatsD); without it, nothing is recorded and nothing is linked.
+//!
+//! | metric | kind | labels | what it counts |
+//! |---|---|---|---|
+//! | [`CALLS`] `retry_calls_total` | counter | `op`, `outcome` ([`OUTCOMES`]) | calls, by how they ended |
+//! | [`ATTEMPTS`] `retry_attempts_total` | counter | `op`, `class` ([`ATTEMPT_CLASSES`]) | attempts, by their failure's class or `ok` |
+//! | [`WAIT_SECONDS`] `retry_wait_seconds` | histogram | `op` | each wait taken, in seconds |
+//! | [`GIVE_UPS`] `retry_give_ups_total` | counter | `op`, `reason` ([`REASONS`]) | give-ups, by [`StopReason`] |
+//! | [`QUOTA_REFUSALS`] `retry_quota_refusals_total` | counter | `op` | retries the quota refused |
+//! | [`STREAM_COMMITS`] `retry_stream_commits_total` | counter | `op` | streams that reached their commit point |
+//! | [`STREAM_RESTARTS`] `retry_stream_restarts_total` | counter | `op` | streams restarted after it |
+//!
+//! Labels have low cardinality: the operation's name, and a value from the lists here; never
+//! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
+//! it ran is counted once, at the innermost ladder, as a turn's report counts it. A call
+//! `dropped` is one whose future was dropped unfinished, inside a turn or not.
+//!
+//! ```
+//! use retry_runtime::meter;
+//!
+//! assert_eq!(meter::CALLS, "retry_calls_total");
+//! assert!(meter::OUTCOMES.contains(&"gave_up_undetermined"));
+//! assert!(meter::ATTEMPT_CLASSES.contains(&"unavailable"));
+//! assert!(meter::REASONS.contains(&"quota"));
+//! ```
+
+use crate::class::Class;
+use crate::verdict::StopReason;
+
+/// Calls, by how they ended: `retry_calls_total{op, outcome}`.
+pub const CALLS: &str = "retry_calls_total";
+/// Attempts, by their failure's class or `ok`: `retry_attempts_total{op, class}`.
+pub const ATTEMPTS: &str = "retry_attempts_total";
+/// Each wait taken, in seconds: the histogram `retry_wait_seconds{op}`.
+pub const WAIT_SECONDS: &str = "retry_wait_seconds";
+/// Give-ups, by their reason: `retry_give_ups_total{op, reason}`.
+pub const GIVE_UPS: &str = "retry_give_ups_total";
+/// Retries the cross-call quota refused: `retry_quota_refusals_total{op}`.
+pub const QUOTA_REFUSALS: &str = "retry_quota_refusals_total";
+/// Streams that reached their commit point: `retry_stream_commits_total{op}`.
+pub const STREAM_COMMITS: &str = "retry_stream_commits_total";
+/// Streams restarted after their commit point: `retry_stream_restarts_total{op}`.
+pub const STREAM_RESTARTS: &str = "retry_stream_restarts_total";
+
+/// Every value of the `outcome` label: a first-try success, a success after retries, a give-up
+/// whose verdict is an answer or still undetermined (whatever the number of attempts), and a
+/// call dropped unfinished.
+pub const OUTCOMES: [&str; 5] = [
+    "first_try",
+    "after_retries",
+    "gave_up_answer",
+    "gave_up_undetermined",
+    "dropped",
+];
+
+/// Every value of the `class` label of [`ATTEMPTS`]: `ok`, then [`Class::name`] of each class.
+pub const ATTEMPT_CLASSES: [&str; Class::ALL.len() + 1] = {
+    let mut names = ["ok"; Class::ALL.len() + 1];
+    let mut i = 0;
+    while i < Class::ALL.len() {
+        names[i + 1] = Class::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
+/// Every value of the `reason` label of [`GIVE_UPS`]: [`StopReason::name`] of each reason.
+pub const REASONS: [&str; 9] = [
+    "definitive",
+    "not_retried",
+    "exhausted",
+    "budget",
+    "retry_after_too_long",
+    "quota",
+    "cancelled",
+    "nested",
+    "committed",
+];
+
+/// How a call ended, as the `outcome` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    FirstTry,
+    AfterRetries,
+    GaveUpAnswer,
+    GaveUpUndetermined,
+    Dropped,
+}
+
+impl Outcome {
+    /// A success after `attempts`.
+    pub(crate) const fn succeeded(attempts: u32) -> Outcome {
+        if attempts > 1 {
+            Outcome::AfterRetries
+        } else {
+            Outcome::FirstTry
+        }
+    }
+
+    /// A give-up whose last failure was `class`: the verdict, not the count, decides.
+    pub(crate) const fn gave_up(class: Class) -> Outcome {
+        if class.is_transient() {
+            Outcome::GaveUpUndetermined
+        } else {
+            Outcome::GaveUpAnswer
+        }
+    }
+
+    /// The label value, one of [`OUTCOMES`].
+    pub(crate) const fn name(self) -> &'static str {
+        OUTCOMES[self as usize]
+    }
+}
+
+/// The index of `reason`'s name in [`REASONS`].
+const fn reason_index(reason: StopReason) -> usize {
+    match reason {
+        StopReason::Definitive => 0,
+        StopReason::NotRetried { .. } => 1,
+        StopReason::Exhausted { .. } => 2,
+        StopReason::Budget { .. } => 3,
+        StopReason::RetryAfterTooLong { .. } => 4,
+        StopReason::Quota => 5,
+        StopReason::Cancelled => 6,
+        StopReason::Nested => 7,
+        StopReason::Committed => 8,
+    }
+}
+
+/// One series of one operation: which metric, and its label value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Series {
+    Call(Outcome),
+    /// An attempt's failure class, or `None` for `ok`.
+    Attempt(Option<Class>),
+    GiveUp(StopReason),
+    QuotaRefusal,
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
+    StreamCommit,
+    StreamRestart,
+}
+
+impl Series {
+    /// The metric's name and its one label besides `op`, if it has one.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    const fn parts(self) -> (&'static str, Option<(&'static str, &'static str)>) {
+        match self {
+            Series::Call(outcome) => (CALLS, Some(("outcome", outcome.name()))),
+            Series::Attempt(class) => (
+                ATTEMPTS,
+                Some((
+                    "class",
+                    match class {
+                        Some(class) => class.name(),
+                        None => "ok",
+                    },
+                )),
+            ),
+            Series::GiveUp(reason) => (GIVE_UPS, Some(("reason", REASONS[reason_index(reason)]))),
+            Series::QuotaRefusal => (QUOTA_REFUSALS, None),
+            Series::StreamCommit => (STREAM_COMMITS, None),
+            Series::StreamRestart => (STREAM_RESTARTS, None),
+        }
+    }
+
+    /// The series' slot in an operation's handles.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    const fn slot(self) -> usize {
+        const ATTEMPT: usize = OUTCOMES.len();
+        const GIVE_UP: usize = ATTEMPT + ATTEMPT_CLASSES.len();
+        const REST: usize = GIVE_UP + REASONS.len();
+        match self {
+            Series::Call(outcome) => outcome as usize,
+            Series::Attempt(None) => ATTEMPT,
+            Series::Attempt(Some(class)) => ATTEMPT + 1 + class.index(),
+            Series::GiveUp(reason) => GIVE_UP + reason_index(reason),
+            Series::QuotaRefusal => REST,
+            Series::StreamCommit => REST + 1,
+            Series::StreamRestart => REST + 2,
+        }
+    }
+}
+
+/// How many counter series an operation has.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+const SLOTS: usize = OUTCOMES.len() + ATTEMPT_CLASSES.len() + REASONS.len() + 3;
+
+/// Count one in `series` of `op`.
+#[inline]
+pub(crate) fn count(op: &str, series: Series) {
+    #[cfg(feature = "metrics")]
+    record::count(op, series);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (op, series);
+}
+
+/// Record a wait of `wait` taken by `op`.
+#[inline]
+pub(crate) fn waited(op: &str, wait: std::time::Duration) {
+    #[cfg(feature = "metrics")]
+    record::waited(op, wait);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (op, wait);
+}
+
+/// The recording, through the `metrics` facade.
+///
+/// The facade's macros build a key before they reach the recorder, and a key with a run-time
+/// label allocates; so each operation's handles are registered once per thread and recorder,
+/// on their first use, and kept in a thread-local table that a later call reads without
+/// allocating. A change of recorder on the thread (a test's local one, say) empties the table.
+#[cfg(feature = "metrics")]
+mod record {
+    use std::cell::RefCell;
+
+    use metrics::{Counter, Histogram, Key, Label, Level, Metadata, Recorder, SharedString};
+
+    use super::{SLOTS, Series, WAIT_SECONDS};
+
+    const METADATA: Metadata<'static> = Metadata::new("retry", Level::INFO, Some(module_path!()));
+
+    /// One operation's handles, each registered on its first use.
+    struct Handles {
+        op: Box<str>,
+        counters: [Option<Counter>; SLOTS],
+        wait: Option<Histogram>,
+    }
+
+    /// The handles of the operations seen on this thread, under the recorder they came from.
+    #[derive(Default)]
+    struct Table {
+        recorder: usize,
+        ops: Vec<Handles>,
+    }
+
+    thread_local! {
+        static TABLE: RefCell<Table> = RefCell::default();
+    }
+
+    /// The recorder's address, which tells one recorder from another.
+    fn identity(recorder: &dyn Recorder) -> usize {
+        std::ptr::from_ref(recorder).cast::<()>() as usize
+    }
+
+    fn key(name: &'static str, op: &str, label: Option<(&'static str, &'static str)>) -> Key {
+        let op = Label::new("op", SharedString::from(op.to_owned()));
+        match label {
+            Some((key, value)) => {
+                Key::from_parts(name, vec![op, Label::from_static_parts(key, value)])
+            }
+            None => Key::from_parts(name, vec![op]),
+        }
+    }
+
+    /// `use_handles` on `op`'s handles for the current recorder.
+    fn with_handles(op: &str, use_handles: impl FnOnce(&mut Handles, &dyn Recorder)) {
+        metrics::with_recorder(|recorder| {
+            // A recorder's own code never calls back into a retry, but if one did, it is
+            // skipped rather than panic on the borrow.
+            let _ = TABLE.try_with(|table| {
+                let Ok(mut table) = table.try_borrow_mut() else {
+                    return;
+                };
+                let id = identity(recorder);
+                if table.recorder != id {
+                    table.recorder = id;
+                    table.ops.clear();
+                }
+                let index = match table.ops.iter().position(|handles| *handles.op == *op) {
+                    Some(index) => index,
+                    None => {
+                        table.ops.push(Handles {
+                            op: op.into(),
+                            counters: [const { None }; SLOTS],
+                            wait: None,
+                        });
+                        table.ops.len() - 1
+                    }
+                };
+                use_handles(&mut table.ops[index], recorder);
+            });
+        });
+    }
+
+    pub(super) fn count(op: &str, series: Series) {
+        with_handles(op, |handles, recorder| {
+            handles.counters[series.slot()]
+                .get_or_insert_with(|| {
+                    let (name, label) = series.parts();
+                    recorder.register_counter(&key(name, op, label), &METADATA)
+                })
+                .increment(1);
+        });
+    }
+
+    pub(super) fn waited(op: &str, wait: std::time::Duration) {
+        with_handles(op, |handles, recorder| {
+            handles
+                .wait
+                .get_or_insert_with(|| {
+                    recorder.register_histogram(&key(WAIT_SECONDS, op, None), &METADATA)
+                })
+                .record(wait.as_secs_f64());
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_the_stop_reasons_names_in_order() {
+        let reasons = [
+            StopReason::Definitive,
+            StopReason::NotRetried {
+                class: Class::Timeout,
+            },
+            StopReason::Exhausted { attempts: 1 },
+            StopReason::Budget {
+                wanted: std::time::Duration::ZERO,
+                remaining: std::time::Duration::ZERO,
+            },
+            StopReason::RetryAfterTooLong {
+                wanted: std::time::Duration::ZERO,
+                max: std::time::Duration::ZERO,
+            },
+            StopReason::Quota,
+            StopReason::Cancelled,
+            StopReason::Nested,
+            StopReason::Committed,
+        ];
+        for reason in reasons {
+            assert_eq!(REASONS[reason_index(reason)], reason.name());
+        }
+    }
+
+    #[test]
+    fn every_series_has_its_own_slot() {
+        let mut series: Vec<Series> = Vec::new();
+        series.extend(
+            [
+                Outcome::FirstTry,
+                Outcome::AfterRetries,
+                Outcome::GaveUpAnswer,
+                Outcome::GaveUpUndetermined,
+                Outcome::Dropped,
+            ]
+            .map(Series::Call),
+        );
+        series.push(Series::Attempt(None));
+        series.extend(Class::ALL.map(|class| Series::Attempt(Some(class))));
+        series.extend([
+            Series::QuotaRefusal,
+            Series::StreamCommit,
+            Series::StreamRestart,
+        ]);
+        let mut slots: Vec<usize> = series.iter().map(|s| s.slot()).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), series.len());
+        assert!(slots.iter().all(|&slot| slot < SLOTS));
+    }
+}

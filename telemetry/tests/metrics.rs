@@ -1,0 +1,370 @@
+//! The metrics of the seed scenarios, against a real loopback server and a real client: what a
+//! dashboard reads after a first-try success, a 503-503-200, an exhausted outage, an answer, a
+//! quota refusal and a call its turn dropped.
+//!
+//! Each test installs `metrics-util`'s debugging recorder as its thread's local recorder (a
+//! global one would mix the counts of tests that run in parallel), and runs on a
+//! current-thread runtime, so every metric the call records reaches it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use retry_runtime::{Policy, Quota, Retry, Turn, meter, testing};
+use retry_tests::{Server, Step};
+
+/// A metric's name and its labels, sorted, as one readable key: `name{label=value,...}`.
+type Series = String;
+
+/// What the recorder holds: each counter's value, and each histogram's sample count.
+fn read(recorder: &DebuggingRecorder) -> BTreeMap<Series, u64> {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|label| format!("{}={}", label.key(), label.value()))
+                .collect();
+            labels.sort();
+            let series = format!("{}{{{}}}", key.name(), labels.join(","));
+            let value = match value {
+                DebugValue::Counter(count) => count,
+                DebugValue::Histogram(samples) => samples.len() as u64,
+                DebugValue::Gauge(_) => panic!("a retry records no gauge: {series}"),
+            };
+            (series, value)
+        })
+        .collect()
+}
+
+fn expect(rows: &[(&str, u64)]) -> BTreeMap<Series, u64> {
+    rows.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect()
+}
+
+const FETCH: Retry = Retry::new(&Policy::AVAILABILITY).named("fetch");
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_first_try_success_counts_one_first_try_call_and_one_ok_attempt() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start([Step::ok("reply")]).await;
+    let client = server.client();
+
+    let (result, _) = testing::scope(FETCH.run(async |_| client.get().await)).await;
+
+    assert!(result.is_ok());
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=ok,op=fetch}", 1),
+            ("retry_calls_total{op=fetch,outcome=first_try}", 1),
+        ])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_503_503_200_counts_two_unavailable_attempts_two_waits_and_a_call_after_retries() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start([Step::status(503), Step::status(503), Step::ok("reply")]).await;
+    let client = server.client();
+
+    let (result, recorded) = testing::scope(FETCH.run(async |_| client.get().await)).await;
+
+    assert!(result.is_ok());
+    assert_eq!(server.requests(), 3);
+    assert_eq!(recorded.waits().len(), 2);
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=ok,op=fetch}", 1),
+            ("retry_attempts_total{class=unavailable,op=fetch}", 2),
+            ("retry_calls_total{op=fetch,outcome=after_retries}", 1),
+            ("retry_wait_seconds{op=fetch}", 2),
+        ])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_exhausted_outage_counts_every_attempt_and_one_undetermined_give_up() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start(Step::status(503).times(4)).await;
+    let client = server.client();
+
+    let (result, _) = testing::scope(FETCH.run(async |_| client.get().await)).await;
+
+    assert!(result.is_err());
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=unavailable,op=fetch}", 4),
+            (
+                "retry_calls_total{op=fetch,outcome=gave_up_undetermined}",
+                1
+            ),
+            ("retry_give_ups_total{op=fetch,reason=exhausted}", 1),
+            ("retry_wait_seconds{op=fetch}", 3),
+        ])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_answer_counts_one_definitive_attempt_and_an_answer_give_up_with_no_wait() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start([Step::status(404)]).await;
+    let client = server.client();
+
+    let (result, _) = testing::scope(FETCH.run(async |_| client.get().await)).await;
+
+    assert!(result.is_err());
+    assert_eq!(server.requests(), 1);
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=definitive,op=fetch}", 1),
+            ("retry_calls_total{op=fetch,outcome=gave_up_answer}", 1),
+            ("retry_give_ups_total{op=fetch,reason=definitive}", 1),
+        ])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_quota_refusal_counts_one_refusal_and_a_quota_give_up() {
+    static SPENT: Quota = Quota::standard().starting_at(0);
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start([Step::status(503)]).await;
+    let client = server.client();
+
+    let (result, recorded) =
+        testing::scope(FETCH.with_quota(&SPENT).run(async |_| client.get().await)).await;
+
+    assert!(result.is_err());
+    assert!(recorded.waits().is_empty());
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=unavailable,op=fetch}", 1),
+            (
+                "retry_calls_total{op=fetch,outcome=gave_up_undetermined}",
+                1
+            ),
+            ("retry_give_ups_total{op=fetch,reason=quota}", 1),
+            ("retry_quota_refusals_total{op=fetch}", 1),
+        ])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_its_turn_dropped_counts_one_dropped_call_and_no_attempt() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    // The server answers after the turn's deadline: the attempt is in flight when the turn
+    // drops it. Real time, short: a real socket is waited on.
+    let server = Server::start([Step::ok("late").after(Duration::from_secs(5))]).await;
+    let client = server.client();
+
+    let (outcome, report) = Turn::new(Duration::from_millis(300))
+        .run(FETCH.run(async |_| client.get().await))
+        .await;
+
+    assert!(outcome.is_expired());
+    assert_eq!(report.in_flight().len(), 1);
+    assert_eq!(
+        read(&recorder),
+        expect(&[("retry_calls_total{op=fetch,outcome=dropped}", 1)])
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_dropped_outside_a_turn_in_its_wait_counts_as_dropped() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = Server::start([Step::status(503)]).await;
+    let client = server.client();
+
+    // The first attempt fails; the caller gives up on the call during its 250 ms wait.
+    let call = FETCH.run(async |_| client.get().await);
+    let dropped = tokio::time::timeout(Duration::from_millis(100), call).await;
+
+    assert!(dropped.is_err());
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=unavailable,op=fetch}", 1),
+            ("retry_calls_total{op=fetch,outcome=dropped}", 1),
+            ("retry_wait_seconds{op=fetch}", 1),
+        ])
+    );
+}
+
+#[test]
+fn the_documented_names_are_the_recorded_ones() {
+    assert_eq!(
+        [
+            meter::CALLS,
+            meter::ATTEMPTS,
+            meter::WAIT_SECONDS,
+            meter::GIVE_UPS,
+            meter::QUOTA_REFUSALS,
+            meter::STREAM_COMMITS,
+            meter::STREAM_RESTARTS,
+        ],
+        [
+            "retry_calls_total",
+            "retry_attempts_total",
+            "retry_wait_seconds",
+            "retry_give_ups_total",
+            "retry_quota_refusals_total",
+            "retry_stream_commits_total",
+            "retry_stream_restarts_total",
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_that_carried_an_inner_give_up_is_counted_once_at_the_innermost_ladder() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let inner = Retry::new(&Policy::AVAILABILITY).named("inner");
+    let outer = Retry::new(&Policy::AVAILABILITY).named("outer");
+
+    let result = outer
+        .run(async |_| {
+            inner
+                .run(async |_| Err::<(), _>(retry_runtime::Class::Transport))
+                .await
+        })
+        .await;
+
+    assert!(result.is_err());
+    assert_eq!(
+        read(&recorder),
+        expect(&[
+            ("retry_attempts_total{class=transport,op=inner}", 4),
+            (
+                "retry_calls_total{op=inner,outcome=gave_up_undetermined}",
+                1
+            ),
+            (
+                "retry_calls_total{op=outer,outcome=gave_up_undetermined}",
+                1
+            ),
+            ("retry_give_ups_total{op=inner,reason=exhausted}", 1),
+            ("retry_give_ups_total{op=outer,reason=nested}", 1),
+            ("retry_wait_seconds{op=inner}", 3),
+        ])
+    );
+}
+
+mod streams {
+    use std::fmt;
+
+    use retry_runtime::{Class, Classify, EndedEarly, testing};
+
+    use super::{DebuggingRecorder, FETCH, expect, read};
+
+    #[derive(Debug)]
+    struct Cut;
+
+    impl From<EndedEarly> for Cut {
+        fn from(_: EndedEarly) -> Self {
+            Cut
+        }
+    }
+
+    impl Classify for Cut {
+        fn classify(&self) -> Class {
+            Class::Transport
+        }
+    }
+
+    impl fmt::Display for Cut {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("cut")
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_counts_its_commit_and_its_restart_after_it() {
+        let recorder = DebuggingRecorder::new();
+        let _local = metrics::set_default_local_recorder(&recorder);
+        let stream = FETCH
+            .stream(|attempt| async move {
+                Ok::<_, Cut>(testing::stream_of(match attempt {
+                    1 => vec![Ok("a"), Err(Cut)],
+                    _ => vec![Ok("a"), Ok("b")],
+                }))
+            })
+            .restart_after_commit(|| {});
+
+        let (items, _) = testing::scope(testing::collect(stream)).await;
+
+        assert_eq!(items.len(), 3);
+        assert_eq!(
+            read(&recorder),
+            expect(&[
+                ("retry_attempts_total{class=ok,op=fetch}", 1),
+                ("retry_attempts_total{class=transport,op=fetch}", 1),
+                ("retry_calls_total{op=fetch,outcome=after_retries}", 1),
+                ("retry_stream_commits_total{op=fetch}", 1),
+                ("retry_stream_restarts_total{op=fetch}", 1),
+                ("retry_wait_seconds{op=fetch}", 1),
+            ])
+        );
+    }
+}
+
+mod labels {
+    use proptest::prelude::*;
+    use retry_runtime::{Class, Policy, Retry, meter, testing};
+
+    use super::DebuggingRecorder;
+
+    fn class() -> impl Strategy<Value = Class> {
+        prop::sample::select(Class::ALL.to_vec())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the failures, every label value is one the crate documents.
+        #[test]
+        fn every_label_value_is_a_documented_one(
+            failures in prop::collection::vec(class(), 0..6),
+            policy in prop::sample::select(Policy::BUILT_IN.to_vec()),
+        ) {
+            let recorder = DebuggingRecorder::new();
+            let _local = metrics::set_default_local_recorder(&recorder);
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let retry = Retry::new(&policy).named("op");
+            let _ = runtime.block_on(testing::scope(retry.run(async |attempt| {
+                match failures.get(attempt as usize - 1) {
+                    Some(class) => Err(*class),
+                    None => Ok(()),
+                }
+            })));
+            for (key, _, _, _) in recorder.snapshotter().snapshot().into_vec() {
+                for label in key.key().labels() {
+                    let allowed: &[&str] = match label.key() {
+                        "op" => &["op"],
+                        "outcome" => &meter::OUTCOMES,
+                        "class" => &meter::ATTEMPT_CLASSES,
+                        "reason" => &meter::REASONS,
+                        other => panic!("an undocumented label: {other}"),
+                    };
+                    prop_assert!(allowed.contains(&label.value()), "{label:?}");
+                }
+            }
+        }
+    }
+}
