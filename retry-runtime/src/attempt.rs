@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 use tokio::time::{Instant, Sleep};
 
 use crate::nesting;
+use crate::span::AttemptSpan;
 use crate::timeout::{TimedOut, TimeoutBound};
 
 pin_project_lite::pin_project! {
@@ -17,16 +18,20 @@ pin_project_lite::pin_project! {
     #[doc(hidden)]
     pub struct Attempt<F> {
         frame: nesting::Frame,
+        // Empty without the `spans` feature.
+        span: AttemptSpan,
         #[pin]
         future: F,
     }
 }
 
 impl<F> Attempt<F> {
-    /// `future` as one attempt, with a fresh frame for the calls nested in it.
-    pub(crate) fn new(future: F) -> Self {
+    /// `future` as one attempt, polled inside `span`, with a fresh frame for the calls nested
+    /// in it.
+    pub(crate) fn new(future: F, span: AttemptSpan) -> Self {
         Attempt {
             frame: nesting::Frame::default(),
+            span,
             future,
         }
     }
@@ -54,7 +59,11 @@ impl<F: Future> Future for Attempt<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let frame = this.frame;
-        nesting::enter(frame, || this.future.poll(cx)).map(|output| Attempted {
+        let future = this.future;
+        let polled = this
+            .span
+            .in_scope(|| nesting::enter(frame, || future.poll(cx)));
+        polled.map(|output| Attempted {
             output,
             frame: *frame,
         })

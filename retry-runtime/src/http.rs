@@ -62,6 +62,7 @@ mod headers;
 mod peek;
 #[cfg(feature = "reqwest")]
 mod reqwest;
+mod resend;
 mod service;
 mod stream_peek;
 
@@ -75,6 +76,7 @@ pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
 #[cfg(feature = "reqwest")]
 pub use reqwest::ResponseExt;
+pub use resend::ResendCount;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use service::Failed;
 pub use service::{AsTransport, ClassifyError, Reply};

@@ -91,6 +91,8 @@ mod quota;
 pub mod redact;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest_middleware;
+#[cfg_attr(not(feature = "spans"), allow(dead_code))]
+mod span;
 #[cfg(feature = "sse")]
 pub mod sse;
 #[cfg(feature = "stream")]

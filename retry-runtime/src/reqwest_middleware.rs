@@ -8,7 +8,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::class::Class;
 use crate::clock::Clock;
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
+use crate::http::{AsTransport, ClassifyError, Failed, Reply, ResendCount, StreamPeek};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::turn::scope::OpName;
@@ -153,10 +153,14 @@ where
         let outcome = self
             .retry
             .clone()
-            .run_fn(move |_attempt| {
+            .run_fn(move |attempt| {
                 let request = request.try_clone();
                 let next = next.clone();
+                let resend = ResendCount::of_attempt(attempt);
                 async move {
+                    if let Some(count) = resend {
+                        count.record();
+                    }
                     let failed = |error: reqwest_middleware::Error| {
                         let class = errors.classify_error(&error);
                         Failed::Service(error, class)
@@ -167,6 +171,11 @@ where
                     };
                     let mut extensions =
                         std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+                    // The chain's own middleware (reqwest-tracing's span) reads the count.
+                    match resend {
+                        Some(count) => extensions.insert(count),
+                        None => extensions.remove::<ResendCount>(),
+                    };
                     let answer = next.run(request, &mut extensions).await;
                     *shared.lock().unwrap_or_else(PoisonError::into_inner) = extensions;
                     answer
@@ -178,6 +187,8 @@ where
             })
             .await;
         *extensions = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+        // The count was each attempt's, not the caller's.
+        extensions.remove::<ResendCount>();
         match outcome {
             Ok(response) => Ok(response),
             Err(gave_up) => gave_up.into_error().into_result(),

@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 use crate::clock::Clock;
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, Failed, Reply, StreamPeek};
+use crate::http::{AsTransport, ClassifyError, Failed, Reply, ResendCount, StreamPeek};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::turn::scope::OpName;
@@ -98,6 +98,12 @@ pub struct RetryLayer<R = Retry, K = AsTransport, Q = ByClone> {
 pub trait CloneRequest<Request> {
     /// A copy of `request` for another attempt, or `None` if it cannot be made.
     fn clone_request(&self, request: &Request) -> Option<Request>;
+
+    /// Mark `request`, a resend, with its [`ResendCount`], where its type has room for it:
+    /// [`HttpRequests`] puts it in the `http::Request`'s extensions. By default, nothing.
+    fn mark_resend(&self, request: &mut Request, count: ResendCount) {
+        let _ = (request, count);
+    }
 }
 
 /// Each attempt sends a `clone()` of the request: the default.
@@ -133,6 +139,10 @@ impl<B: Clone> CloneRequest<http::Request<B>> for HttpRequests {
         *copy.version_mut() = request.version();
         *copy.headers_mut() = request.headers().clone();
         Some(copy)
+    }
+
+    fn mark_resend(&self, request: &mut http::Request<B>, count: ResendCount) {
+        request.extensions_mut().insert(count);
     }
 }
 
@@ -308,13 +318,17 @@ where
         let mut next = Some(first);
         Box::pin(async move {
             let outcome = retry
-                .run_fn(move |_attempt| {
+                .run_fn(move |attempt| {
                     let readied = ready.take();
                     let is_ready = readied.is_some();
                     let mut service = readied.unwrap_or_else(|| template.clone());
                     // This attempt's copy, and the next one's, made now: one that cannot be
                     // made means this attempt is the last.
-                    let this = next.take();
+                    let mut this = next.take();
+                    let resend = ResendCount::of_attempt(attempt);
+                    if let (Some(this), Some(count)) = (&mut this, resend) {
+                        requests.mark_resend(this, count);
+                    }
                     next = requests.clone_request(&request);
                     let last = next.is_none();
                     let errors = errors.clone();
@@ -322,6 +336,9 @@ where
                         let Some(this) = this else {
                             unreachable!("the ladder stops after the attempt without a copy")
                         };
+                        if let Some(count) = resend {
+                            count.record();
+                        }
                         let failed = async move {
                             if !is_ready
                                 && let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await

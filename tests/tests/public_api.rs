@@ -13,8 +13,8 @@ use retry_runtime::{
 
 // The families with a module of their own.
 use retry_runtime::http::{
-    AsTransport, ClassifyError, HttpError, Reply, ResponseExt, Rule, classify_response,
-    classify_status, parse_retry_after, retry_after,
+    AsTransport, ClassifyError, HttpError, Reply, ResendCount, ResponseExt, Rule,
+    classify_response, classify_status, parse_retry_after, retry_after,
 };
 use retry_runtime::ladder::{
     Failure, Step, hinted, ideal_wait, jittered, ladder_wait, max_wait, next_step,

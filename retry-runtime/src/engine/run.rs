@@ -21,6 +21,7 @@ use crate::notice::{self, Action, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
+use crate::span::CallSpans;
 use crate::timeout::TimeoutBound;
 use crate::turn::flight::{self, Flight};
 use crate::turn::scope::{self as turn, Op};
@@ -56,6 +57,8 @@ pub struct Run<R: Source> {
     attempts: u16,
     flags: u8,
     paid: Paid,
+    /// Empty without the `spans` feature; with it, a box made at the first failure.
+    spans: CallSpans,
 }
 
 /// When a call started, where anything needs to know.
@@ -150,6 +153,7 @@ impl<R: Source> Run<R> {
             attempts: 0,
             flags: 0,
             paid: Paid::NONE,
+            spans: CallSpans::NONE,
         }
     }
 
@@ -199,7 +203,8 @@ impl<R: Source> Run<R> {
     #[inline]
     pub fn attempt<F: Future>(&mut self, future: F) -> Attempt<F> {
         self.begin_attempt();
-        Attempt::new(future)
+        let span = self.spans.attempt(self.attempts());
+        Attempt::new(future, span)
     }
 
     /// Count one more attempt, from now.
@@ -301,7 +306,7 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
-        self.count_attempt(Some(class));
+        self.attempt_failed(class);
         self.give_up(error, class, StopReason::Committed)
     }
 
@@ -337,12 +342,22 @@ impl<R: Source> Run<R> {
         }
     }
 
+    /// The current attempt failed with `class`: counted, and said in the call's spans.
+    #[inline]
+    fn attempt_failed(&mut self, class: Class) {
+        self.count_attempt(Some(class));
+        let policy = self.source.policy().name();
+        self.spans.failed(self.source.op(), policy, class);
+    }
+
     /// The call has ended with `outcome`: counted once, however it is reported after.
     #[inline]
     fn end(&mut self, outcome: Outcome) {
         if self.flags & ENDED == 0 {
             self.flags |= ENDED;
             meter::count(self.source.op(), Series::Call(outcome));
+            self.spans
+                .ended(self.attempts(), self.waited_ms, outcome.name());
         }
     }
 
@@ -367,7 +382,7 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
-        self.count_attempt(Some(class));
+        self.attempt_failed(class);
         let wait = match self.decide(&error, class) {
             Ok(wait) => wait,
             Err(reason) => return Err(self.give_up(error, class, reason)),
@@ -615,18 +630,16 @@ impl<R: Source> Run<R> {
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
         let hooks = self.flight().map_or_else(Vec::new, Flight::hooks);
-        notice::emit(
-            hooks,
-            &RetryEvent {
-                op: self.source.op(),
-                policy: self.source.policy().name(),
-                attempt: self.attempts(),
-                total: self.source.policy().attempts().max(1),
-                class,
-                error: Redacted::new(error),
-                action,
-            },
-        );
+        let event = RetryEvent {
+            op: self.source.op(),
+            policy: self.source.policy().name(),
+            attempt: self.attempts(),
+            total: self.source.policy().attempts().max(1),
+            class,
+            error: Redacted::new(error),
+            action,
+        };
+        self.spans.in_scope(|| notice::emit(hooks, &event));
     }
 }
 
