@@ -3,7 +3,8 @@
 //! tells a person what is happening while it waits; and a streamed call whose stream fails
 //! with an `overloaded_error` event after its head, retried before its first text.
 //!
-//! Run it with `cargo run -p retry-demo`.
+//! Run it with `cargo run -p retry-demo --features metrics`: with the feature, it installs
+//! `metrics-util`'s debugging recorder and prints what a dashboard would read at its end.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -242,6 +243,13 @@ fn describe(result: &Result<String, ModelError>, hits: &AtomicU32) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    #[cfg(feature = "metrics")]
+    let snapshotter = {
+        let recorder = metrics_util::debugging::DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install()?;
+        snapshotter
+    };
     let (address, hits) = serve().await?;
     let model = Model {
         http: reqwest::Client::new(),
@@ -294,9 +302,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await;
 
     println!("turn report: {report}");
+    #[cfg(feature = "metrics")]
+    print_metrics(&snapshotter);
     if outcome.into_finished() == Some(true) {
         Ok(())
     } else {
         Err("the demo did not go as expected".into())
+    }
+}
+
+/// What a dashboard would read: each series of the `retry_` metrics, a histogram as its count
+/// and sum.
+#[cfg(feature = "metrics")]
+fn print_metrics(snapshotter: &metrics_util::debugging::Snapshotter) {
+    use metrics_util::debugging::DebugValue;
+
+    let mut rows: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let labels: Vec<String> = key
+                .labels()
+                .map(|label| format!("{}=\"{}\"", label.key(), label.value()))
+                .collect();
+            let value = match value {
+                DebugValue::Counter(count) => count.to_string(),
+                DebugValue::Gauge(gauge) => gauge.to_string(),
+                DebugValue::Histogram(samples) => {
+                    let sum: f64 = samples.iter().map(|sample| sample.into_inner()).sum();
+                    format!("{} samples, {sum:.3} s in all", samples.len())
+                }
+            };
+            format!("  {}{{{}}} {value}", key.name(), labels.join(","))
+        })
+        .collect();
+    rows.sort();
+    println!("\nmetrics (feature `metrics`, through the `metrics` facade):");
+    for row in rows {
+        println!("{row}");
     }
 }
