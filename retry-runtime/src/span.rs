@@ -27,21 +27,31 @@ struct Spans {
     attempt: Span,
 }
 
-/// The span one attempt runs in: a `retry.attempt` span, or none (the first attempt, or the
-/// feature off, when it is empty).
+/// The span one attempt runs in: a `retry.attempt` span's id, or none (the first attempt, or
+/// the feature off, when it is empty). The attempt's future holds one word, not the span's
+/// five: the span itself is kept alive in the call's box, which outlives the attempt.
 #[derive(Debug, Default)]
 pub(crate) struct AttemptSpan {
     #[cfg(feature = "spans")]
-    span: Option<Span>,
+    id: Option<tracing::Id>,
 }
 
 impl AttemptSpan {
-    /// Run `poll` inside the attempt's span, if it has one.
+    /// Run `poll` inside the attempt's span, if it has one: entered for each poll and left
+    /// after it (on unwind too), as `Instrumented` does.
     #[inline]
     pub(crate) fn in_scope<T>(&self, poll: impl FnOnce() -> T) -> T {
         #[cfg(feature = "spans")]
-        if let Some(span) = &self.span {
-            return span.in_scope(poll);
+        if let Some(id) = &self.id {
+            struct Exit<'a>(&'a tracing::Id);
+            impl Drop for Exit<'_> {
+                fn drop(&mut self) {
+                    tracing::dispatcher::get_default(|dispatch| dispatch.exit(self.0));
+                }
+            }
+            tracing::dispatcher::get_default(|dispatch| dispatch.enter(id));
+            let _exit = Exit(id);
+            return poll();
         }
         poll()
     }
@@ -98,7 +108,7 @@ impl CallSpans {
                 "http.request.resend_count" = tracing::field::Empty,
             );
             return AttemptSpan {
-                span: Some(spans.attempt.clone()),
+                id: spans.attempt.id(),
             };
         }
         #[cfg(not(feature = "spans"))]
