@@ -197,6 +197,15 @@ pub(crate) fn count(op: &str, series: Series) {
     let _ = (op, series);
 }
 
+/// Count one in `series` of `op`, and in `also` if given, with one look-up of its handles.
+#[inline]
+pub(crate) fn count_with(op: &str, series: Series, also: Option<Series>) {
+    #[cfg(feature = "metrics")]
+    record::count_with(op, series, also);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (op, series, also);
+}
+
 /// Record a wait of `wait` taken by `op`.
 #[inline]
 pub(crate) fn waited(op: &str, wait: std::time::Duration) {
@@ -269,6 +278,7 @@ mod record {
                     table.recorder = id;
                     table.ops.clear();
                 }
+                // By text, not address: an owned name's memory may be reused by another.
                 let index = match table.ops.iter().position(|handles| *handles.op == *op) {
                     Some(index) => index,
                     None => {
@@ -287,13 +297,26 @@ mod record {
 
     pub(super) fn count(op: &str, series: Series) {
         with_handles(op, |handles, recorder| {
-            handles.counters[series.slot()]
-                .get_or_insert_with(|| {
-                    let (name, label) = series.parts();
-                    recorder.register_counter(&key(name, op, label), &METADATA)
-                })
-                .increment(1);
+            increment(handles, recorder, op, series)
         });
+    }
+
+    pub(super) fn count_with(op: &str, series: Series, also: Option<Series>) {
+        with_handles(op, |handles, recorder| {
+            increment(handles, recorder, op, series);
+            if let Some(also) = also {
+                increment(handles, recorder, op, also);
+            }
+        });
+    }
+
+    fn increment(handles: &mut Handles, recorder: &dyn Recorder, op: &str, series: Series) {
+        handles.counters[series.slot()]
+            .get_or_insert_with(|| {
+                let (name, label) = series.parts();
+                recorder.register_counter(&key(name, op, label), &METADATA)
+            })
+            .increment(1);
     }
 
     pub(super) fn waited(op: &str, wait: std::time::Duration) {

@@ -364,11 +364,19 @@ impl<R: Source> Run<R> {
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        self.count_attempt(None);
-        // With metrics, every call's end is counted; without, only a quota or a turn (or a
-        // literal budget) has anything to do at the end.
-        if cfg!(feature = "metrics") || self.source.quota().is_some() || self.started().is_some() {
+        let outcome = Outcome::succeeded(self.attempts());
+        // The attempt and the call, counted with one look-up of the operation's handles.
+        let attempt = (self.flags & HOLLOW == 0).then_some(Series::Attempt(None));
+        meter::count_with(self.source.op(), Series::Call(outcome), attempt);
+        self.flags |= ENDED;
+        self.spans
+            .ended(self.attempts(), self.waited_ms, outcome.name());
+        // Only a quota or a turn (or a literal budget) has anything more to do at the end.
+        if self.source.quota().is_some() || self.started().is_some() {
             self.finish(None);
+        } else if cfg!(feature = "metrics") {
+            // The attempt this call ran in is this call's to count, in a turn or not.
+            nesting::mark_ran();
         }
     }
 
