@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use crate::delay::{Delay, Sleep};
 use crate::error::CliError;
 use crate::explain::Explain;
+use crate::lint::Lint;
 use crate::run::Run;
 use crate::schedule::Schedule;
 
@@ -32,6 +33,9 @@ enum Command {
     /// Run a command, retrying it while it exits with a "try again" status; exit with its last
     /// status.
     Run(Run),
+    /// Find the retry loops that compute their own wait, in Rust sources, shell scripts and
+    /// GitHub Actions workflows; exit 1 when there are any.
+    Lint(Lint),
 }
 
 impl Cli {
@@ -42,6 +46,7 @@ impl Cli {
             Command::Schedule(schedule) => schedule.print(),
             Command::Explain(explain) => explain.print(),
             Command::Run(run) => run.execute().await,
+            Command::Lint(lint) => lint.check(),
         };
         outcome.unwrap_or_else(CliError::report)
     }

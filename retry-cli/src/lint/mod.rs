@@ -1,0 +1,144 @@
+//! `backoff lint`: find the retry loops that compute their own wait.
+//!
+//! Seed 004's rule had an implementation and four call sites in bash that no check read: all
+//! four slept `$((attempt * 5))`, the thundering herd the rule exists to prevent. This is the
+//! check. It pins the property, "a loop that retries does not compute its own wait", not a
+//! spelling: a loop that reaches the shared ladder (`#[retry]`, `Retry::new(..).run(..)`,
+//! `backoff sleep`, `backoff run`, `sleep "$(backoff delay ..)"`) passes.
+//!
+//! A retry loop, in every language, is a loop that waits and that leaves or repeats depending
+//! on whether an attempt succeeded. A loop that waits every round and never decides (a ticker,
+//! a heartbeat) is not one. Each language has its module: [`rust`], [`shell`] and
+//! [`workflow`] (the `run:` bodies of GitHub Actions workflows, checked as shell). [`walk`]
+//! finds the files, [`allow`] reads the explicit exceptions, [`bounds`] keeps hostile input
+//! from crashing the process and [`report`] prints what was found.
+
+mod allow;
+mod bounds;
+mod report;
+mod rust;
+mod shell;
+mod walk;
+mod workflow;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::error::CliError;
+
+pub(crate) use walk::Language;
+
+/// `backoff lint`.
+///
+/// Reports every loop that retries and computes its own wait, as `path:line:col: ...` and a
+/// help line naming the fix. Walks each PATH as ripgrep does: `.gitignore` is honoured, and so
+/// is a `.backoff-lint-ignore` file in the same syntax (for fixture trees). Checks Rust (`.rs`),
+/// shell (`.sh`, `.bash`, or a `#!` line naming sh or bash) and the `run:` bodies of GitHub
+/// Actions workflows (`.github/workflows/*.yml` or `*.yaml`).
+///
+/// A comment `backoff-lint: allow(<reason>)` on the line before a loop exempts it; an allow
+/// without a reason is itself a finding. Loops written inside macro bodies (`select!`,
+/// `join!`) are not seen in Rust: a macro's input is not Rust syntax until it is expanded.
+///
+/// Exit status: 0 when nothing was found, 1 when something was, 2 on bad input (a path that
+/// cannot be read, a file that does not parse or is too large or too deeply nested to parse
+/// safely; such a file is reported and skipped, and the rest are still checked).
+#[derive(Debug, Args)]
+pub(crate) struct Lint {
+    /// Files or directories to check.
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+    /// Print one JSON object instead: `findings`, a list of objects with `path`, `line` and
+    /// `column` (from 1, of the wait, in the file as written: a workflow's YAML, not the
+    /// script inside it), `language` (`rust`, `shell` or `workflow`), `wait` (the waiting
+    /// words only, never the whole line), `loop_line` (the line of the loop that waits), `rule`
+    /// (`own-wait`, or `allow-without-reason`) and `help` (the fix); `skipped`, a list of
+    /// objects with `path`, `line`, `column` (0 when unknown) and `reason`, for what could not
+    /// be checked; and `files_checked`, the number of files read.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One thing the lint reports: a loop that computes its own wait, or an allow without a reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// The line of the wait, from 1.
+    pub(crate) line: usize,
+    /// The column of the wait, from 1, in characters.
+    pub(crate) column: usize,
+    /// The line of the loop the wait is in.
+    pub(crate) loop_line: usize,
+    /// The waiting words, e.g. `sleep $((attempt * 5))`.
+    pub(crate) wait: String,
+    /// Which rule: [`Rule::OwnWait`] or [`Rule::AllowWithoutReason`].
+    pub(crate) rule: Rule,
+}
+
+/// Which rule a finding breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// A loop that retries computes its own wait.
+    OwnWait,
+    /// A `backoff-lint: allow()` with no reason in it.
+    AllowWithoutReason,
+}
+
+/// A file, or a part of one, that could not be checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    /// Where, from 1; 0 when the parser did not say.
+    pub(crate) line: usize,
+    /// The column, from 1; 0 when the parser did not say.
+    pub(crate) column: usize,
+    /// What went wrong, and what to do.
+    pub(crate) reason: String,
+}
+
+/// What checking one file found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct FileReport {
+    /// Its findings, in the order of the file.
+    pub(crate) findings: Vec<Finding>,
+    /// What in it could not be checked.
+    pub(crate) skipped: Vec<Skipped>,
+}
+
+impl Lint {
+    /// Check every path, print the report, and say with the status what was found.
+    pub(crate) fn check(&self) -> Result<ExitCode, CliError> {
+        let files = walk::files(&self.paths);
+        // syn and the shell parser recurse; the bounds module runs them on a thread whose
+        // stack holds the deepest nesting it lets through.
+        let checked = bounds::on_large_stack(move || report::check_all(files))
+            .map_err(|message| CliError::BadInput(message.to_owned()))?;
+        if self.json {
+            report::print_json(&checked)?;
+        } else {
+            report::print_text(&checked)?;
+        }
+        Ok(checked.status())
+    }
+}
+
+/// Check one file's bytes as `language`. Never panics: input too large or too deep to parse
+/// safely, and a parser that fails, are reported in `skipped`.
+pub(crate) fn check_file(language: Language, bytes: &[u8]) -> FileReport {
+    let text = match bounds::admit(language, bytes) {
+        Ok(text) => text,
+        Err(skipped) => {
+            return FileReport {
+                findings: Vec::new(),
+                skipped: vec![skipped],
+            };
+        }
+    };
+    let mut report = bounds::catching(language, || match language {
+        Language::Rust => rust::check(text),
+        Language::Shell => shell::check(text, &shell::Identity),
+        Language::Workflow => workflow::check(text),
+    });
+    allow::apply(text, &mut report);
+    report
+}
