@@ -26,6 +26,8 @@ struct Allow {
     column: usize,
     /// Whether it says why.
     has_reason: bool,
+    /// Its words, without the comment's leader: `backoff-lint: allow()`.
+    words: String,
 }
 
 /// Drop the findings whose loop an allow with a reason exempts, and add a finding for every
@@ -43,7 +45,7 @@ pub(crate) fn apply(text: &str, report: &mut FileReport) {
             line: allow.line,
             column: allow.column,
             loop_line: allow.line + 1,
-            wait: "backoff-lint: allow without a reason".to_owned(),
+            wait: allow.words.clone(),
             rule: Rule::AllowWithoutReason,
         });
     }
@@ -61,12 +63,19 @@ fn allows(text: &str) -> Vec<Allow> {
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
         for captures in ALLOW.captures_iter(line) {
-            let whole = captures.get(0).map_or(0, |whole| whole.start());
+            let Some(whole) = captures.get(0) else {
+                continue;
+            };
             let reason = captures.get(1).map_or("", |reason| reason.as_str().trim());
             found.push(Allow {
                 line: index + 1,
-                column: line[..whole].chars().count() + 1,
+                column: line[..whole.start()].chars().count() + 1,
                 has_reason: !reason.is_empty(),
+                words: whole
+                    .as_str()
+                    .trim_start_matches(['/', '#'])
+                    .trim_start()
+                    .to_owned(),
             });
         }
     }
