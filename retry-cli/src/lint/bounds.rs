@@ -14,9 +14,13 @@ use super::{FileReport, Language, Skipped};
 /// The largest file parsed: 4 MiB is far past any hand-written source file.
 pub(crate) const MAX_BYTES: usize = 4 * 1024 * 1024;
 
-/// The deepest nesting of brackets and shell blocks parsed. rustc's own macro recursion limit
+/// The deepest nesting of brackets, generics and shell blocks parsed. rustc's own macro recursion limit
 /// is 128; real code stays far below 256.
 pub(crate) const MAX_NESTING: usize = 256;
+
+/// The longest run of Rust prefixes parsed (`!!!x`, `&&&T`): more than nesting, so a comment
+/// ruled with a line of 300 dashes still passes.
+pub(crate) const MAX_PREFIXES: usize = 1024;
 
 /// The stack the parsers run on. Measured: syn needs well under 1 MiB per 256 levels of
 /// nesting in a debug build; 256 MiB of address space is only touched as it is used.
@@ -63,8 +67,9 @@ pub(crate) fn admit(language: Language, bytes: &[u8]) -> Result<&str, Skipped> {
             line,
             column: 0,
             reason: format!(
-                "nested more than {MAX_NESTING} deep (reached {depth} by this line), too deep to \
-                 parse safely; flatten it, or list it in .backoff-lint-ignore"
+                "nested too deeply to parse safely (a depth of {depth} by this line; the limits \
+                 are {MAX_NESTING} brackets or blocks and {MAX_PREFIXES} prefixes in a row); \
+                 flatten it, or list it in .backoff-lint-ignore"
             ),
         });
     }
@@ -88,30 +93,48 @@ pub(crate) fn catching(language: Language, check: impl FnOnce() -> FileReport) -
 
 /// The first line where nesting passes [`MAX_NESTING`], and the depth it reached there.
 ///
-/// An over-estimate on purpose: every bracket counts, in strings and comments too, and in
-/// shell `if`/`case`/`do` words open a level that `fi`/`esac`/`done` close. Over-counting can
-/// only refuse a file, never let a dangerous one through.
+/// An over-estimate on purpose: every bracket counts, in strings and comments too. In shell,
+/// `if`/`case`/`do` open a level that `fi`/`esac`/`done` close. In Rust, `<` opens one too
+/// (generics nest), and so does each prefix in a run of them (`!!!x`, `&&&T`, `return return
+/// x`, `|| || x`): syn recurses once per prefix. Over-counting can only refuse a file, never let
+/// a dangerous one through.
 fn too_deep(language: Language, text: &str) -> Option<(usize, usize)> {
+    let rust = language == Language::Rust;
     let mut depth = 0usize;
+    let mut prefixes = 0usize;
     let mut line = 1;
-    let shell = language != Language::Rust;
-    for token in text.split_inclusive(|c: char| !c.is_alphanumeric()) {
-        let word = token.trim_end_matches(|c: char| !c.is_alphanumeric());
-        if shell {
-            match word {
-                "if" | "case" | "do" => depth += 1,
-                "fi" | "esac" | "done" => depth = depth.saturating_sub(1),
-                _ => {}
+    let mut previous = ' ';
+    for token in text.split_inclusive(|c: char| !c.is_alphanumeric() && c != '_') {
+        let word = token.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '_');
+        match word {
+            "if" | "case" | "do" if !rust => depth += 1,
+            "fi" | "esac" | "done" if !rust => depth = depth.saturating_sub(1),
+            "return" | "break" | "move" | "async" | "box" | "mut" | "dyn" | "impl" | "ref"
+                if rust =>
+            {
+                prefixes += 1;
             }
+            "" => {}
+            _ => prefixes = 0,
         }
-        match token.chars().last() {
-            Some('(' | '[' | '{') => depth += 1,
-            Some(')' | ']' | '}') => depth = depth.saturating_sub(1),
-            Some('\n') => line += 1,
+        let last = token.chars().last().unwrap_or(' ');
+        match last {
+            '(' | '[' | '{' => depth += 1,
+            '<' if rust => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            '>' if rust && !matches!(previous, '-' | '=') => depth = depth.saturating_sub(1),
+            '!' | '-' | '*' | '&' | '|' if rust => prefixes += 1,
+            '\n' => line += 1,
+            c if c.is_whitespace() => {}
+            _ if rust => prefixes = 0,
             _ => {}
         }
+        previous = last;
         if depth > MAX_NESTING {
             return Some((line, depth));
+        }
+        if prefixes > MAX_PREFIXES {
+            return Some((line, prefixes));
         }
     }
     None

@@ -109,6 +109,9 @@ impl Lint {
     /// Check every path, print the report, and say with the status what was found.
     pub(crate) fn check(&self) -> Result<ExitCode, CliError> {
         let files = walk::files(&self.paths);
+        // A parser's panic is caught and reported as a skipped file (see `bounds`); the
+        // default hook would also print a backtrace notice for it.
+        std::panic::set_hook(Box::new(|_| {}));
         // syn and the shell parser recurse; the bounds module runs them on a thread whose
         // stack holds the deepest nesting it lets through.
         let checked = bounds::on_large_stack(move || report::check_all(files))
@@ -141,4 +144,202 @@ pub(crate) fn check_file(language: Language, bytes: &[u8]) -> FileReport {
     });
     allow::apply(text, &mut report);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::bounds::{self, MAX_NESTING, MAX_PREFIXES};
+    use super::*;
+
+    /// Bytes shaped like each language often enough to reach its parser: its brackets,
+    /// operators and keywords, and arbitrary bytes.
+    fn source_like() -> impl Strategy<Value = Vec<u8>> {
+        let pieces = prop::sample::select(vec![
+            "(",
+            ")",
+            "{",
+            "}",
+            "[",
+            "]",
+            "<",
+            ">",
+            "!",
+            "&",
+            "|",
+            ";",
+            ":",
+            "\"",
+            "'",
+            "`",
+            "$",
+            "$(",
+            "${{",
+            "}}",
+            "#",
+            "#!",
+            "\n",
+            " ",
+            "  ",
+            "-",
+            "=",
+            "loop",
+            "while",
+            "for",
+            "in",
+            "do",
+            "done",
+            "until",
+            "if",
+            "then",
+            "fi",
+            "case",
+            "esac",
+            "sleep",
+            "break",
+            "fn",
+            "match",
+            "Err",
+            "Ok",
+            "use",
+            "tokio::time::sleep",
+            "run: |",
+            "steps:",
+            "- ",
+            "\u{e9}",
+            "\u{10ffff}",
+        ]);
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..256),
+            prop::collection::vec(pieces, 0..64).prop_map(|pieces| pieces.concat().into_bytes()),
+        ]
+    }
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 10_000,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn arbitrary_bytes_as_rust_never_panic_the_linter(bytes in source_like()) {
+            let _ = check_file(Language::Rust, &bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_as_shell_never_panic_the_linter(bytes in source_like()) {
+            let _ = check_file(Language::Shell, &bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_as_a_workflow_never_panic_the_linter(bytes in source_like()) {
+            let _ = check_file(Language::Workflow, &bytes);
+        }
+    }
+
+    /// The one reason a file was skipped.
+    fn skipped_reason(report: &FileReport) -> &str {
+        assert!(report.findings.is_empty(), "{report:?}");
+        match report.skipped.as_slice() {
+            [skipped] => &skipped.reason,
+            other => panic!("one skipped entry, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_deeply_nested_rust_file_is_reported_not_parsed() {
+        let depth = 100_000;
+        let text = format!("fn f() {{ {}{} }}", "(".repeat(depth), ")".repeat(depth));
+        let report = check_file(Language::Rust, text.as_bytes());
+        assert!(
+            skipped_reason(&report).starts_with("nested too deeply to parse safely"),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_run_of_rust_prefixes_is_reported_not_parsed() {
+        let text = format!("fn f() {{ {}x }}", "!".repeat(100_000));
+        let report = check_file(Language::Rust, text.as_bytes());
+        assert!(skipped_reason(&report).starts_with("nested too deeply"));
+    }
+
+    #[test]
+    fn deeply_nested_shell_and_yaml_are_reported_not_parsed() {
+        let shell = "if true; then ".repeat(10_000);
+        let report = check_file(Language::Shell, shell.as_bytes());
+        assert!(skipped_reason(&report).starts_with("nested too deeply"));
+        let yaml = format!("run: {}", "[".repeat(10_000));
+        let report = check_file(Language::Workflow, yaml.as_bytes());
+        assert!(skipped_reason(&report).starts_with("nested too deeply"));
+    }
+
+    /// What the bounds let through, the lint thread's stack holds: the deepest admitted file of
+    /// each shape parses there (in a debug build, the deepest stack use).
+    #[test]
+    fn the_deepest_admitted_files_parse_on_the_lint_thread() {
+        // One level is the item around the nesting.
+        let deep = MAX_NESTING - 1;
+        let cases = vec![
+            (
+                Language::Rust,
+                format!("fn f() {{ {}1{} }}", "(".repeat(deep), ")".repeat(deep)),
+            ),
+            (
+                Language::Rust,
+                format!("fn f() {{ {}x }}", "!".repeat(MAX_PREFIXES)),
+            ),
+            (
+                Language::Rust,
+                format!("type T = {}u8{};", "Vec<".repeat(deep), ">".repeat(deep)),
+            ),
+            (
+                Language::Shell,
+                format!(
+                    "{}true{}",
+                    "if true; then ".repeat(deep),
+                    "; fi".repeat(deep)
+                ),
+            ),
+            (
+                Language::Shell,
+                format!("echo {}x{}", "$(".repeat(deep / 2), ")".repeat(deep / 2)),
+            ),
+        ];
+        let reports = bounds::on_large_stack(move || {
+            cases
+                .into_iter()
+                .map(|(language, text)| check_file(language, text.as_bytes()))
+                .collect::<Vec<_>>()
+        })
+        .expect("the lint thread runs");
+        for report in reports {
+            assert!(
+                report
+                    .skipped
+                    .iter()
+                    .all(|skipped| !skipped.reason.contains("nested")),
+                "{report:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_over_the_size_limit_is_reported_not_parsed() {
+        let text = " ".repeat(bounds::MAX_BYTES + 1);
+        let report = check_file(Language::Rust, text.as_bytes());
+        assert!(skipped_reason(&report).starts_with("too large to check"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_reported_not_parsed() {
+        let report = check_file(Language::Shell, b"sleep \xff");
+        assert!(skipped_reason(&report).starts_with("not UTF-8"));
+    }
 }
