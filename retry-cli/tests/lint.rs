@@ -301,3 +301,45 @@ fn gitignore_and_backoff_lint_ignore_keep_files_out() {
     let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(report["files_checked"], 1);
 }
+
+#[test]
+fn every_waiting_spelling_of_tokio_async_std_smol_and_futures_timer_is_found() {
+    assert_eq!(
+        waits("rust/every_wait.rs"),
+        [
+            "tokio::time::sleep_until(deadline)",
+            "async_std::task::sleep(WAIT)",
+            "smol::Timer::after(WAIT)",
+            "futures_timer::Delay::new(WAIT)",
+            "interval.tick()",
+        ]
+    );
+}
+
+#[test]
+fn a_workflow_expression_keeps_the_columns_after_it_and_is_quoted_as_written() {
+    let report = report("workflow");
+    let finding = &report["findings"][0];
+    assert_eq!(
+        (finding["line"].clone(), finding["column"].clone()),
+        (8.into(), 65.into())
+    );
+    assert_eq!(finding["wait"], "sleep ${{ env.WAIT }}");
+}
+
+#[test]
+fn a_folded_run_body_is_reported_at_the_scalars_start() {
+    let report = report("workflow");
+    let finding = &report["findings"][1];
+    assert_eq!(
+        (finding["line"].clone(), finding["column"].clone()),
+        (11.into(), 11.into())
+    );
+    assert_eq!(finding["wait"], "sleep 4");
+}
+
+#[test]
+fn an_allow_in_a_run_body_exempts_the_loop_under_it() {
+    // The third step's `until pg_isready` loop is allowed: two findings, not three.
+    assert_eq!(findings("workflow").len(), 2);
+}

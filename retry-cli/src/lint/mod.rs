@@ -30,25 +30,11 @@ use crate::error::CliError;
 
 pub(crate) use walk::Language;
 
-/// `backoff lint`.
-///
-/// Reports every loop that retries and computes its own wait, as `path:line:col: ...` and a
-/// help line naming the fix. Walks each PATH as ripgrep does: `.gitignore` is honoured, and so
-/// is a `.backoff-lint-ignore` file in the same syntax (for fixture trees). Checks Rust (`.rs`),
-/// shell (`.sh`, `.bash`, or a `#!` line naming sh or bash) and the `run:` bodies of GitHub
-/// Actions workflows (`.github/workflows/*.yml` or `*.yaml`).
-///
-/// A comment `backoff-lint: allow(<reason>)` on the line before a loop exempts it; an allow
-/// without a reason is itself a finding. Loops written inside macro bodies (`select!`,
-/// `join!`) are not seen in Rust: a macro's input is not Rust syntax until it is expanded.
-///
-/// Exit status: 0 when nothing was found, 1 when something was, 2 on bad input (a path that
-/// cannot be read, a file that does not parse or is too large or too deeply nested to parse
-/// safely; such a file is reported and skipped, and the rest are still checked).
+/// `backoff lint` (its help, on the subcommand in [`crate::cli`], says what it checks).
 #[derive(Debug, Args)]
 pub(crate) struct Lint {
     /// Files or directories to check.
-    #[arg(default_value = ".")]
+    #[arg(default_value = ".", value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Print one JSON object instead: `findings`, a list of objects with `path`, `line` and
     /// `column` (from 1, of the wait, in the file as written: a workflow's YAML, not the

@@ -119,8 +119,9 @@ fn take_turn(stack: &mut [Frame]) {
     }
 }
 
-/// The script with each `${{ ... }}` replaced by as many `_`, and the expressions replaced.
-fn without_expressions(script: &str) -> (String, Vec<String>) {
+/// The script with each `${{ ... }}` replaced by a placeholder of as many characters, and the
+/// expressions with their placeholders.
+fn without_expressions(script: &str) -> (String, Vec<(String, String)>) {
     let mut out = String::with_capacity(script.len());
     let mut expressions = Vec::new();
     let mut rest = script;
@@ -131,21 +132,35 @@ fn without_expressions(script: &str) -> (String, Vec<String>) {
         let end = open + close + 2;
         out.push_str(&rest[..open]);
         let expression = &rest[open..end];
-        out.extend(std::iter::repeat_n('_', expression.chars().count()));
-        expressions.push(expression.to_owned());
+        let placeholder = placeholder(expressions.len(), expression.chars().count());
+        out.push_str(&placeholder);
+        expressions.push((placeholder, expression.to_owned()));
         rest = &rest[end..];
     }
     out.push_str(rest);
     (out, expressions)
 }
 
+/// A shell word of `length` characters (at least 5, as `${{}}` is) that names expression
+/// `index`: `E7___`. No placeholder is the start of another, so each is put back in its place.
+fn placeholder(index: usize, length: usize) -> String {
+    let mut word = format!("E{index}_");
+    if word.len() > length {
+        // More expressions than short placeholders can name: the quote keeps the placeholder.
+        word.clear();
+    }
+    while word.len() < length {
+        word.push('_');
+    }
+    word
+}
+
 /// The waiting words with the workflow's expressions put back, so a finding quotes the file.
-fn with_expressions(wait: &str, expressions: &[String]) -> String {
+fn with_expressions(wait: &str, expressions: &[(String, String)]) -> String {
     let mut restored = wait.to_owned();
-    for expression in expressions {
-        let placeholder = "_".repeat(expression.chars().count());
-        if restored.contains(&placeholder) {
-            restored = restored.replacen(&placeholder, expression, 1);
+    for (placeholder, expression) in expressions {
+        if placeholder.starts_with('E') {
+            restored = restored.replace(placeholder.as_str(), expression);
         }
     }
     restored
