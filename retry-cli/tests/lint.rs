@@ -343,3 +343,38 @@ fn an_allow_in_a_run_body_exempts_the_loop_under_it() {
     // The third step's `until pg_isready` loop is allowed: two findings, not three.
     assert_eq!(findings("workflow").len(), 2);
 }
+
+#[test]
+fn the_projects_own_tree_passes() {
+    // What `.ci/run` requires: every loop of the project that waits by itself says why.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
+        .arg("lint")
+        .arg(&root)
+        .output()
+        .expect("the backoff binary runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_reported_without_a_made_up_place() {
+    let tree = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(tree.path().join("latin1.sh"), b"sleep 2 # caf\xe9\n").expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
+        .arg("lint")
+        .arg(tree.path())
+        .output()
+        .expect("the backoff binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("latin1.sh: not UTF-8 (at byte 13)"),
+        "{errors}"
+    );
+}

@@ -117,10 +117,14 @@ pub(crate) fn print_text(checked: &Checked) -> Result<(), CliError> {
             writeln!(out, "  help: {}", help(*language, finding.rule))?;
         }
         for skipped in &report.skipped {
-            output::say(format_args!(
-                "{path}:{}:{}: {}",
-                skipped.line, skipped.column, skipped.reason
-            ));
+            // A place the parser did not give is left out rather than printed as `0:0`.
+            match (skipped.line, skipped.column) {
+                (0, _) => output::say(format_args!("{path}: {}", skipped.reason)),
+                (line, 0) => output::say(format_args!("{path}:{line}: {}", skipped.reason)),
+                (line, column) => {
+                    output::say(format_args!("{path}:{line}:{column}: {}", skipped.reason));
+                }
+            }
         }
     }
     out.flush()?;
