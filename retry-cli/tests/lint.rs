@@ -378,3 +378,23 @@ fn a_file_that_is_not_utf8_is_reported_without_a_made_up_place() {
         "{errors}"
     );
 }
+
+#[test]
+fn a_file_over_the_size_limit_is_reported_and_the_rest_checked() {
+    let tree = tempfile::tempdir().expect("a temporary directory");
+    let huge = vec![b' '; 4 * 1024 * 1024 + 1];
+    std::fs::write(tree.path().join("huge.rs"), huge).expect("write");
+    std::fs::write(
+        tree.path().join("retry.sh"),
+        "until true; do sleep 1; done\n",
+    )
+    .expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
+        .arg("lint")
+        .arg(tree.path())
+        .output()
+        .expect("the backoff binary runs");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("retry.sh:1:16: a loop that retries"));
+    assert!(stderr(&output).contains("huge.rs: too large to check (over 4194304 bytes)"));
+}

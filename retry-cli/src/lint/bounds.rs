@@ -48,10 +48,10 @@ pub(crate) fn admit(language: Language, bytes: &[u8]) -> Result<&str, Skipped> {
         reason,
     };
     if bytes.len() > MAX_BYTES {
+        // Only one byte past the limit is read, so the size is not known: say what the limit is.
         return Err(refuse(format!(
-            "too large to check ({} bytes, the limit is {MAX_BYTES}); split it, or list it in \
-             .backoff-lint-ignore",
-            bytes.len()
+            "too large to check (over {MAX_BYTES} bytes); split it, or list it in \
+             .backoff-lint-ignore"
         )));
     }
     let text = std::str::from_utf8(bytes).map_err(|error| {

@@ -4,10 +4,12 @@
 //! A finding quotes only the waiting words (`sleep $((attempt * 5))`), never the line they are
 //! on: the line may hold a token or a password.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::bounds;
 use super::walk::{Entry, Language};
 use super::{FileReport, Rule, check_file};
 use crate::error::CliError;
@@ -66,7 +68,7 @@ pub(crate) fn check_all(entries: Vec<Entry>) -> Checked {
     };
     for entry in entries {
         match entry {
-            Entry::File(path, language) => match std::fs::read(&path) {
+            Entry::File(path, language) => match read_bounded(&path) {
                 Ok(bytes) => {
                     let report = check_file(language, &bytes);
                     checked.files.push((path, language, report));
@@ -77,6 +79,17 @@ pub(crate) fn check_all(entries: Vec<Entry>) -> Checked {
         }
     }
     checked
+}
+
+/// The file's bytes, but never more than one past [`bounds::MAX_BYTES`]: enough for
+/// [`bounds::admit`] to report a file too large without a huge one filling the memory.
+fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(bounds::MAX_BYTES).unwrap_or(u64::MAX);
+    File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A path as the report prints it: as walked, without a leading `./`.
