@@ -340,8 +340,35 @@ fn a_folded_run_body_is_reported_at_the_scalars_start() {
 
 #[test]
 fn an_allow_in_a_run_body_exempts_the_loop_under_it() {
-    // The third step's `until pg_isready` loop is allowed: two findings, not three.
-    assert_eq!(findings("workflow").len(), 2);
+    // The third step's `until pg_isready` loop (line 16) is allowed.
+    let lines: Vec<u64> = findings("workflow")
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(lines, [8, 11, 29]);
+}
+
+#[test]
+fn a_run_body_whose_shell_is_not_sh_or_bash_is_not_read_as_shell() {
+    // pwsh and python bodies would not parse as shell; `shell: bash -euo pipefail {0}` is bash.
+    let report = report("workflow");
+    assert_eq!(report["skipped"], serde_json::json!([]));
+    let last = &report["findings"][2];
+    assert_eq!(
+        (last["line"].clone(), last["wait"].clone()),
+        (29.into(), "sleep 6".into())
+    );
+}
+
+#[test]
+fn a_sleep_of_a_variable_not_from_backoff_delay_in_the_loop_is_found() {
+    assert_eq!(
+        findings("shell/variables.sh"),
+        [
+            (6, "sleep \"$wait_s\"".to_owned()),
+            (12, "sleep \"$wait_s\"".to_owned())
+        ]
+    );
 }
 
 #[test]

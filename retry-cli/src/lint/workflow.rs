@@ -5,6 +5,9 @@
 //! for a literal block (`run: |`), whose lines are the script's lines indented; the scalar's
 //! start for a folded (`>`), quoted or plain one, whose line breaks the parser has rewritten.
 //!
+//! A step with a `shell:` other than sh or bash (`pwsh`, `python`) is not shell, and is not
+//! read; a step without one runs bash, GitHub's default.
+//!
 //! `${{ ... }}` expressions are not shell: each is replaced by a placeholder of the same
 //! length before the script is parsed, so every column after it holds.
 
@@ -58,16 +61,83 @@ fn unparsable(error: &ScanError) -> FileReport {
     }
 }
 
+/// The key a mapping's next value belongs to, as far as the lint cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    /// `run`: a step's script.
+    Run,
+    /// `shell`: the step's shell, which may not be sh or bash.
+    Shell,
+    /// Any other key.
+    Other,
+}
+
+/// A mapping being read: a step, or any other mapping of the workflow.
+struct Mapping {
+    /// Whether a key comes next (else its value).
+    key_next: bool,
+    /// The key of the value that comes next.
+    key: Key,
+    /// Its `run:` body, if it has one.
+    run: Option<RunBody>,
+    /// Its `shell:`, if it has one.
+    shell: Option<String>,
+}
+
+impl Mapping {
+    const fn new() -> Self {
+        Mapping {
+            key_next: true,
+            key: Key::Other,
+            run: None,
+            shell: None,
+        }
+    }
+
+    /// One node took its turn as a key or a value: a scalar (`Some`) or a container or alias.
+    fn take_turn(&mut self, scalar: Option<(&str, ScalarStyle, Marker)>) {
+        if self.key_next {
+            self.key = match scalar {
+                Some(("run", ..)) => Key::Run,
+                Some(("shell", ..)) => Key::Shell,
+                _ => Key::Other,
+            };
+        } else if let Some((value, style, start)) = scalar {
+            match self.key {
+                Key::Run => {
+                    self.run = Some(RunBody {
+                        script: value.to_owned(),
+                        style,
+                        start,
+                    });
+                }
+                Key::Shell => self.shell = Some(value.to_owned()),
+                Key::Other => {}
+            }
+        }
+        self.key_next = !self.key_next;
+    }
+
+    /// Its `run:` body, when its shell is sh or bash (GitHub's default for a `run:` step is
+    /// bash); a `shell: pwsh` or `shell: python` body is not shell, and not checked.
+    fn into_shell_body(self) -> Option<RunBody> {
+        let shell = self.shell.as_deref().unwrap_or("bash");
+        let program = shell.split_whitespace().next().unwrap_or_default();
+        let is_sh = matches!(program.rsplit('/').next(), Some("bash" | "sh"));
+        self.run.filter(|_| is_sh)
+    }
+}
+
 /// Where a container of the YAML is, for telling a mapping's keys from its values.
 enum Frame {
-    /// A mapping: whether a key comes next, and whether the last key was `run`.
-    Mapping { key_next: bool, run_key: bool },
-    /// A sequence, or anything else whose items are not keyed.
+    /// A mapping.
+    Mapping(Mapping),
+    /// A sequence, whose items are not keyed.
     Sequence,
 }
 
-/// Every scalar value of a `run` key, anywhere in the file (a step's `run:` is the only
-/// scalar one GitHub Actions has; `defaults.run` is a mapping).
+/// Every scalar value of a `run` key whose mapping's shell is sh or bash, anywhere in the file
+/// (a step's `run:` is the only scalar one GitHub Actions has; `defaults.run` is a mapping).
 fn run_bodies(text: &str) -> Result<Vec<RunBody>, ScanError> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut bodies = Vec::new();
@@ -75,48 +145,32 @@ fn run_bodies(text: &str) -> Result<Vec<RunBody>, ScanError> {
         let (event, span) = event?;
         match event {
             Event::Scalar(value, style, ..) => {
-                if let Some(Frame::Mapping { key_next, run_key }) = stack.last_mut() {
-                    if *key_next {
-                        *run_key = value == "run";
-                    } else if *run_key {
-                        bodies.push(RunBody {
-                            script: value.into_owned(),
-                            style,
-                            start: span.start,
-                        });
-                    }
-                    *key_next = !*key_next;
+                if let Some(Frame::Mapping(mapping)) = stack.last_mut() {
+                    mapping.take_turn(Some((&value, style, span.start)));
                 }
             }
-            Event::Alias(_) => take_turn(&mut stack),
-            Event::MappingStart(..) | Event::SequenceStart(..) => {
-                // A container is a whole key or value of the mapping it is in.
-                take_turn(&mut stack);
-                stack.push(match event {
-                    Event::MappingStart(..) => Frame::Mapping {
-                        key_next: true,
-                        run_key: false,
-                    },
-                    _ => Frame::Sequence,
-                });
+            Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..) => {
+                // An alias or a container is a whole key or value of the mapping it is in.
+                if let Some(Frame::Mapping(mapping)) = stack.last_mut() {
+                    mapping.take_turn(None);
+                }
+                match event {
+                    Event::MappingStart(..) => stack.push(Frame::Mapping(Mapping::new())),
+                    Event::SequenceStart(..) => stack.push(Frame::Sequence),
+                    _ => {}
+                }
             }
             Event::MappingEnd | Event::SequenceEnd => {
-                stack.pop();
+                if let Some(Frame::Mapping(mapping)) = stack.pop() {
+                    bodies.extend(mapping.into_shell_body());
+                }
             }
             _ => {}
         }
     }
+    // In the order of the file, whatever order the steps' keys came in.
+    bodies.sort_by_key(|body| body.start.index());
     Ok(bodies)
-}
-
-/// A node that is not a `run` body took its turn as a key or a value.
-fn take_turn(stack: &mut [Frame]) {
-    if let Some(Frame::Mapping { key_next, run_key }) = stack.last_mut() {
-        if *key_next {
-            *run_key = false;
-        }
-        *key_next = !*key_next;
-    }
 }
 
 /// The script with each `${{ ... }}` replaced by a placeholder of as many characters, and the
