@@ -111,6 +111,20 @@ impl Lint {
     }
 }
 
+/// The longest wait quoted in a finding; the rest is cut, so no long argument is printed.
+const MAX_WAIT_CHARS: usize = 80;
+
+/// The waiting words as a finding quotes them: cut to [`MAX_WAIT_CHARS`] characters, with
+/// `...` when something was cut.
+pub(crate) fn shorten(words: &str) -> String {
+    if words.chars().count() <= MAX_WAIT_CHARS {
+        return words.to_owned();
+    }
+    let mut cut: String = words.chars().take(MAX_WAIT_CHARS).collect();
+    cut.push_str("...");
+    cut
+}
+
 /// Check one file's bytes as `language`. Never panics: input too large or too deep to parse
 /// safely, and a parser that fails, are reported in `skipped`.
 pub(crate) fn check_file(language: Language, bytes: &[u8]) -> FileReport {

@@ -19,7 +19,7 @@ use proc_macro2::{LineColumn, Span};
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
-use super::{FileReport, Finding, Rule, Skipped};
+use super::{FileReport, Finding, Rule, Skipped, shorten};
 
 /// The path endings that wait, checked against a call's path once its `use` names are resolved.
 const WAITS: &[&[&str]] = &[
@@ -31,9 +31,6 @@ const WAITS: &[&[&str]] = &[
     &["Timer", "at"],
     &["Delay", "new"],
 ];
-
-/// The longest wait quoted in a finding; the rest is cut, so no long argument is printed.
-const MAX_WAIT_CHARS: usize = 80;
 
 /// Check one Rust file's text.
 pub(crate) fn check(text: &str) -> FileReport {
@@ -314,7 +311,7 @@ impl<'ast> Visit<'ast> for Decides {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
 }
 
-/// The source between two positions, on one line, cut at [`MAX_WAIT_CHARS`]: the waiting words
+/// The source between two positions, on one line, cut by [`shorten`]: the waiting words
 /// as written (`tokio::time::sleep(d)`), never the line around them.
 fn quote_source(text: &str, start: LineColumn, end: LineColumn) -> String {
     let mut quoted = String::new();
@@ -344,14 +341,4 @@ fn quote_source(text: &str, start: LineColumn, end: LineColumn) -> String {
         quoted.push_str(piece.trim());
     }
     shorten(&quoted)
-}
-
-/// `words` cut to [`MAX_WAIT_CHARS`] characters, with `...` when something was cut.
-pub(crate) fn shorten(words: &str) -> String {
-    if words.chars().count() <= MAX_WAIT_CHARS {
-        return words.to_owned();
-    }
-    let mut cut: String = words.chars().take(MAX_WAIT_CHARS).collect();
-    cut.push_str("...");
-    cut
 }

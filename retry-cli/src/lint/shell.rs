@@ -20,8 +20,7 @@ use std::collections::HashSet;
 use brush_parser::ast::{self, Command, CompoundCommand, CompoundList, SimpleCommand};
 use brush_parser::{ParseError, ParserOptions, SourcePosition};
 
-use super::rust::shorten;
-use super::{FileReport, Finding, Rule, Skipped};
+use super::{FileReport, Finding, Rule, Skipped, shorten};
 
 /// Where a script's positions are in the file: the same place for a script, the YAML lines
 /// and columns for a workflow's `run:` body.
