@@ -122,6 +122,7 @@ async fn plain(x: u64) -> Result<u64, io::Error> {
 async fn hand_loop(x: u64) -> Result<u64, io::Error> {
     let mut wait = Duration::from_millis(250);
     let mut attempt = 1;
+    // backoff-lint: allow(the hand-written baseline the engine is measured against)
     loop {
         match op(x).await {
             Ok(value) => return Ok(value),
@@ -142,6 +143,7 @@ async fn control(x: u64) -> Result<u64, io::Error> {
     let pad = [black_box(0u64); CONTROL_PAD];
     let mut wait = Duration::from_millis(250);
     let mut attempt = 1;
+    // backoff-lint: allow(the hand-written baseline the engine is measured against)
     let result = loop {
         match op(x).await {
             Ok(value) => break Ok(value),

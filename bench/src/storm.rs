@@ -187,6 +187,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
         let resubmit = storm.resubmit;
         local.spawn_local(async move {
             tokio::time::sleep(offset).await;
+            // backoff-lint: allow(a client resubmitting on its own schedule is the storm being modelled)
             loop {
                 server.borrow_mut().call_started();
                 let done = retry

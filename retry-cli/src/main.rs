@@ -9,6 +9,7 @@
 //! backoff schedule --policy outage --json          # prints the whole ladder
 //! backoff explain --status 429 --header 'Retry-After: 30'   # what the library makes of it
 //! backoff run --retry-on 128 --retry-if-stderr 'Could not resolve host' -- git push
+//! backoff lint .                                   # finds the loops that compute their own wait
 //! ```
 
 mod cli;
@@ -16,6 +17,7 @@ mod delay;
 mod error;
 mod explain;
 mod flags;
+mod lint;
 mod output;
 mod run;
 mod schedule;

@@ -169,6 +169,7 @@ async fn answer(State(script): State<Arc<Script>>) -> Response {
     let (sender, receiver) = mpsc::channel(1);
     let script = Arc::clone(&script);
     tokio::spawn(async move {
+        // backoff-lint: allow(the scripted pauses of a test server's stream, not a retry)
         for part in parts {
             let sent = match part {
                 Part::Bytes(text) => sender.send(Ok(Bytes::from(text))).await,

@@ -1,0 +1,2 @@
+#!/bin/sh
+while ! git push; do sleep 2; done

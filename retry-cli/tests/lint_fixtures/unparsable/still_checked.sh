@@ -1,0 +1,1 @@
+while ! git push; do sleep 2; done
