@@ -1051,7 +1051,7 @@ fn a_bad_stderr_pattern_is_refused_with_an_example() {
 /// The README's `git push` example, exactly as written there (with its continuation lines).
 fn readme_git_example() -> String {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let lines: Vec<&str> = readme.lines().collect();
     for (start, line) in lines.iter().enumerate() {
         if !line.starts_with("backoff run") {

@@ -372,24 +372,6 @@ fn a_sleep_of_a_variable_not_from_backoff_delay_in_the_loop_is_found() {
 }
 
 #[test]
-fn the_projects_own_tree_passes() {
-    // What `.ci/run` requires: every loop of the project that waits by itself says why.
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let output = Command::new(env!("CARGO_BIN_EXE_backoff"))
-        .arg("lint")
-        .arg(&root)
-        .output()
-        .expect("the backoff binary runs");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-}
-
-#[test]
 fn a_file_that_is_not_utf8_is_reported_without_a_made_up_place() {
     let tree = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(tree.path().join("latin1.sh"), b"sleep 2 # caf\xe9\n").expect("write");

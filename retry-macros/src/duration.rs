@@ -85,7 +85,7 @@ mod tests {
     use super::*;
 
     /// The runtime's table of cases, which its `parse_duration` is pinned by too.
-    const CASES: &str = include_str!("../../retry-runtime/duration_cases.txt");
+    const CASES: &str = include_str!("../duration_cases.txt");
 
     #[test]
     fn the_grammar_reads_every_shared_case_as_the_runtimes_table_says() {

@@ -75,6 +75,7 @@ use crate::class::{Class, Classify};
 pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use reqwest::ResponseExt;
 pub use resend::ResendCount;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]

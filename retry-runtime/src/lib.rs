@@ -70,7 +70,14 @@
 //! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
 //! `test-util`: waits recorded, not slept). `tests/tests/public_api.rs` names every item, so
 //! the surface cannot change unseen.
-
+//!
+//! ## Features
+//!
+//! Each feature-gated item names the feature it needs. Rendered from `Cargo.toml`'s own
+//! comments, so the list cannot drift from the manifest:
+//!
+#![doc = document_features::document_features!()]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 mod attempt;
@@ -81,6 +88,7 @@ mod draw;
 mod engine;
 mod expansion;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub mod ladder;
 pub mod meter;
@@ -90,17 +98,21 @@ mod policy;
 mod quota;
 pub mod redact;
 #[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod reqwest_middleware;
 #[cfg_attr(not(feature = "spans"), allow(dead_code))]
 mod span;
 #[cfg(feature = "sse")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
 pub mod sse;
 #[cfg(feature = "stream")]
 mod stream;
 #[cfg(feature = "test-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
 pub mod testing;
 mod timeout;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 pub mod turn;
 mod verdict;
@@ -146,6 +158,7 @@ pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
 #[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub use stream::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, EndedEarly, RetryStream};
 pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::scope::{Canceller, Turn, TurnReport};

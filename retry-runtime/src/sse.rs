@@ -84,8 +84,10 @@ pub(crate) use decoder::Decoder;
 pub use event::Event;
 pub use events::{DEFAULT_MAX_EVENT_SIZE, DecodeError, Events, decode};
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use model::ModelEvents;
 #[cfg(feature = "reqwest")]
 pub(crate) use model::provider_error;
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use stream_error::StreamError;

@@ -88,6 +88,7 @@ impl Classify for EndedEarly {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 impl<C, P, N, Q> Retry<C, P, N, Q>
 where
     C: Clock,
@@ -146,6 +147,7 @@ where
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 impl<C, P, N, Q> TimedRetry<C, P, N, Q>
 where
     C: Clock,

@@ -157,6 +157,7 @@ pub(crate) fn draw() -> Option<Draw> {
 /// # }
 /// ```
 #[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub fn stream_of<T>(items: Vec<T>) -> StreamOf<T> {
     StreamOf {
         items: items.into_iter(),
@@ -165,6 +166,7 @@ pub fn stream_of<T>(items: Vec<T>) -> StreamOf<T> {
 
 /// The stream [`stream_of`] returns.
 #[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 pub struct StreamOf<T> {
     items: std::vec::IntoIter<T>,
@@ -192,6 +194,7 @@ impl<T> Unpin for StreamOf<T> {}
 
 /// Every item of `stream`, in order, until it ends (feature `stream`).
 #[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub async fn collect<S: futures_core::Stream>(stream: S) -> Vec<S::Item> {
     let mut stream = pin!(stream);
     let mut items = Vec::new();

@@ -227,6 +227,7 @@ where
 /// # }
 /// ```
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 #[must_use = "streams do nothing unless polled"]
 pub struct ModelEvents(ModelStream<BodyChunks>);
 
