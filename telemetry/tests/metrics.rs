@@ -188,18 +188,42 @@ async fn a_call_dropped_outside_a_turn_in_its_wait_counts_as_dropped() {
     let _local = metrics::set_default_local_recorder(&recorder);
     let server = Server::start([Step::status(503)]).await;
     let client = server.client();
+    // The retry's notice says the wait begins: the caller drops the call then, in its wait,
+    // whatever the machine's speed. (The process hook hears every test's calls: this one's
+    // has a name of its own.)
+    let waiting = std::sync::Arc::new(tokio::sync::Notify::new());
+    let heard = std::sync::Arc::clone(&waiting);
+    retry_runtime::notice::set_process_hook(move |notice| {
+        if notice
+            .retry()
+            .is_some_and(|event| event.op == "dropped in its wait")
+        {
+            heard.notify_one();
+        }
+    });
 
-    // The first attempt fails; the caller gives up on the call during its 250 ms wait.
-    let call = FETCH.run(async |_| client.get().await);
-    let dropped = tokio::time::timeout(Duration::from_millis(100), call).await;
+    let call = Retry::new(&Policy::AVAILABILITY)
+        .named("dropped in its wait")
+        .run(async |_| client.get().await);
+    tokio::select! {
+        _ = call => panic!("the call finished; it should have been waiting"),
+        () = waiting.notified() => {}
+    }
+    retry_runtime::notice::clear_process_hook();
 
-    assert!(dropped.is_err());
+    assert_eq!(server.requests(), 1);
     assert_eq!(
         read(&recorder),
         expect(&[
-            ("retry_attempts_total{class=unavailable,op=fetch}", 1),
-            ("retry_calls_total{op=fetch,outcome=dropped}", 1),
-            ("retry_wait_seconds{op=fetch}", 1),
+            (
+                "retry_attempts_total{class=unavailable,op=dropped in its wait}",
+                1
+            ),
+            (
+                "retry_calls_total{op=dropped in its wait,outcome=dropped}",
+                1
+            ),
+            ("retry_wait_seconds{op=dropped in its wait}", 1),
         ])
     );
 }
