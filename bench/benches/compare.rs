@@ -161,7 +161,7 @@ async fn control(x: u64) -> Result<u64, io::Error> {
 
 /// Words of padding that bring [`control`]'s future to the attribute's size (checked in
 /// `main`). The `spans` feature adds two words to the attribute's (the call's spans box and
-/// the attempt's span id).
+/// the attempt's span box).
 const CONTROL_PAD: usize = if cfg!(feature = "spans") { 5 } else { 3 };
 
 /// The attribute, availability's policy.

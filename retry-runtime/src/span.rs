@@ -27,31 +27,26 @@ struct Spans {
     attempt: Span,
 }
 
-/// The span one attempt runs in: a `retry.attempt` span's id, or none (the first attempt, or
-/// the feature off, when it is empty). The attempt's future holds one word, not the span's
-/// five: the span itself is kept alive in the call's box, which outlives the attempt.
+/// The span one attempt runs in: a `retry.attempt` span, boxed, or none (the first attempt),
+/// or nothing at all without the feature. Boxed so the success path carries one word, not a
+/// span's five; the span itself, not its id, so it enters through the dispatcher that made it
+/// (an id entered through whatever dispatcher is current where the future is polled could
+/// reach a subscriber that never made it, which a registry answers with a panic). The box is
+/// the price of a later attempt, with the feature on.
 #[derive(Debug, Default)]
 pub(crate) struct AttemptSpan {
     #[cfg(feature = "spans")]
-    id: Option<tracing::Id>,
+    span: Option<Box<Span>>,
 }
 
 impl AttemptSpan {
     /// Run `poll` inside the attempt's span, if it has one: entered for each poll and left
-    /// after it (on unwind too), as `Instrumented` does.
+    /// after it, as `Instrumented` does.
     #[inline]
     pub(crate) fn in_scope<T>(&self, poll: impl FnOnce() -> T) -> T {
         #[cfg(feature = "spans")]
-        if let Some(id) = &self.id {
-            struct Exit<'a>(&'a tracing::Id);
-            impl Drop for Exit<'_> {
-                fn drop(&mut self) {
-                    tracing::dispatcher::get_default(|dispatch| dispatch.exit(self.0));
-                }
-            }
-            tracing::dispatcher::get_default(|dispatch| dispatch.enter(id));
-            let _exit = Exit(id);
-            return poll();
+        if let Some(span) = &self.span {
+            return span.in_scope(poll);
         }
         poll()
     }
@@ -108,7 +103,7 @@ impl CallSpans {
                 "http.request.resend_count" = tracing::field::Empty,
             );
             return AttemptSpan {
-                id: spans.attempt.id(),
+                span: Some(Box::new(spans.attempt.clone())),
             };
         }
         #[cfg(not(feature = "spans"))]
