@@ -296,9 +296,7 @@ mod record {
     }
 
     pub(super) fn count(op: &str, series: Series) {
-        with_handles(op, |handles, recorder| {
-            increment(handles, recorder, op, series)
-        });
+        count_with(op, series, None);
     }
 
     pub(super) fn count_with(op: &str, series: Series, also: Option<Series>) {

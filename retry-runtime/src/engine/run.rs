@@ -333,29 +333,31 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// Count the current attempt, ended with a `class` failure or (`None`) a success, unless
-    /// a retried call nested in it ran: that call counted it.
+    /// The current attempt's series, ended with a `class` failure or (`None`) a success;
+    /// none if a retried call nested in it ran: that call counts it.
     #[inline]
-    fn count_attempt(&self, class: Option<Class>) {
-        if self.flags & HOLLOW == 0 {
-            meter::count(self.source.op(), Series::Attempt(class));
-        }
+    fn attempt_series(&self, class: Option<Class>) -> Option<Series> {
+        (self.flags & HOLLOW == 0).then_some(Series::Attempt(class))
     }
 
     /// The current attempt failed with `class`: counted, and said in the call's spans.
     #[inline]
     fn attempt_failed(&mut self, class: Class) {
-        self.count_attempt(Some(class));
+        if let Some(attempt) = self.attempt_series(Some(class)) {
+            meter::count(self.source.op(), attempt);
+        }
         let policy = self.source.policy().name();
         self.spans.failed(self.source.op(), policy, class);
     }
 
-    /// The call has ended with `outcome`: counted once, however it is reported after.
+    /// The call has ended with `outcome`, its last attempt counted as `attempt` if given:
+    /// counted once, however it is reported after.
     #[inline]
-    fn end(&mut self, outcome: Outcome) {
+    fn end(&mut self, outcome: Outcome, attempt: Option<Series>) {
         if self.flags & ENDED == 0 {
             self.flags |= ENDED;
-            meter::count(self.source.op(), Series::Call(outcome));
+            // One look-up of the operation's handles for both.
+            meter::count_with(self.source.op(), Series::Call(outcome), attempt);
             self.spans
                 .ended(self.attempts(), self.waited_ms, outcome.name());
         }
@@ -364,13 +366,10 @@ impl<R: Source> Run<R> {
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
-        let outcome = Outcome::succeeded(self.attempts());
-        // The attempt and the call, counted with one look-up of the operation's handles.
-        let attempt = (self.flags & HOLLOW == 0).then_some(Series::Attempt(None));
-        meter::count_with(self.source.op(), Series::Call(outcome), attempt);
-        self.flags |= ENDED;
-        self.spans
-            .ended(self.attempts(), self.waited_ms, outcome.name());
+        self.end(
+            Outcome::succeeded(self.attempts()),
+            self.attempt_series(None),
+        );
         // Only a quota or a turn (or a literal budget) has anything more to do at the end.
         if self.source.quota().is_some() || self.started().is_some() {
             self.finish(None);
@@ -557,7 +556,7 @@ impl<R: Source> Run<R> {
     ) -> GaveUp<E> {
         self.notify(&error, class, Action::GiveUp { reason });
         meter::count(self.source.op(), Series::GiveUp(reason));
-        self.end(Outcome::gave_up(class));
+        self.end(Outcome::gave_up(class), None);
         // Only a ladder that ran out tells the one around it: a failure it declined to retry
         // (another policy may) or a cancelled turn (the outer ladder sees that itself) does not.
         if class.is_transient()
@@ -595,7 +594,7 @@ impl<R: Source> Run<R> {
     /// The call is over, or (a stream dropped after its commit point) is as good as over:
     /// report it to the turn, and it is no longer in flight.
     pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
-        self.end(Outcome::succeeded(self.attempts()));
+        self.end(Outcome::succeeded(self.attempts()), None);
         if let Since::InTurn(flight) = &self.since {
             let now = self.source.clock().now();
             let nested = nesting::is_nested();
@@ -625,7 +624,10 @@ impl<R: Source> Run<R> {
             // It gave up after its commit point, and said so then.
             return;
         }
-        self.count_attempt(None);
+        self.end(
+            Outcome::succeeded(self.attempts()),
+            self.attempt_series(None),
+        );
         self.report(None);
     }
 

@@ -114,20 +114,7 @@ impl Flight {
         nested: bool,
         gave_up: Option<StopReason>,
     ) {
-        let elapsed = now.saturating_duration_since(self.started);
-        let call = Call {
-            op,
-            attempts,
-            counted_attempts: attempts.saturating_sub(self.hollow_attempts),
-            waiting: waited,
-            working: if nested {
-                Duration::ZERO
-            } else {
-                elapsed.saturating_sub(waited)
-            },
-            nested,
-            gave_up,
-        };
+        let call = self.call(op, attempts, waited, now, nested, gave_up);
         for turn in self.scope.chain() {
             add_call(&mut lock(&turn.report), &call);
         }
@@ -142,17 +129,35 @@ impl Flight {
                 now.saturating_duration_since(since)
             })
             .saturating_add(waited);
+        let call = self.call(op, attempts, waiting, now, false, None);
+        self.dropped(call, now);
+    }
+
+    /// The call `op` as the report counts it at `now`: its working time is what it did not
+    /// spend `waiting`, none if it was `nested` in another's attempt.
+    fn call(
+        &self,
+        op: Op,
+        attempts: u32,
+        waiting: Duration,
+        now: Instant,
+        nested: bool,
+        gave_up: Option<StopReason>,
+    ) -> Call {
         let elapsed = now.saturating_duration_since(self.started);
-        let call = Call {
+        Call {
             op,
             attempts,
             counted_attempts: attempts.saturating_sub(self.hollow_attempts),
             waiting,
-            working: elapsed.saturating_sub(waiting),
-            nested: false,
-            gave_up: None,
-        };
-        self.dropped(call, now);
+            working: if nested {
+                Duration::ZERO
+            } else {
+                elapsed.saturating_sub(waiting)
+            },
+            nested,
+            gave_up,
+        }
     }
 
     /// Report the call as dropped at `now`: its counts so far, and what it was doing.
