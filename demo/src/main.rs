@@ -7,6 +7,7 @@
 //! `metrics-util`'s debugging recorder and prints what a dashboard would read at its end.
 
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -66,16 +67,18 @@ impl Model {
     /// one attempt's events only. Returns the text and how many `message_start`s it saw.
     async fn stream(&self, prompt: &str) -> Result<(String, u32), GaveUp<ModelError>> {
         let url = format!("{}/v1/stream", self.base);
-        let mut events = Retry::new(&Policy::AVAILABILITY)
-            .named("model stream")
-            .stream(|_attempt| {
-                let request = self.http.post(&url).body(prompt.to_owned());
-                async move {
-                    let response = request.send().await?.check_status().await?;
-                    Ok::<_, ModelError>(response.events())
-                }
-            })
-            .commit_when(sse::is_content);
+        let mut events = pin!(
+            Retry::new(&Policy::AVAILABILITY)
+                .named("model stream")
+                .stream(|_attempt| {
+                    let request = self.http.post(&url).body(prompt.to_owned());
+                    async move {
+                        let response = request.send().await?.check_status().await?;
+                        Ok::<_, ModelError>(response.events())
+                    }
+                })
+                .commit_when(sse::is_content)
+        );
         let (mut text, mut starts) = (String::new(), 0);
         while let Some(event) = events.next().await {
             let event = event?;

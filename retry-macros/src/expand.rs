@@ -439,7 +439,7 @@ fn attempt_loop(
         }
     };
     quote! {
-        let mut #run = #private::Run::new(#source);
+        let mut #run = #private::Call::new(#source);
         #retry_loop
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Run, Source};
+use crate::engine::{Call, Source};
 use crate::policy::{Policy, PolicyError};
 use crate::wait::{Wait, Waited};
 
@@ -64,7 +64,7 @@ impl<E: ::core::fmt::Display + ?Sized> Reportable for E {
 /// larger than the plain function's. `classify` and `display` are zero-sized closures.
 #[allow(clippy::type_complexity)]
 pub fn failed<R: Source, E, C, D>(
-    run: &mut Run<R>,
+    run: &mut Call<R>,
     error: E,
     classify: C,
     display: D,
@@ -86,7 +86,7 @@ where
 /// wait).
 #[inline]
 pub fn waited<R: Source, E, C, D>(
-    run: &mut Run<R>,
+    run: &mut Call<R>,
     waited: Waited<Judged<E, C, D>>,
 ) -> Result<(), E>
 where

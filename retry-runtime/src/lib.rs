@@ -176,7 +176,7 @@ pub mod __private {
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::budget::Budget;
     pub use crate::class::{Class, Classify, RetryAfter};
-    pub use crate::engine::{Retry, Run, Source, TimedRetry};
+    pub use crate::engine::{Call, Retry, Run, Source, TimedRetry};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

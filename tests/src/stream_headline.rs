@@ -1,6 +1,7 @@
 use futures_util::StreamExt;
 use retry_runtime::http::{HttpError, ResponseExt};
 use retry_runtime::{Classify, EndedEarly, GaveUp, Policy, Retry, sse};
+use std::pin::pin;
 
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum StreamFailure {
@@ -25,16 +26,18 @@ pub async fn stream_reply(
     url: &str,
     prompt: &str,
 ) -> Result<String, GaveUp<StreamFailure>> {
-    let mut events = Retry::new(&Policy::AVAILABILITY)
-        .named("model")
-        .stream(|_attempt| {
-            let request = http.post(url).body(prompt.to_owned());
-            async move {
-                let response = request.send().await?.check_status().await?;
-                Ok::<_, StreamFailure>(response.events())
-            }
-        })
-        .commit_when(sse::is_content);
+    let mut events = pin!(
+        Retry::new(&Policy::AVAILABILITY)
+            .named("model")
+            .stream(|_attempt| {
+                let request = http.post(url).body(prompt.to_owned());
+                async move {
+                    let response = request.send().await?.check_status().await?;
+                    Ok::<_, StreamFailure>(response.events())
+                }
+            })
+            .commit_when(sse::is_content)
+    );
     let mut text = String::new();
     while let Some(event) = events.next().await {
         let event = event?;

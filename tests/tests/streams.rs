@@ -97,25 +97,17 @@ async fn read(
 }
 
 /// The stream `read` configures: opened by a boxed closure.
-type Opened = retry_runtime::RetryStream<
-    Retry,
-    Box<dyn FnMut(u32) -> Opening + Send>,
-    Opening,
-    sse::ModelEvents,
-    Failure,
->;
+type Opened = retry_runtime::RetryStream<Retry, Box<dyn FnMut(u32) -> Opening + Send>, Opening>;
 
 type Opening =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<sse::ModelEvents, Failure>> + Send>>;
-type Configured = Box<
-    dyn futures_core::Stream<Item = Result<retry_runtime::sse::Event, GaveUp<Failure>>>
-        + Send
-        + Unpin,
+type Configured = std::pin::Pin<
+    Box<dyn futures_core::Stream<Item = Result<retry_runtime::sse::Event, GaveUp<Failure>>> + Send>,
 >;
 
 /// The usual configuration: commit at the first content.
 fn at_content(stream: Opened) -> Configured {
-    Box::new(stream.commit_when(sse::is_content))
+    Box::pin(stream.commit_when(sse::is_content))
 }
 
 fn names(seen: &[(String, String)]) -> Vec<&str> {
@@ -312,7 +304,7 @@ async fn a_stall_before_the_first_event_times_out_at_commit_timeout_and_is_retri
         Retry::new(&PATIENT).named("model"),
         &server,
         |stream| {
-            Box::new(
+            Box::pin(
                 stream
                     .commit_when(sse::is_content)
                     .commit_timeout(Duration::from_millis(300)),
@@ -335,7 +327,7 @@ async fn a_stall_before_the_first_event_times_out_at_commit_timeout_and_is_retri
 async fn a_stall_at_commit_timeout_is_a_timeout_that_availability_does_not_retry() {
     let server = EventServer::start([vec![message_start(), Part::Stall]]).await;
     let ((_, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
-        Box::new(
+        Box::pin(
             stream
                 .commit_when(sse::is_content)
                 .commit_timeout(Duration::from_millis(300)),
@@ -355,7 +347,7 @@ async fn a_stall_at_commit_timeout_is_a_timeout_that_availability_does_not_retry
 async fn a_stall_after_content_with_idle_timeout_ends_with_committed() {
     let server = EventServer::start([vec![message_start(), text_delta("some"), Part::Stall]]).await;
     let ((seen, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
-        Box::new(
+        Box::pin(
             stream
                 .commit_when(sse::is_content)
                 .idle_timeout(Duration::from_millis(300)),
@@ -391,4 +383,73 @@ async fn a_layered_give_up_inside_a_retried_function_is_not_run_again() {
     let (result, _) = testing::scope(consume(&server)).await;
     assert_eq!(result.unwrap_err().reason(), StopReason::Committed);
     assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_stream_example_runs_in_a_spawned_task() {
+    let server = EventServer::start([
+        vec![message_start(), ping(), overloaded()],
+        vec![message_start(), text_delta("Hello"), message_stop()],
+    ])
+    .await;
+    let url = server.url();
+    // A harness spawns its turns: the task holds the stream across its awaits.
+    let task = tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        testing::scope(stream_reply(&http, &url, "hi")).await
+    });
+    let (text, recorded) = task.await.expect("the task runs to its end");
+    assert_eq!(text.unwrap(), "Hello");
+    assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
+    assert_eq!(server.requests(), 2);
+}
+
+/// A task that makes and holds a stream spawns whether a literal, an owned name or nothing
+/// names it, and whatever the policy it borrows lives for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_holding_a_stream_spawns_whatever_names_it() {
+    fn open(_: u32) -> std::future::Ready<Result<testing::StreamOf<Result<u32, Class>>, Class>> {
+        std::future::ready(Ok(testing::stream_of(vec![Ok(1), Ok(2)])))
+    }
+    let shared: std::sync::Arc<str> = "model".into();
+    let tasks = [
+        tokio::spawn(async {
+            let policy = Policy::AVAILABILITY.with_attempts(2);
+            let mut stream = std::pin::pin!(Retry::new(&policy).named("model").stream(open));
+            let mut count = 0;
+            while let Some(item) = stream.next().await {
+                item.expect("no failure");
+                tokio::task::yield_now().await;
+                count += 1;
+            }
+            count
+        }),
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(
+                Retry::new(&Policy::AVAILABILITY)
+                    .named_owned(shared)
+                    .stream(open)
+            );
+            let mut count = 0;
+            while let Some(item) = stream.next().await {
+                item.expect("no failure");
+                tokio::task::yield_now().await;
+                count += 1;
+            }
+            count
+        }),
+        tokio::spawn(async {
+            let mut stream = std::pin::pin!(Retry::new(&Policy::AVAILABILITY).stream(open));
+            let mut count = 0;
+            while let Some(item) = stream.next().await {
+                item.expect("no failure");
+                tokio::task::yield_now().await;
+                count += 1;
+            }
+            count
+        }),
+    ];
+    for task in tasks {
+        assert_eq!(task.await.expect("the task runs to its end"), 2);
+    }
 }

@@ -23,7 +23,7 @@ use crate::timeout::TimedOut;
 use crate::turn::scope::{Op, OpName};
 use crate::verdict::GaveUp;
 
-pub use run::{Run, Source};
+pub use run::{Call, Run, Source};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
 /// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
@@ -324,9 +324,10 @@ where
         // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
-        let mut run = Run::new(self);
+        let mut run = Call::new(self);
         ladder!(run, {
-            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            let next = run.attempts() + 1;
+            let attempted = run.attempt(operation(next)).await;
             run.attempted(attempted)
         })
     }
@@ -389,9 +390,10 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display,
     {
-        let mut run = Run::new(self);
+        let mut run = Call::new(self);
         ladder!(run, {
-            let attempted = run.attempt(operation(run.attempts() + 1)).await;
+            let next = run.attempts() + 1;
+            let attempted = run.attempt(operation(next)).await;
             run.attempted(attempted)
         })
     }
@@ -491,9 +493,10 @@ where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut>,
     {
-        let mut run = Run::new(self);
+        let mut run = Call::new(self);
         ladder!(run, {
-            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            let next = run.attempts() + 1;
+            let attempted = run.attempt_timed(operation(next)).await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }
@@ -524,9 +527,10 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + From<TimedOut>,
     {
-        let mut run = Run::new(self);
+        let mut run = Call::new(self);
         ladder!(run, {
-            let attempted = run.attempt_timed(operation(run.attempts() + 1)).await;
+            let next = run.attempts() + 1;
+            let attempted = run.attempt_timed(operation(next)).await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }

@@ -40,6 +40,14 @@ const HOLLOW: u8 = 1 << 3;
 /// The call has ended (succeeded, gave up, or its stream ended after its commit point): its
 /// outcome is counted, and a drop now is not a dropped call.
 const ENDED: u8 = 1 << 4;
+/// A stream's current attempt has delivered output (it is past its commit point): its end, or
+/// its drop, finishes the call; a failure now is decided as one after the commit point.
+const COMMITTED: u8 = 1 << 5;
+/// The call's stream has reached its commit point once: the quota and the turn have counted
+/// it, and a later commit is a restart's.
+const DELIVERED: u8 = 1 << 6;
+/// The caller opted in to restarting a stream after its commit point.
+const RESTARTABLE: u8 = 1 << 7;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`](super::Retry::run); not public API.
@@ -49,8 +57,12 @@ const ENDED: u8 = 1 << 4;
 /// time waited, kept to the millisecond, and what a turn needs to report a dropped call is
 /// boxed, made only inside a turn, in the place of the start instant (measured: a fifth word
 /// would take the attribute past its 64 bytes).
+///
+/// It has no bound of its own, so a stream that holds one (and a task that holds the stream)
+/// is `Send` whatever lifetimes its configuration borrows; what it does when dropped
+/// unfinished is [`Call`]'s drop, or a stream's.
 #[doc(hidden)]
-pub struct Run<R: Source> {
+pub struct Run<R> {
     source: R,
     since: Since,
     waited_ms: u32,
@@ -285,29 +297,33 @@ impl<R: Source> Run<R> {
     }
 
     #[cfg(feature = "stream")]
-    /// A failure after a stream's commit point that `restart_after_commit` lets the policy
-    /// decide on: announced, and counted in the turn, as a restart.
-    pub(crate) fn failed_after_commit<E>(
+    /// The caller opted in to restarting the stream after its commit point.
+    pub(crate) fn allow_restart(&mut self) {
+        self.flags |= RESTARTABLE;
+    }
+
+    #[cfg(feature = "stream")]
+    /// A failure of a stream's attempt: before its commit point, decided as any failure; after
+    /// it, the end of the call (it had delivered output, and a retry would repeat it), unless
+    /// the caller opted in to a restart, which the policy decides on like a retry.
+    pub(crate) fn stream_failed<E>(
         &mut self,
         error: E,
     ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
-        self.flags |= RESTARTING;
-        self.failed(error)
-    }
-
-    #[cfg(feature = "stream")]
-    /// A failure after a stream's commit point, which is not retried: it had delivered
-    /// output, and a retry would repeat it.
-    pub(crate) fn gave_up_committed<E>(&mut self, error: E) -> GaveUp<E>
-    where
-        E: Classify + fmt::Display,
-    {
+        if self.flags & COMMITTED == 0 {
+            return self.failed(error);
+        }
+        self.flags &= !COMMITTED;
+        if self.flags & RESTARTABLE != 0 {
+            self.flags |= RESTARTING;
+            return self.failed(error);
+        }
         let class = error.classify();
         self.attempt_failed(class);
-        self.give_up(error, class, StopReason::Committed)
+        Err(self.give_up(error, class, StopReason::Committed))
     }
 
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
@@ -585,7 +601,7 @@ impl<R: Source> Run<R> {
 
     /// A success: the quota's refill. A stream settles at its commit point, where its output
     /// reached the caller, not at its end.
-    pub(crate) fn settle_quota(&self) {
+    fn settle_quota(&self) {
         if let Some(quota) = self.source.quota() {
             self.paid.settle(quota, self.attempts());
         }
@@ -593,7 +609,7 @@ impl<R: Source> Run<R> {
 
     /// The call is over, or (a stream dropped after its commit point) is as good as over:
     /// report it to the turn, and it is no longer in flight.
-    pub(crate) fn report(&mut self, gave_up: Option<StopReason>) {
+    fn report(&mut self, gave_up: Option<StopReason>) {
         self.end(Outcome::succeeded(self.attempts()), None);
         if let Since::InTurn(flight) = &self.since {
             let now = self.source.clock().now();
@@ -620,8 +636,8 @@ impl<R: Source> Run<R> {
     /// over.
     #[cfg(feature = "stream")]
     pub(crate) fn ended_after_commit(&mut self) {
+        self.flags &= !COMMITTED;
         if self.flags & ENDED != 0 {
-            // It gave up after its commit point, and said so then.
             return;
         }
         self.end(
@@ -631,11 +647,20 @@ impl<R: Source> Run<R> {
         self.report(None);
     }
 
-    /// A stream reached its commit point: its output went to the caller.
+    /// A stream reached its commit point: its output goes to the caller. The first commit
+    /// settles the quota and is counted; a later one is a restart's, and says so (`true`), so
+    /// the caller can discard what it had.
     #[cfg(feature = "stream")]
-    pub(crate) fn committed(&self) {
+    pub(crate) fn committed(&mut self) -> bool {
+        self.flags |= COMMITTED;
+        if self.flags & DELIVERED != 0 {
+            return true;
+        }
+        self.flags |= DELIVERED;
+        self.settle_quota();
         turn::record_commit();
         meter::count(self.source.op(), Series::StreamCommit);
+        false
     }
 
     fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
@@ -653,11 +678,51 @@ impl<R: Source> Run<R> {
     }
 }
 
-impl<R: Source> Drop for Run<R> {
-    /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
-    /// itself to its turn: what it did so far, and the attempt or the wait it was in.
+/// A [`Run`] that reports itself when dropped unfinished: what the attribute's expansion and
+/// [`Retry::run`](super::Retry::run) hold. Not public API.
+#[doc(hidden)]
+pub struct Call<R: Source>(Run<R>);
+
+impl<R: Source> Call<R> {
+    /// A call not yet started, as [`Run::new`].
+    #[inline]
+    pub const fn new(source: R) -> Self {
+        Call(Run::new(source))
+    }
+}
+
+impl<R: Source> std::ops::Deref for Call<R> {
+    type Target = Run<R>;
+    #[inline]
+    fn deref(&self) -> &Run<R> {
+        &self.0
+    }
+}
+
+impl<R: Source> std::ops::DerefMut for Call<R> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Run<R> {
+        &mut self.0
+    }
+}
+
+impl<R: Source> Drop for Call<R> {
     #[inline]
     fn drop(&mut self) {
+        self.0.dropped();
+    }
+}
+
+impl<R: Source> Run<R> {
+    /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
+    /// itself to its turn: what it did so far, and the attempt or the wait it was in. A
+    /// stream dropped after its commit point has finished: its output reached the caller.
+    #[inline]
+    pub(crate) fn dropped(&mut self) {
+        #[cfg(feature = "stream")]
+        if self.flags & COMMITTED != 0 {
+            self.ended_after_commit();
+        }
         // The retry the quota paid for, if the call was dropped in its wait, is never made.
         self.paid.refund(self.source.quota());
         if self.attempts > 0 && self.flags & ENDED == 0 {

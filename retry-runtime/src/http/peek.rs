@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::HttpError;
 use super::stream_peek::{Fault, Refusal, StreamPeek};
 use crate::sse::{self, Decoder};
+use crate::stream::Hold;
 use crate::turn::scope as turn;
 
 /// What a peek found before the commit point.
@@ -41,12 +42,12 @@ pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("text/event-stream"))
 }
 
-/// The reader of one response's stream up to its commit point: feed it each chunk read.
+/// The reader of one response's stream up to its commit point: feed it each chunk read. Its
+/// hold keeps the chunks as they came, counts the events and weighs the bytes, by the rule
+/// and limits [`Retry::stream`](crate::Retry::stream) holds its items by.
 pub(crate) struct Reader<'p> {
-    peek: &'p StreamPeek,
     decoder: Decoder,
-    events: usize,
-    read: Vec<u8>,
+    hold: Hold<Bytes>,
     status: http::StatusCode,
     headers: &'p HeaderMap,
 }
@@ -58,24 +59,32 @@ impl<'p> Reader<'p> {
         headers: &'p HeaderMap,
     ) -> Self {
         Reader {
-            peek,
             // An event larger than the read's bound commits, never fails: the client gets it.
-            decoder: Decoder::new(peek.bytes),
-            events: 0,
-            read: Vec::new(),
+            decoder: Decoder::new(peek.limits.bytes),
+            hold: Hold::new(peek.limits),
             status,
             headers,
         }
     }
 
-    /// The bytes read so far, as they came.
+    /// The bytes read so far, as they came: one chunk as it is, more joined.
     pub(crate) fn into_read(self) -> Bytes {
-        Bytes::from(self.read)
+        let mut chunks = self.hold.release();
+        match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.pop_front().unwrap_or_default(),
+            _ => {
+                let mut joined = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
+                chunks.iter().for_each(|chunk| joined.extend_from_slice(chunk));
+                Bytes::from(joined)
+            }
+        }
     }
 
     /// One chunk of the body: what it decides, if anything.
     pub(crate) fn chunk(&mut self, chunk: Bytes) -> Option<Found> {
-        self.read.extend_from_slice(&chunk);
+        self.hold.weigh(chunk.len());
+        self.hold.keep(chunk.clone());
         self.decoder.push(chunk);
         loop {
             match self.decoder.next_event() {
@@ -88,7 +97,7 @@ impl<'p> Reader<'p> {
                 Err(_) => return Some(Found::Commit),
             }
         }
-        (self.read.len() >= self.peek.bytes).then_some(Found::Commit)
+        self.hold.is_full().then_some(Found::Commit)
     }
 
     /// The body ended cleanly before the commit point: its last event, then the end.
@@ -102,11 +111,11 @@ impl<'p> Reader<'p> {
     }
 
     fn event(&mut self, event: &sse::Event) -> Option<Found> {
-        self.events += 1;
+        let commits = self.hold.count(sse::is_content(event), 0);
         if let Some(error) = sse::provider_error(self.status, self.headers, event) {
             return Some(Found::Error(error));
         }
-        (sse::is_content(event) || self.events >= self.peek.events).then_some(Found::Commit)
+        commits.then_some(Found::Commit)
     }
 }
 

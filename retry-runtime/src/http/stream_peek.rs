@@ -8,6 +8,8 @@ use std::time::Duration;
 use super::HttpError;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 use crate::class::Class;
+#[cfg(feature = "sse")]
+use crate::stream::Limits;
 
 /// How a retry layer reads a successful event stream before handing it on: on by default, up
 /// to its commit point, at most 64 KiB or 64 events (`Retry::stream`'s hold limits), with no
@@ -17,8 +19,8 @@ use crate::class::Class;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamPeek {
     pub(crate) on: bool,
-    pub(crate) bytes: usize,
-    pub(crate) events: usize,
+    #[cfg(feature = "sse")]
+    pub(crate) limits: Limits,
     pub(crate) commit_timeout: Option<Duration>,
 }
 
@@ -26,8 +28,8 @@ impl StreamPeek {
     /// Peeking on, with the default limits.
     pub(crate) const DEFAULT: StreamPeek = StreamPeek {
         on: true,
-        bytes: 64 * 1024,
-        events: 64,
+        #[cfg(feature = "sse")]
+        limits: Limits::DEFAULT,
         commit_timeout: None,
     };
 }

@@ -1,0 +1,135 @@
+//! A retried stream (feature `stream`): [`Retry::stream`] opens a stream and retries it until
+//! its commit point, the first item that is content, and never after.
+//!
+//! The commit point is gRPC's, moved from the response head (which model APIs send at once) to
+//! the first content: before it, the stream's items are held, not delivered, and a failure is
+//! retried exactly as [`Retry::run`] retries one; at it, the held items are delivered in order
+//! and the stream passes through; after it, a failure ends the stream with
+//! [`StopReason::Committed`](crate::StopReason::Committed), because a retry would repeat what the caller has already seen.
+
+mod ended;
+mod hold;
+mod retry_stream;
+mod timer;
+
+use std::fmt;
+use std::future::Future;
+
+use futures_core::TryStream;
+
+use crate::class::Classify;
+use crate::clock::Clock;
+use crate::engine::{Retry, TimedRetry};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::timeout::TimedOut;
+use crate::turn::scope::OpName;
+
+pub use ended::EndedEarly;
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+pub(crate) use hold::Hold;
+#[cfg(feature = "sse")]
+pub(crate) use hold::Limits;
+pub use hold::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS};
+pub use retry_stream::RetryStream;
+
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+impl<C, P, N, Q> Retry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Open a stream with `open` (given the attempt number, from 1) and retry it until its
+    /// commit point: the first item [`commit_when`](RetryStream::commit_when) says is content
+    /// (by default, the first item).
+    ///
+    /// - **Before the commit point** the items are held, not delivered. An error from
+    ///   `open`, an error item, or (with a commit rule) a stream that ends is classified and
+    ///   retried as [`run`](Self::run) retries a failure: the same ladder, turn, budget,
+    ///   quota, notices, nesting rule and accounting. The failed attempt's held items are
+    ///   dropped, and its stream (its connection) before the wait.
+    /// - **At the commit point** the held items are delivered in order, then the rest as it
+    ///   arrives. A quota counts the call a success here.
+    /// - **After it** an error ends the stream with one `Err(GaveUp)` whose reason is
+    ///   [`StopReason::Committed`](crate::StopReason::Committed), its class kept; never retried, unless
+    ///   [`restart_after_commit`](RetryStream::restart_after_commit) says so.
+    ///
+    /// Consume the stream inside its [`Turn`](crate::Turn): polled past it, it behaves as if
+    /// outside any turn.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Policy, Retry, StopReason};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use futures_core::Stream;
+    /// use std::pin::pin;
+    ///
+    /// // The first attempt fails before any item; the second streams two.
+    /// let stream = Retry::new(&Policy::AVAILABILITY).stream(|attempt| async move {
+    ///     if attempt == 1 {
+    ///         return Err(Class::Unavailable { retry_after: None });
+    ///     }
+    ///     Ok(testing::stream_of(vec![Ok::<_, Class>("Hel"), Ok("lo")]))
+    /// });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(items, ["Hel", "lo"]);
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// # }
+    /// ```
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, fn(), C::Sleep>
+    where
+        O: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<S, E>>,
+        S: TryStream,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display,
+    {
+        RetryStream::new(self, open, None)
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+impl<C, P, N, Q> TimedRetry<C, P, N, Q>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::stream`], with each attempt's timeout bounding it up to its commit
+    /// point only: a 30 s timeout does not cut a long generation. Its error is then
+    /// `E::from(TimedOut)`, decided on like any other.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
+    /// let stream = timed.stream(|attempt| async move {
+    ///     if attempt == 1 { std::future::pending::<()>().await }
+    ///     Ok::<_, TimedOut>(testing::stream_of(vec![Ok::<_, TimedOut>(attempt)]))
+    /// });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(items, [2]);
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// # }
+    /// ```
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, fn(), C::Sleep>
+    where
+        O: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<S, E>>,
+        S: TryStream,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display + From<TimedOut>,
+    {
+        RetryStream::new(self, open, Some(E::from))
+    }
+}
+
