@@ -42,11 +42,14 @@ const HOLLOW: u8 = 1 << 3;
 const ENDED: u8 = 1 << 4;
 /// A stream's current attempt has delivered output (it is past its commit point): its end, or
 /// its drop, finishes the call; a failure now is decided as one after the commit point.
+#[cfg(feature = "stream")]
 const COMMITTED: u8 = 1 << 5;
 /// The call's stream has reached its commit point once: the quota and the turn have counted
 /// it, and a later commit is a restart's.
+#[cfg(feature = "stream")]
 const DELIVERED: u8 = 1 << 6;
 /// The caller opted in to restarting a stream after its commit point.
+#[cfg(feature = "stream")]
 const RESTARTABLE: u8 = 1 << 7;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by

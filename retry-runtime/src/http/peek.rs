@@ -75,7 +75,9 @@ impl<'p> Reader<'p> {
             1 => chunks.pop_front().unwrap_or_default(),
             _ => {
                 let mut joined = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
-                chunks.iter().for_each(|chunk| joined.extend_from_slice(chunk));
+                chunks
+                    .iter()
+                    .for_each(|chunk| joined.extend_from_slice(chunk));
                 Bytes::from(joined)
             }
         }

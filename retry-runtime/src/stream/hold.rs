@@ -107,7 +107,10 @@ impl<T> Hold<T> {
 mod tests {
     use super::*;
 
-    const SMALL: Limits = Limits { items: 3, bytes: 10 };
+    const SMALL: Limits = Limits {
+        items: 3,
+        bytes: 10,
+    };
 
     #[test]
     fn content_commits_at_once() {
@@ -141,7 +144,10 @@ mod tests {
 
     #[test]
     fn an_item_limit_of_zero_holds_one() {
-        let mut hold = Hold::<u8>::new(Limits { items: 0, bytes: 10 });
+        let mut hold = Hold::<u8>::new(Limits {
+            items: 0,
+            bytes: 10,
+        });
         assert!(hold.count(false, 0));
     }
 
@@ -155,7 +161,10 @@ mod tests {
 
     #[test]
     fn weights_saturate() {
-        let mut hold = Hold::<u8>::new(Limits { items: 10, bytes: usize::MAX });
+        let mut hold = Hold::<u8>::new(Limits {
+            items: 10,
+            bytes: usize::MAX,
+        });
         hold.weigh(usize::MAX);
         assert!(hold.count(false, usize::MAX));
     }

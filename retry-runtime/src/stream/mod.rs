@@ -132,4 +132,3 @@ where
         RetryStream::new(self, open, Some(E::from))
     }
 }
-

@@ -187,13 +187,13 @@ where
                 frame: nesting::Frame::default(),
             },
             rules: Rules {
-                    commit: every_item,
-                    weigh: weightless,
-                    limits: Limits::DEFAULT,
-                    commit_timeout: None,
-                    idle_timeout: None,
-                    timed_out,
-                    ended_early: None,
+                commit: every_item,
+                weigh: weightless,
+                limits: Limits::DEFAULT,
+                commit_timeout: None,
+                idle_timeout: None,
+                timed_out,
+                ended_early: None,
                 restart: no_restart,
             },
         }
@@ -425,7 +425,10 @@ where
     let future = nesting::enter(&mut core.frame, || (core.open)(attempt));
     core.run.begin_attempt();
     let (fixed, idle) = match rules.timed_out {
-        Some(_) => (attempt_bound(&core.run, rules.commit_timeout), rules.idle_timeout),
+        Some(_) => (
+            attempt_bound(&core.run, rules.commit_timeout),
+            rules.idle_timeout,
+        ),
         None => (None, None),
     };
     timer.arm(fixed, idle);
