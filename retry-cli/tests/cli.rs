@@ -441,83 +441,102 @@ fn explain_gives_the_librarys_class_rule_and_wait_for_every_row_of_the_http_tabl
             );
         }
         let expected = HttpError::new(status, &headers, response.body.as_bytes());
-        let class = expected.classify();
 
         for (name, policy) in policies {
             for attempt in [1u32, 2, 4] {
-                let mut args = vec![
-                    "explain".to_owned(),
-                    "--status".to_owned(),
-                    response.status.to_string(),
-                    "--body".to_owned(),
-                    body_file.display().to_string(),
-                    "--policy".to_owned(),
-                    name.to_owned(),
-                    "--attempt".to_owned(),
-                    attempt.to_string(),
-                    "--json".to_owned(),
-                ];
-                for (header, value) in response.headers {
-                    args.push("--header".to_owned());
-                    args.push(format!("{header}: {value}"));
-                }
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let output = backoff(&args);
-                assert!(output.status.success(), "{}", stderr(&output));
-                let got = json(&output);
+                let got = explain_row(response, &body_file, name, attempt);
                 let context = format!(
                     "row {row} ({}) {name} attempt {attempt}: {got}",
                     response.status
                 );
-
                 assert_eq!(got["status"], response.status, "{context}");
-                assert_eq!(got["class"], class.name(), "{context}");
-                assert_eq!(got["class_rule"], expected.rule().name(), "{context}");
-                assert_eq!(
-                    got["retry_after_ms"].as_u64(),
-                    class.retry_after().map(|hint| hint.as_millis() as u64),
-                    "{context}"
-                );
-                assert_eq!(
-                    got["error_type"].as_str(),
-                    expected.error_type(),
-                    "{context}"
-                );
-                assert_eq!(
-                    got["error_code"].as_str(),
-                    expected.error_code(),
-                    "{context}"
-                );
-                assert_eq!(
-                    got["context_overflow"],
-                    expected.is_context_overflow(),
-                    "{context}"
-                );
+                assert_classified_as_the_library_does(&got, &expected, &context);
+                assert_decided_as_the_engine_does(&got, &expected, &policy, attempt, &context);
+            }
+        }
+    }
+}
 
-                let failure = Failure::new(attempt, class);
-                let decided = ladder::decide(&policy, failure, Draw::IDEAL);
-                // The CLI prints the engine's own rule: for an answer, the table's row.
-                let rule = match decided.step.stop_reason() {
-                    Some(StopReason::Definitive) => expected.rule().name(),
-                    _ => decided.rule.name(),
-                };
-                assert_eq!(got["rule"], rule, "{context}");
-                match decided.step {
-                    Step::Retry { wait } => {
-                        assert_eq!(got["retried"], true, "{context}");
-                        assert_eq!(got["wait_ideal_ms"], wait.as_millis() as u64, "{context}");
-                        assert_eq!(got["stop_reason"], Value::Null, "{context}");
-                    }
-                    step => {
-                        let reason = step.stop_reason().expect("a stop");
-                        assert_eq!(got["retried"], false, "{context}");
-                        assert_eq!(got["stop_reason"], reason.name(), "{context}");
-                        assert_eq!(got["wait_ms"], Value::Null, "{context}");
-                        if reason == StopReason::Definitive {
-                            assert_eq!(got["rule"], expected.rule().name(), "{context}");
-                        }
-                    }
-                }
+/// `backoff explain --json` on one row of the table, under the policy `name`, at `attempt`.
+fn explain_row(response: &Response, body_file: &Path, name: &str, attempt: u32) -> Value {
+    let mut args = vec![
+        "explain".to_owned(),
+        "--status".to_owned(),
+        response.status.to_string(),
+        "--body".to_owned(),
+        body_file.display().to_string(),
+        "--policy".to_owned(),
+        name.to_owned(),
+        "--attempt".to_owned(),
+        attempt.to_string(),
+        "--json".to_owned(),
+    ];
+    for (header, value) in response.headers {
+        args.push("--header".to_owned());
+        args.push(format!("{header}: {value}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = backoff(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    json(&output)
+}
+
+/// The row's class, its rule and the error's fields, as the library's one table gives them.
+fn assert_classified_as_the_library_does(got: &Value, expected: &HttpError, context: &str) {
+    let class = expected.classify();
+    assert_eq!(got["class"], class.name(), "{context}");
+    assert_eq!(got["class_rule"], expected.rule().name(), "{context}");
+    assert_eq!(
+        got["retry_after_ms"].as_u64(),
+        class.retry_after().map(|hint| hint.as_millis() as u64),
+        "{context}"
+    );
+    assert_eq!(
+        got["error_type"].as_str(),
+        expected.error_type(),
+        "{context}"
+    );
+    assert_eq!(
+        got["error_code"].as_str(),
+        expected.error_code(),
+        "{context}"
+    );
+    assert_eq!(
+        got["context_overflow"],
+        expected.is_context_overflow(),
+        "{context}"
+    );
+}
+
+/// The rule, the wait or the stop reason, as the engine's `ladder::decide` gives them.
+fn assert_decided_as_the_engine_does(
+    got: &Value,
+    expected: &HttpError,
+    policy: &Policy,
+    attempt: u32,
+    context: &str,
+) {
+    let failure = Failure::new(attempt, expected.classify());
+    let decided = ladder::decide(policy, failure, Draw::IDEAL);
+    // The CLI prints the engine's own rule: for an answer, the table's row.
+    let rule = match decided.step.stop_reason() {
+        Some(StopReason::Definitive) => expected.rule().name(),
+        _ => decided.rule.name(),
+    };
+    assert_eq!(got["rule"], rule, "{context}");
+    match decided.step {
+        Step::Retry { wait } => {
+            assert_eq!(got["retried"], true, "{context}");
+            assert_eq!(got["wait_ideal_ms"], wait.as_millis() as u64, "{context}");
+            assert_eq!(got["stop_reason"], Value::Null, "{context}");
+        }
+        step => {
+            let reason = step.stop_reason().expect("a stop");
+            assert_eq!(got["retried"], false, "{context}");
+            assert_eq!(got["stop_reason"], reason.name(), "{context}");
+            assert_eq!(got["wait_ms"], Value::Null, "{context}");
+            if reason == StopReason::Definitive {
+                assert_eq!(got["rule"], expected.rule().name(), "{context}");
             }
         }
     }

@@ -3,26 +3,21 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `key` | the attribute's keys: each one's name, kind of value (`Kind`) and example, once |
-//! | `names` | the policies, jitters and classes both macros take, pinned to the runtime's |
-//! | `args` | the attribute's arguments: read as written, each value read as its key's kind (`args::read`) and checked (`args::value`); other libraries' forms answered (`args::foreign`) |
-//! | `duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
-//! | `function` | the annotated item: an `async fn` with a body and a return type |
-//! | `expand` | the expansion onto the runtime's engine |
-//! | `fallback` | the item as written, beside the errors, when something is wrong |
-//! | `errors`, `span`, `suggest` | combined errors; where they point; "did you mean" |
+//! | `retry` | `#[retry]`: its own folder, beside `classify` |
+//! | `retry::key` | the attribute's keys: each one's name, kind of value (`Kind`) and example, once |
+//! | `retry::args` | the attribute's arguments: read as written, each value read as its key's kind (`args::read`) and checked (`args::value`); other libraries' forms answered (`args::foreign`) |
+//! | `retry::duration` | the grammar of `budget` and `timeout`, the runtime's, pinned by its cases |
+//! | `retry::function` | the annotated item: an `async fn` with a body and a return type |
+//! | `retry::expand` | the expansion onto the runtime's engine |
+//! | `retry::fallback`, `retry::span` | the item as written, beside the errors, when something is wrong; where an error points |
 //! | `classify` | `#[derive(Classify)]`: its own `attr`, `ast`, `valid` and `expand` |
+//! | `names` | the policies, jitters and classes both macros take, pinned to the runtime's |
+//! | `errors`, `suggest` | combined errors and "did you mean", for both macros |
 
-mod args;
 mod classify;
-mod duration;
 mod errors;
-mod expand;
-mod fallback;
-mod function;
-mod key;
 mod names;
-mod span;
+mod retry;
 mod suggest;
 
 use proc_macro::TokenStream;
@@ -266,7 +261,7 @@ use proc_macro::TokenStream;
 ///
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::retry(args.into(), item.into()).into()
+    retry::attribute(args.into(), item.into()).into()
 }
 
 /// Implements `Classify` for an error enum or struct, one visible decision per variant.

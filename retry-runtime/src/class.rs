@@ -51,8 +51,8 @@ pub enum Class {
 
 impl Class {
     /// Every class, with `Unavailable` and `RateLimited` carrying no hint; in the order of
-    /// [`Class::index`].
-    pub const ALL: [Class; 9] = [
+    /// [`Class::index`]. A slice, not an array, so a new class is not a breaking change.
+    pub const ALL: &[Class] = &[
         Class::Transport,
         Class::Unavailable { retry_after: None },
         Class::ServerError,

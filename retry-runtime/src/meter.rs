@@ -45,10 +45,12 @@ pub const STREAM_COMMITS: &str = "retry_stream_commits_total";
 /// Streams restarted after their commit point: `retry_stream_restarts_total{op}`.
 pub const STREAM_RESTARTS: &str = "retry_stream_restarts_total";
 
+// The label lists are slices, not arrays, so a new class or reason does not change their type.
+
 /// Every value of the `outcome` label: a first-try success, a success after retries, a give-up
 /// whose verdict is an answer or still undetermined (whatever the number of attempts), and a
 /// call dropped unfinished.
-pub const OUTCOMES: [&str; 5] = [
+pub const OUTCOMES: &[&str] = &[
     "first_try",
     "after_retries",
     "gave_up_answer",
@@ -57,7 +59,10 @@ pub const OUTCOMES: [&str; 5] = [
 ];
 
 /// Every value of the `class` label of [`ATTEMPTS`]: `ok`, then [`Class::name`] of each class.
-pub const ATTEMPT_CLASSES: [&str; Class::ALL.len() + 1] = {
+pub const ATTEMPT_CLASSES: &[&str] = &ATTEMPT_CLASS_NAMES;
+
+/// [`ATTEMPT_CLASSES`]' values, built from [`Class::ALL`] so the two cannot differ.
+const ATTEMPT_CLASS_NAMES: [&str; Class::ALL.len() + 1] = {
     let mut names = ["ok"; Class::ALL.len() + 1];
     let mut i = 0;
     while i < Class::ALL.len() {
@@ -68,7 +73,7 @@ pub const ATTEMPT_CLASSES: [&str; Class::ALL.len() + 1] = {
 };
 
 /// Every value of the `reason` label of [`GIVE_UPS`]: [`StopReason::name`] of each reason.
-pub const REASONS: [&str; 9] = [
+pub const REASONS: &[&str] = &[
     "definitive",
     "not_retried",
     "exhausted",
@@ -373,7 +378,7 @@ mod tests {
             .map(Series::Call),
         );
         series.push(Series::Attempt(None));
-        series.extend(Class::ALL.map(|class| Series::Attempt(Some(class))));
+        series.extend(Class::ALL.iter().map(|&class| Series::Attempt(Some(class))));
         series.extend([
             Series::QuotaRefusal,
             Series::StreamCommit,

@@ -381,9 +381,9 @@ mod labels {
                 for label in key.key().labels() {
                     let allowed: &[&str] = match label.key() {
                         "op" => &["op"],
-                        "outcome" => &meter::OUTCOMES,
-                        "class" => &meter::ATTEMPT_CLASSES,
-                        "reason" => &meter::REASONS,
+                        "outcome" => meter::OUTCOMES,
+                        "class" => meter::ATTEMPT_CLASSES,
+                        "reason" => meter::REASONS,
                         other => panic!("an undocumented label: {other}"),
                     };
                     prop_assert!(allowed.contains(&label.value()), "{label:?}");

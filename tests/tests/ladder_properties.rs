@@ -102,7 +102,7 @@ fn arbitrary_policy() -> impl Strategy<Value = Policy> {
                     .with_rate_limit(rate_limit)
                     .with_max_retry_after(max_hint)
                     .with_max_total_wait(total);
-                for (bit, class) in Class::ALL.into_iter().enumerate() {
+                for (bit, &class) in Class::ALL.iter().enumerate() {
                     policy = if retried & (1 << bit) != 0 {
                         policy.retrying(class)
                     } else {
@@ -462,7 +462,8 @@ fn unhinted_classes() -> impl Strategy<Value = Vec<Class>> {
     proptest::collection::vec(
         select(
             Class::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .filter(|class| !matches!(class, Class::RateLimited { .. }))
                 .collect::<Vec<_>>(),
         ),

@@ -222,7 +222,7 @@ async fn no_class_lets_a_secret_through_on_a_retry_or_a_give_up() {
             .retrying(Class::QuotaExhausted)
             .retrying(Class::InvalidOutput)
     };
-    for class in Class::ALL {
+    for &class in Class::ALL {
         let shown = show("secret-class", everything, async |_| {
             Err::<(), _>(Leaky(class))
         })

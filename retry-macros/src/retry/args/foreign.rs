@@ -9,10 +9,10 @@ use syn::parse::ParseStream;
 use syn::{Error, Expr, ExprPath, ExprReference, Ident, LitInt, LitStr, Path, Token};
 
 use super::{Given, value_tokens};
-use crate::duration;
 use crate::errors::Errors;
-use crate::key::Key;
 use crate::names::{self, JITTERS, POLICIES};
+use crate::retry::duration;
+use crate::retry::key::Key;
 use crate::suggest;
 
 /// `attempts: 3`, as a struct literal or a config file writes it: "write `attempts = 3`".

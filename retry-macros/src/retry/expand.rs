@@ -9,46 +9,13 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use crate::args::{self, At, BudgetChoice, Config, PolicyChoice};
-use crate::fallback;
-use crate::function::{self, RetryFn};
+use super::args::{At, BudgetChoice, Config, PolicyChoice};
+use super::function::{self, RetryFn};
+use super::span::first_span;
 use crate::names;
-use crate::span::first_span;
 
-/// `#[retry(args)] item`, expanded; or the item as written and every error found.
-pub(crate) fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
-    if function::rustc_reports(&item) {
-        return item;
-    }
-    if let Ok(closure) = syn::parse2::<syn::ExprClosure>(item.clone()) {
-        return on_a_closure(&closure);
-    }
-    let config = args::parse(args);
-    let function = function::parse(item.clone());
-    match (config, function) {
-        (Ok(config), Ok(function)) => generate(&config, function),
-        (Err(error), Ok(_)) | (Ok(_), Err(error)) => fallback::item_with_errors(item, error),
-        (Err(mut error), Err(more)) => {
-            error.combine(more);
-            fallback::item_with_errors(item, error)
-        }
-    }
-}
-
-/// `#[retry]` on a closure: one message of ours, at the closure, and the closure kept as the
-/// expression's value, so nothing else cascades from it. (rustc also reports that attributes
-/// on expressions are unstable; a macro cannot silence that.)
-fn on_a_closure(closure: &syn::ExprClosure) -> TokenStream {
-    let error = syn::Error::new(
-        first_span(closure),
-        "`#[retry]` goes on an `async fn`, not a closure; for a closure, call \
-         `Retry::new(&POLICY).run(async |attempt| ...)`",
-    )
-    .to_compile_error();
-    quote!({ #error; #closure })
-}
-
-fn generate(config: &Config, function: RetryFn) -> TokenStream {
+/// The function, its body replaced by the retry loop over the original body.
+pub(super) fn generate(config: &Config, function: RetryFn) -> TokenStream {
     let krate = &config.krate;
     let private = quote!(#krate::__private);
     let (setup, source) = if names_the_functions_context(config, &function) {
@@ -342,9 +309,7 @@ fn const_checks(config: &Config, private: &TokenStream, policy: &Ident) -> Optio
 /// `Result<T, E>`, or on the return type when an alias hides it). Each check is a closure
 /// the engine calls, so no bound of ours is involved and no message names the runtime.
 ///
-/// With a `timeout`, each attempt runs under its timer, and one that runs out becomes the
-/// error type's `From<TimedOut>`: that conversion is placed on the key, so an error type
-/// that cannot hold a `TimedOut` is reported there.
+/// With a `timeout`, each attempt runs under its timer ([`start_and_take`]).
 fn attempt_loop(
     config: &Config,
     function: &RetryFn,
@@ -355,7 +320,6 @@ fn attempt_loop(
     let output = Ident::new("__retry_output", Span::mixed_site());
     let pinned = Ident::new("__retry_pinned", Span::mixed_site());
     let attempted = Ident::new("__retry_attempted", Span::mixed_site());
-    let value = Ident::new("__retry_value", Span::mixed_site());
     let wait = Ident::new("__retry_wait", Span::mixed_site());
     let stmts = &function.stmts;
     let ret = &function.output;
@@ -380,25 +344,7 @@ fn attempt_loop(
     let display = quote_spanned!(error_span=>
         |#error, #formatter| #at_error::Reportable::report(#error, #formatter)
     );
-    let (start, take) = match &config.timeout {
-        Some(At { span, .. }) => {
-            let at_key = respan(private, *span);
-            let timed_out = Ident::new("__retry_timed_out", Span::mixed_site());
-            let convert = quote_spanned!(*span=> #at_key::HoldsTimedOut::hold(#timed_out));
-            (
-                quote!(attempt_timed),
-                quote! {
-                    match #run.attempted(#attempted) {
-                        #private::core::result::Result::Ok(#value) => #value,
-                        #private::core::result::Result::Err(#timed_out) => {
-                            #private::core::result::Result::Err(#convert)
-                        }
-                    }
-                },
-            )
-        }
-        None => (quote!(attempt), quote!(#run.attempted(#attempted))),
-    };
+    let (start, take) = start_and_take(config, private, &run, &attempted);
     let attempt_block = quote_spanned! {attempt_span=>
         async {
             if let #private::core::option::Option::Some(#pinned) =
@@ -441,6 +387,38 @@ fn attempt_loop(
     quote! {
         let mut #run = #private::Call::new(#source);
         #retry_loop
+    }
+}
+
+/// The `Run` method that starts an attempt, and the attempt's output as the body's return
+/// type: with a `timeout`, `attempt_timed`, and an attempt that ran out becomes
+/// `Err(From::from(timed_out))`, the conversion placed on the key, so an error type that cannot
+/// hold a `TimedOut` is reported there.
+fn start_and_take(
+    config: &Config,
+    private: &TokenStream,
+    run: &Ident,
+    attempted: &Ident,
+) -> (TokenStream, TokenStream) {
+    let value = Ident::new("__retry_value", Span::mixed_site());
+    match &config.timeout {
+        Some(At { span, .. }) => {
+            let at_key = respan(private, *span);
+            let timed_out = Ident::new("__retry_timed_out", Span::mixed_site());
+            let convert = quote_spanned!(*span=> #at_key::HoldsTimedOut::hold(#timed_out));
+            (
+                quote!(attempt_timed),
+                quote! {
+                    match #run.attempted(#attempted) {
+                        #private::core::result::Result::Ok(#value) => #value,
+                        #private::core::result::Result::Err(#timed_out) => {
+                            #private::core::result::Result::Err(#convert)
+                        }
+                    }
+                },
+            )
+        }
+        None => (quote!(attempt), quote!(#run.attempted(#attempted))),
     }
 }
 

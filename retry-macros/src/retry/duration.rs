@@ -5,7 +5,7 @@
 //! It is the runtime's `retry_runtime::budget::parse_duration`, which a proc-macro crate cannot
 //! call; one table of cases, `retry-runtime/duration_cases.txt`, pins both (see the tests).
 
-use crate::key::Key;
+use super::key::Key;
 use crate::suggest;
 
 /// Why a text is not a duration; the message is worded from it, per key.
@@ -85,7 +85,7 @@ mod tests {
     use super::*;
 
     /// The runtime's table of cases, which its `parse_duration` is pinned by too.
-    const CASES: &str = include_str!("../duration_cases.txt");
+    const CASES: &str = include_str!("../../duration_cases.txt");
 
     #[test]
     fn the_grammar_reads_every_shared_case_as_the_runtimes_table_says() {

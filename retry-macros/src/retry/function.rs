@@ -9,8 +9,8 @@ use syn::{
     ReturnType, Signature, Token, Type, Visibility, braced, token,
 };
 
+use super::span::first_span;
 use crate::errors::Errors;
-use crate::span::first_span;
 
 /// An `async fn` that `#[retry]` can rewrite.
 pub(crate) struct RetryFn {

@@ -10,9 +10,9 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{Error, Expr, ExprPath, Ident, LitStr, Path, Token};
 
+use super::key::Key;
+use super::span::first_span;
 use crate::errors::Errors;
-use crate::key::Key;
-use crate::span::first_span;
 use crate::suggest;
 
 mod foreign;

@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn the_attributes_docs_have_a_row_for_every_key() {
-        let docs = include_str!("lib.rs");
+        let docs = include_str!("../lib.rs");
         for key in Key::ALL {
             let row = format!("/// | `{}` |", key.name());
             assert!(docs.contains(&row), "no row `{row}` in the `#[retry]` docs");

@@ -5,7 +5,7 @@
 use syn::{Expr, ExprLit, ExprPath, ExprUnary, Lit, LitStr, UnOp};
 
 use super::{Given, foreign};
-use crate::key::Kind;
+use crate::retry::key::Kind;
 
 /// A value, read as its key's kind says.
 pub(super) enum Value {

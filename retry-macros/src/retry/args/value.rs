@@ -5,10 +5,10 @@
 use syn::{Error, Expr, ExprLit, ExprPath, Lit, LitStr, Path};
 
 use super::{At, BudgetChoice, Given, PolicyChoice, foreign};
-use crate::duration;
 use crate::errors::Errors;
-use crate::key::Key;
 use crate::names::{self, JITTERS, POLICIES};
+use crate::retry::duration;
+use crate::retry::key::Key;
 use crate::suggest;
 
 /// `crate`: the string holds a path.
