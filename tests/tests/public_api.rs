@@ -34,7 +34,8 @@ use retry_runtime::sse::{
 };
 use retry_runtime::testing::{Recorded, StreamOf, collect, scope, scope_with_draw, stream_of};
 use retry_runtime::turn::{
-    CutWait, GaveUpRecord, InFlight, Op, OpName, TurnHandle, TurnOutcome, current, remaining,
+    CutWait, GaveUpRecord, InFlight, Op, OpName, TurnFuture, TurnHandle, TurnOutcome, current,
+    remaining,
 };
 
 #[test]
