@@ -532,6 +532,12 @@ fn a_turn_future_named_in_a_field_spawns_on_a_multi_thread_runtime() {
     assert_eq!(report.waiting(), recorded.total());
 }
 
+#[test]
+fn a_turn_future_is_send_and_sync_when_its_work_is() {
+    fn send_and_sync<T: Send + Sync>(_: &T) {}
+    send_and_sync(&Turn::new(TURN).run(std::future::ready(7)));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_turn_starts_at_its_first_poll_not_when_its_future_is_made() {
     let turn = Turn::new(Duration::from_secs(10)).run(async { turn::remaining() });

@@ -65,7 +65,7 @@ impl Canceller {
 }
 
 /// A future that resolves once a turn, or one around it, is cancelled.
-pub(crate) type Listener = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub(crate) type Listener = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 
 /// One future that resolves once any of `cancels` is cancelled. A single turn, the common
 /// case, is listened to with one allocation; a chain of nested turns, with a few more.

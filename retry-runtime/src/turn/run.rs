@@ -130,8 +130,8 @@ impl fmt::Debug for Turn {
 pin_project_lite::pin_project! {
     /// The future [`Turn::run`] returns: the work inside its turn, raced against the turn's
     /// deadline and its cancel. It resolves to how the turn ended and its report; the work is
-    /// dropped before it does. It is `Send` when the work is, so it can be named in a field
-    /// and spawned.
+    /// dropped before it does. It is `Send` when the work is (and `Sync` when the work is), so
+    /// it can be named in a field and spawned.
     ///
     /// ```
     /// use retry_runtime::{Class, Policy, Retry, Turn, TurnReport};
