@@ -21,7 +21,7 @@ use crate::verdict::StopReason;
 /// let ((outcome, report), recorded) = testing::scope(Turn::new(Duration::from_secs(60)).run(
 ///     Retry::new(&Policy::AVAILABILITY)
 ///         .named("model")
-///         .run(async |attempt| if attempt < 3 { Err(Class::ServerError) } else { Ok(attempt) }),
+///         .run(async |attempt| if attempt < 3 { Err(Class::Transport) } else { Ok(attempt) }),
 /// ))
 /// .await;
 /// assert_eq!(outcome.unwrap().unwrap(), 3);
@@ -111,6 +111,24 @@ impl TurnReport {
 }
 
 /// A call inside a turn whose ladder gave up.
+///
+/// ```
+/// use retry_runtime::{testing, Class, Policy, Retry, StopReason, Turn};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let ((_, report), _) = testing::scope(Turn::new(Duration::from_secs(60)).run(
+///     Retry::new(&Policy::AVAILABILITY)
+///         .named("model")
+///         .run(async |_| Err::<(), _>(Class::Definitive)),
+/// ))
+/// .await;
+/// let record = &report.gave_up()[0];
+/// assert_eq!((record.op.as_str(), record.attempts), ("model", 1));
+/// assert_eq!(record.reason, StopReason::Definitive);
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GaveUpRecord {
     /// The operation's name.
@@ -122,6 +140,24 @@ pub struct GaveUpRecord {
 }
 
 /// A call dropped in the middle of an attempt: the turn ended, or its caller dropped it.
+///
+/// ```
+/// use retry_runtime::{Class, Policy, Retry, Turn};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let (outcome, report) = Turn::new(Duration::from_secs(2))
+///     .run(Retry::new(&Policy::AVAILABILITY).named("model").run(async |_| {
+///         std::future::pending::<Result<(), Class>>().await
+///     }))
+///     .await;
+/// assert!(outcome.is_expired());
+/// let call = &report.in_flight()[0];
+/// assert_eq!((call.op.as_str(), call.attempt), ("model", 1));
+/// assert_eq!(call.running, Duration::from_secs(2));
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InFlight {
@@ -135,6 +171,30 @@ pub struct InFlight {
 
 /// A wait between attempts that was cut short: the turn was cancelled or ended, or the call
 /// was dropped. The retry after it was never made (and a quota got its cost back).
+///
+/// ```
+/// use retry_runtime::{Class, Policy, Retry, Turn};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let turn = Turn::new(Duration::from_secs(60));
+/// let canceller = turn.canceller();
+/// let work = turn.run(Retry::new(&Policy::OUTAGE).named("model").run(async |_| {
+///     Err::<(), _>(Class::Unavailable { retry_after: None })
+/// }));
+/// // One second into the outage ladder's first wait, of 5 s or more.
+/// let cancel = async {
+///     tokio::time::sleep(Duration::from_secs(1)).await;
+///     canceller.cancel();
+/// };
+/// let ((_, report), ()) = tokio::join!(work, cancel);
+/// let wait = &report.cut_waits()[0];
+/// assert_eq!((wait.op.as_str(), wait.after_attempt), ("model", 1));
+/// assert_eq!(wait.waited, Duration::from_secs(1));
+/// assert!(wait.wanted >= Duration::from_millis(2500));
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutWait {

@@ -151,7 +151,7 @@ pin_project_lite::pin_project! {
     /// # async fn main() {
     /// let work: Work = Box::pin(async {
     ///     Retry::new(&Policy::AVAILABILITY)
-    ///         .run(async |attempt| if attempt < 2 { Err(Class::ServerError) } else { Ok(7) })
+    ///         .run(async |attempt| if attempt < 2 { Err(Class::Transport) } else { Ok(7) })
     ///         .await
     ///         .unwrap_or(0)
     /// });
