@@ -197,10 +197,10 @@ impl TurnHandle {
     /// Run `work` inside the turn this handle was taken from: its deadline, cancellation,
     /// hooks and report.
     ///
-    /// The task stays the spawner's: [`Turn::run`] cannot drop it at the deadline or on
-    /// cancel. Its ladder stops before any wait once the turn is over, a wait in progress ends
-    /// on cancel, and an attempt with a `timeout` is bounded by the rest of the turn; an
-    /// attempt without one runs on until it ends by itself.
+    /// The task stays the spawner's: [`Turn::run`](crate::Turn::run) cannot drop it at the
+    /// deadline or on cancel. Its ladder stops before any wait once the turn is over, a wait
+    /// in progress ends on cancel, and an attempt with a `timeout` is bounded by the rest of
+    /// the turn; an attempt without one runs on until it ends by itself.
     pub async fn scope<F: Future>(self, work: F) -> F::Output {
         within(self.scope, work).await
     }
