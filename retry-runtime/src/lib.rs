@@ -161,7 +161,9 @@ pub use retry_macros::Classify;
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub use stream::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, EndedEarly, RetryStream};
 pub use timeout::{TimedOut, TimeoutBound};
-pub use turn::scope::{Canceller, Turn, TurnReport};
+pub use turn::cancel::Canceller;
+pub use turn::report::TurnReport;
+pub use turn::run::Turn;
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use crate::class::Class;
 use crate::quota::Quota;
-use crate::turn::scope as turn;
+use crate::turn::cancel::Listener;
 
 /// The quota's side of a call's waits, one byte of its run: whether the retry the quota paid
 /// for is still to be made (its wait is in progress), and whether the last paid retry followed
@@ -95,13 +95,9 @@ impl Paid {
 pub struct Wait<S, E>(Pin<Box<Waiting<S, E>>>);
 
 impl<S: Future<Output = ()>, E> Wait<S, E> {
-    /// A wait of `sleep` after `error`; inside a turn, a cancel of it ends the wait early.
-    pub(crate) fn new(error: E, sleep: S, in_turn: bool) -> Self {
-        let cancelled = if in_turn {
-            turn::cancel_listener()
-        } else {
-            None
-        };
+    /// A wait of `sleep` after `error`; inside a turn, `cancelled` (the turn's cancel) ends
+    /// it early.
+    pub(crate) fn new(error: E, sleep: S, cancelled: Option<Listener>) -> Self {
         Wait(Box::pin(Waiting {
             error: Some(error),
             sleep: SleepOrCancel { sleep, cancelled },
@@ -167,7 +163,7 @@ pin_project_lite::pin_project! {
     struct SleepOrCancel<S> {
         #[pin]
         sleep: S,
-        cancelled: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+        cancelled: Option<Listener>,
     }
 }
 

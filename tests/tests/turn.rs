@@ -2,13 +2,15 @@
 //! working. Virtual time throughout: `testing::scope` skips waits, `start_paused` drives the
 //! time the operations take.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use retry_runtime::turn::{CutWait, InFlight};
-use retry_runtime::{Budget, Class, Policy, Quota, Retry, StopReason, Turn, testing, turn};
+use retry_runtime::turn::{CutWait, InFlight, TurnFuture};
+use retry_runtime::{Budget, Class, GaveUp, Policy, Quota, Retry, StopReason, Turn, testing, turn};
 use tokio::time::Instant;
 
 const TURN: Duration = Duration::from_secs(180);
@@ -492,4 +494,55 @@ async fn inside_a_testing_scope_a_turn_drops_its_work_at_its_deadline_net_of_the
         report.working() + report.waiting() <= Duration::from_secs(1),
         "{report}"
     );
+}
+
+/// What [`a_turn_future_named_in_a_field_spawns_on_a_multi_thread_runtime`] runs: a ladder
+/// inside a testing scope, so its waits are recorded, not slept.
+type Work = Pin<Box<dyn Future<Output = (Result<u32, GaveUp<Class>>, testing::Recorded)> + Send>>;
+
+/// A job that keeps its turn in a field, by the future's name.
+struct Job {
+    turn: TurnFuture<Work>,
+}
+
+#[test]
+fn a_turn_future_named_in_a_field_spawns_on_a_multi_thread_runtime() {
+    let work: Work = Box::pin(testing::scope(Retry::new(&Policy::AVAILABILITY).run(
+        async |attempt| {
+            if attempt < 3 {
+                Err(Class::Unavailable { retry_after: None })
+            } else {
+                Ok(attempt)
+            }
+        },
+    )));
+    let job = Job {
+        turn: Turn::new(TURN).run(work),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (outcome, report) = runtime.block_on(async move { tokio::spawn(job.turn).await.unwrap() });
+
+    let (result, recorded) = outcome.unwrap();
+    assert_eq!(result.unwrap(), 3);
+    assert_eq!(report.retries(), 2);
+    assert_eq!(report.waiting(), recorded.total());
+}
+
+#[test]
+fn a_turn_future_is_send_and_sync_when_its_work_is() {
+    fn send_and_sync<T: Send + Sync>(_: &T) {}
+    send_and_sync(&Turn::new(TURN).run(std::future::ready(7)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_starts_at_its_first_poll_not_when_its_future_is_made() {
+    let turn = Turn::new(Duration::from_secs(10)).run(async { turn::remaining() });
+    // Made now, awaited 30 s later: its 10 s run from the first poll.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let (outcome, _) = turn.await;
+    assert_eq!(outcome.unwrap(), Some(Duration::from_secs(10)));
 }

@@ -1,13 +1,15 @@
 //! The engine: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
 //! ladder or the budget runs out. `#[retry]` expands to the same engine.
 //!
-//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, and a call's run in `run.rs`:
+//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, the operation's name in
+//! `op.rs`, and a call's run in `run.rs`:
 //! its counters, the attempt protocol, and what it tells (the notices, the quota's withdrawal,
 //! the turn's flight). It must not decide: whether and how long to wait is
 //! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure. It keeps no turn
 //! state of its own (the flight the turn hands it does), and no wait's (`wait.rs` holds the
 //! sleep, its cancel and the quota's refund).
 
+pub(crate) mod op;
 mod run;
 
 use std::fmt;
@@ -20,9 +22,9 @@ use crate::clock::{Clock, TokioClock};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::turn::scope::{Op, OpName};
 use crate::verdict::GaveUp;
 
+use op::{Op, OpName};
 pub use run::{Call, Run, Source};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and

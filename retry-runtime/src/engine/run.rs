@@ -24,7 +24,9 @@ use crate::redact::Redacted;
 use crate::span::CallSpans;
 use crate::timeout::TimeoutBound;
 use crate::turn::flight::{self, Flight};
-use crate::turn::scope::{self as turn, Op};
+use crate::turn::scope as turn;
+
+use super::op::Op;
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Paid, Wait, Waited};
 
@@ -414,23 +416,24 @@ impl<R: Source> Run<R> {
             Err(reason) => return Err(self.give_up(error, class, reason)),
         };
         meter::waited(self.source.op(), wait);
-        let in_turn = match &mut self.since {
-            // A turn reports the time actually spent, timer granularity included, and a wait
-            // cut short; what it needs for that is in the flight's box, not in the wait's.
+        let cancelled = match &mut self.since {
+            // A turn can cut the wait short, and then counts it as long as it lasted: the
+            // flight keeps when it started and listens for the cancel, so the wait's box does
+            // not. A wait that runs to its end is counted at its end, as the one chosen.
             Since::InTurn(flight) => {
                 flight.wait_started(self.source.clock().now(), wait, class);
-                true
+                Some(flight.cancel_listener())
             }
-            // Elsewhere, a literal budget included, the wait counts as chosen and nothing reads
-            // the clock for it: a timer's overshoot (about a millisecond on tokio's) is not
-            // counted, so the box stays the sleep and the failure. The budget itself is still
-            // measured on the clock, from the call's start.
+            // Elsewhere, a literal budget included, nothing cuts it short: it counts as chosen
+            // now, and nothing reads the clock for it. A timer's overshoot (about a millisecond
+            // on tokio's) is not counted, so the box stays the sleep and the failure. The
+            // budget itself is still measured on the clock, from the call's start.
             _ => {
                 self.add_waited(wait);
-                false
+                None
             }
         };
-        Ok(Wait::new(error, self.source.clock().sleep(wait), in_turn))
+        Ok(Wait::new(error, self.source.clock().sleep(wait), cancelled))
     }
 
     /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
@@ -441,37 +444,45 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         self.paid.wait_over();
-        let restarting = self.flags & RESTARTING != 0;
-        let Since::InTurn(flight) = &mut self.since else {
-            // Only a turn cancels a wait.
-            if restarting {
-                meter::count(self.source.op(), Series::StreamRestart);
-            }
-            return Ok(());
-        };
-        let Some((since, wanted, class)) = flight.wait_over() else {
-            return Ok(());
-        };
-        let waited_for = self.source.clock().now().saturating_duration_since(since);
-        self.add_waited(waited_for);
         if waited.cancelled() {
-            // The retry the quota paid for is never made.
-            self.paid.refund(self.source.quota());
-            turn::record_cut_wait(turn::CutWait {
-                op: self.source.op_name(),
-                after_attempt: self.attempts(),
-                waited: waited_for,
-                wanted,
-            });
-            return Err(self.give_up(waited.into_error(), class, StopReason::Cancelled));
+            return self.cut_short(waited);
+        }
+        let restarting = self.flags & RESTARTING != 0;
+        // A turn counts the wait at its end, as the one chosen (elsewhere `failed` did): in a
+        // testing scope, exactly the wait recorded.
+        if let Since::InTurn(flight) = &mut self.since
+            && let Some((wanted, _)) = flight.wait_ended(restarting)
+        {
+            self.add_waited(wanted);
         }
         if restarting {
-            turn::record_restart();
             meter::count(self.source.op(), Series::StreamRestart);
-        } else {
-            turn::record_retry(class);
         }
         Ok(())
+    }
+
+    /// A cancel of the turn cut the wait short: it counts as long as it lasted, and the call
+    /// gives up with [`StopReason::Cancelled`]. Only a turn cancels a wait.
+    #[cold]
+    fn cut_short<E>(&mut self, waited: Waited<E>) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let (now, op, attempt) = (
+            self.source.clock().now(),
+            self.source.op_name(),
+            self.attempts(),
+        );
+        let Since::InTurn(flight) = &mut self.since else {
+            return Ok(());
+        };
+        let Some((lasted, class)) = flight.wait_cut(op, attempt, now) else {
+            return Ok(());
+        };
+        self.add_waited(lasted);
+        // The retry the quota paid for is never made.
+        self.paid.refund(self.source.quota());
+        Err(self.give_up(waited.into_error(), class, StopReason::Cancelled))
     }
 
     /// The wait before the next attempt, with the retry announced; or the reason to stop.
@@ -555,8 +566,9 @@ impl<R: Source> Run<R> {
 
     fn add_waited(&mut self, waited: Duration) {
         // In whole milliseconds, rounded up: `Run` keeps four words, and the total is never
-        // below the waits chosen (inside a turn, the time measured), which keeps the policy's
-        // `max_total_wait` a bound on them. The ladder never
+        // below the waits counted (chosen, or as long as a wait cut short lasted), which keeps
+        // the policy's `max_total_wait` a bound on them; a turn's flight keeps them exact. The
+        // ladder never
         // waits past `Policy::MAX_TOTAL_WAIT` (`u32::MAX` ms), so this never saturates.
         let millis = waited.as_nanos().div_ceil(1_000_000);
         let millis = u32::try_from(millis).unwrap_or(u32::MAX);
@@ -618,14 +630,7 @@ impl<R: Source> Run<R> {
             let now = self.source.clock().now();
             let nested = nesting::is_nested();
             let op = self.source.op_name();
-            flight.finished(
-                op,
-                self.attempts(),
-                self.total_waited(),
-                now,
-                nested,
-                gave_up,
-            );
+            flight.finished(op, self.attempts(), now, nested, gave_up);
             nesting::mark_ran();
             // Finished: no longer in flight.
             self.since = Since::Started(flight.started());
@@ -661,7 +666,9 @@ impl<R: Source> Run<R> {
         }
         self.flags |= DELIVERED;
         self.settle_quota();
-        turn::record_commit();
+        if let Some(flight) = self.flight() {
+            flight.committed();
+        }
         meter::count(self.source.op(), Series::StreamCommit);
         false
     }
@@ -744,11 +751,6 @@ impl<R: Source> Run<R> {
             return;
         };
         let now = self.source.clock().now();
-        flight.dropped_at(
-            self.source.op_name(),
-            self.attempts(),
-            self.total_waited(),
-            now,
-        );
+        flight.dropped_at(self.source.op_name(), self.attempts(), now);
     }
 }

@@ -1,33 +1,22 @@
 //! A call's record in its turn: from its first attempt until it finishes, the engine's `Run`
 //! holds a [`Flight`] and tells it what happens (an attempt started, a nested call ran, a wait
-//! started and ended); the flight turns that into the turn's report when the call finishes or
-//! is dropped. It owns the report's per-call arithmetic; it must not decide or wait, and it
-//! reads no clock: the engine hands it every instant.
+//! started, ended or was cut short, a retry or a restart was made, a stream committed); the
+//! flight writes that into the turn's report, and the call's totals when it finishes or is
+//! dropped. It is the report's one writer, and owns its per-call arithmetic; it must not
+//! decide or wait, and it reads no clock: the engine hands it every instant.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::scope::{CutWait, GaveUpRecord, InFlight, Op, Scope, TurnReport, lock, with_scope};
+use super::cancel::Listener;
+use super::report::{Call, CutWait, InFlight};
+use super::scope::{Scope, with_scope};
 use crate::class::Class;
+use crate::engine::op::Op;
 use crate::notice::Hook;
 use crate::verdict::StopReason;
-
-/// A finished or dropped call, as its turn's report counts it.
-struct Call {
-    op: Op,
-    /// The attempts this call's ladder made.
-    attempts: u32,
-    /// Those that count in the turn's total: not the attempts in which a retried call nested
-    /// in this one made the attempts, so each attempt counts once, at the innermost ladder.
-    counted_attempts: u32,
-    waiting: Duration,
-    working: Duration,
-    /// Whether the call ran inside another's attempt, whose time includes its waits.
-    nested: bool,
-    gave_up: Option<StopReason>,
-}
 
 /// A call in flight inside a turn: kept by the engine's `Run` from its first attempt until it
 /// finishes. If the call is dropped before then, it reports itself to the turn: the attempt
@@ -38,6 +27,9 @@ pub(crate) struct Flight {
     started: Instant,
     /// When the current attempt started.
     attempt_started: Instant,
+    /// The waits over so far, each as the report counts it: a wait that ran to its end as the
+    /// wait chosen, exact to the nanosecond; one cut short as long as it lasted.
+    waited: Duration,
     /// The wait in progress: since when, how long it was to be, and after what failure.
     waiting: Option<(Instant, Duration, Class)>,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
@@ -53,6 +45,7 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
             scope: Arc::clone(scope),
             started,
             attempt_started: started,
+            waited: Duration::ZERO,
             waiting: None,
             hollow_attempts: 0,
         })
@@ -96,39 +89,81 @@ impl Flight {
         self.waiting = Some((now, wanted, class));
     }
 
-    /// The wait in progress is over: since when, how long it was to be, after what failure.
-    pub(crate) fn wait_over(&mut self) -> Option<(Instant, Duration, Class)> {
-        self.waiting.take()
+    /// A future that resolves once the call's turn, or one around it, is cancelled: what its
+    /// wait listens to.
+    pub(crate) fn cancel_listener(&self) -> Listener {
+        self.scope.listener()
     }
 
-    /// The call `op` finished at `now`, after `attempts` attempts and `waited` of waits, and
-    /// gave up for `gave_up` (`None`: it succeeded). A call `nested` in another's attempt
-    /// counts no working time: that attempt's time is the outer call's to report, and its
-    /// waits, which the outer call's time includes, are taken off it.
+    /// The wait in progress ran to its end, and the next attempt is a retry, or a stream's
+    /// `restart`: counted in the report, the wait as the one chosen. Returns that wait, and
+    /// the failure it followed.
+    pub(crate) fn wait_ended(&mut self, restart: bool) -> Option<(Duration, Class)> {
+        let (_, wanted, class) = self.waiting.take()?;
+        self.waited = self.waited.saturating_add(wanted);
+        self.scope.write(|report| {
+            if restart {
+                report.add_restart();
+            } else {
+                report.add_retry(class);
+            }
+        });
+        Some((wanted, class))
+    }
+
+    /// A cancel cut the wait in progress short at `now`, after `op`'s attempt `after_attempt`:
+    /// reported as cut, counted as long as it lasted. Returns that time, and the failure the
+    /// wait followed.
+    pub(crate) fn wait_cut(
+        &mut self,
+        op: Op,
+        after_attempt: u32,
+        now: Instant,
+    ) -> Option<(Duration, Class)> {
+        let (since, wanted, class) = self.waiting.take()?;
+        let waited = now.saturating_duration_since(since);
+        self.waited = self.waited.saturating_add(waited);
+        let cut = CutWait {
+            op,
+            after_attempt,
+            waited,
+            wanted,
+        };
+        self.scope.write(|report| report.add_cut_wait(cut.clone()));
+        Some((waited, class))
+    }
+
+    /// A stream reached its commit point: its output went to the caller.
+    #[cfg(feature = "stream")]
+    pub(crate) fn committed(&self) {
+        self.scope.write(super::report::TurnReport::add_commit);
+    }
+
+    /// The call `op` finished at `now`, after `attempts` attempts, and gave up for `gave_up`
+    /// (`None`: it succeeded). A call `nested` in another's attempt counts no working time:
+    /// that attempt's time is the outer call's to report, and its waits, which the outer
+    /// call's time includes, are taken off it.
     pub(crate) fn finished(
         &self,
         op: Op,
         attempts: u32,
-        waited: Duration,
         now: Instant,
         nested: bool,
         gave_up: Option<StopReason>,
     ) {
-        let call = self.call(op, attempts, waited, now, nested, gave_up);
-        for turn in self.scope.chain() {
-            add_call(&mut lock(&turn.report), &call);
-        }
+        let call = self.call(op, attempts, self.waited, now, nested, gave_up);
+        self.scope.write(|report| report.add_call(&call));
     }
 
-    /// The call `op` was dropped at `now`, after `attempts` attempts and `waited` of finished
-    /// waits: report what it did so far, and the attempt or the wait it was in.
-    pub(crate) fn dropped_at(&self, op: Op, attempts: u32, waited: Duration, now: Instant) {
+    /// The call `op` was dropped at `now`, after `attempts` attempts: report what it did so
+    /// far, and the attempt or the wait it was in.
+    pub(crate) fn dropped_at(&self, op: Op, attempts: u32, now: Instant) {
         let waiting = self
             .waiting
             .map_or(Duration::ZERO, |(since, _, _)| {
                 now.saturating_duration_since(since)
             })
-            .saturating_add(waited);
+            .saturating_add(self.waited);
         let call = self.call(op, attempts, waiting, now, false, None);
         self.dropped(call, now);
     }
@@ -175,14 +210,13 @@ impl Flight {
                 running: now.saturating_duration_since(self.attempt_started),
             }),
         };
-        for turn in self.scope.chain() {
-            let mut report = lock(&turn.report);
-            add_call(&mut report, &call);
+        self.scope.write(|report| {
+            report.add_call(&call);
             match &stage {
-                Stage::Waiting(wait) => report.cut_waits.push(wait.clone()),
-                Stage::Working(call) => report.in_flight.push(call.clone()),
+                Stage::Waiting(wait) => report.add_cut_wait(wait.clone()),
+                Stage::Working(call) => report.add_in_flight(call.clone()),
             }
-        }
+        });
     }
 }
 
@@ -190,22 +224,4 @@ impl Flight {
 enum Stage {
     Working(InFlight),
     Waiting(CutWait),
-}
-
-/// Count `call` in `report`.
-fn add_call(report: &mut TurnReport, call: &Call) {
-    report.calls = report.calls.saturating_add(1);
-    report.attempts = report.attempts.saturating_add(call.counted_attempts);
-    report.waiting = report.waiting.saturating_add(call.waiting);
-    report.working = report.working.saturating_add(call.working);
-    if call.nested {
-        report.nested_waiting = report.nested_waiting.saturating_add(call.waiting);
-    }
-    if let Some(reason) = call.gave_up {
-        report.gave_up.push(GaveUpRecord {
-            op: call.op.clone(),
-            reason,
-            attempts: call.attempts,
-        });
-    }
 }
