@@ -17,8 +17,8 @@ use retry_runtime::http::{
     classify_response, classify_status, parse_retry_after, retry_after,
 };
 use retry_runtime::ladder::{
-    Failure, Step, hinted, ideal_wait, jittered, ladder_wait, max_wait, next_step,
-    stop_before_waiting, worst_case_wait, worst_case_wait_with_hints,
+    Decided, Decision, Failure, Pending, Step, Why, decide, hinted, ideal_wait, jittered, max_wait,
+    worst_case_wait, worst_case_wait_with_hints,
 };
 use retry_runtime::meter::{
     ATTEMPT_CLASSES, ATTEMPTS, CALLS, GIVE_UPS, OUTCOMES, QUOTA_REFUSALS, REASONS, STREAM_COMMITS,

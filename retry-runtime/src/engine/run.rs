@@ -14,7 +14,7 @@ use crate::attempt::{Attempt, Attempted, Timed};
 use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::ladder::{self, Failure, Step};
+use crate::ladder::{self, Decided, Failure, Step};
 use crate::meter::{self, Outcome, Series};
 use crate::nesting;
 use crate::notice::{self, Action, RetryEvent};
@@ -491,21 +491,12 @@ impl<R: Source> Run<R> {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
             _ => None,
         };
-        let failure = self
-            .failure(class, remaining)
-            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
-            .with_turn_over(turn_over);
-        // A failure the class or the nesting rule stops waits for nothing, so it draws no
-        // jitter: the RNG is read only where a wait may follow.
-        let policy = self.source.policy();
-        let waits = !(failure.inner_gave_up && class.is_transient())
-            && ladder::stop_before_waiting(policy, class, failure.attempt).is_none();
-        let draw = if waits {
-            self.source.clock().draw()
-        } else {
-            crate::draw::Draw::IDEAL
+        let failure = self.failure(class, remaining).with_turn_over(turn_over);
+        // One decision; the RNG is read only where a wait may follow.
+        let decision = match ladder::decide(self.source.policy(), failure) {
+            Decided::Stop(decision) => decision,
+            Decided::Pending(pending) => pending.with_draw(self.source.clock().draw()),
         };
-        let decision = ladder::decide(policy, failure, draw);
         match decision.step {
             Step::Stop(StopReason::Nested) => {
                 nesting::warn_nested(self.source.op());
@@ -519,9 +510,11 @@ impl<R: Source> Run<R> {
         }
     }
 
+    /// The facts of the run the ladder decides a failure of `class` on.
     fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
         Failure::new(self.attempts(), class)
             .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
+            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
             .with_remaining(remaining)
             .with_waited(self.total_waited())
     }
