@@ -27,9 +27,11 @@ pub(crate) struct WaitArgs {
 impl WaitArgs {
     fn wait(&self) -> Result<(Policy, Duration), String> {
         let policy = self.policy.policy()?;
+        // The rung, as the ladder jitters it: `backoff delay` asks for no failure's rules.
+        let ideal = ladder::ideal_wait(&policy, self.attempt);
         Ok((
             policy,
-            ladder::ladder_wait(&policy, self.attempt, self.draw.draw()),
+            ladder::jittered(ideal, policy.jitter(), self.draw.draw()),
         ))
     }
 }

@@ -1,8 +1,8 @@
 //! `backoff explain`: what the library makes of one HTTP response, and why.
 //!
-//! The class comes from `retry_runtime::http`'s one table ([`HttpError`]), the retry decision
-//! and the wait from [`ladder::next_step`], the engine's own rule. Nothing here classifies: it
-//! only names which part of the library decided.
+//! The class comes from `retry_runtime::http`'s one table ([`HttpError`]), the retry decision,
+//! the wait and the rule from [`ladder::decide`], the engine's own decision. Nothing here
+//! classifies or decides: it only names which part of the library did.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -12,8 +12,8 @@ use std::time::Duration;
 use clap::Args;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use retry_runtime::http::{HttpError, Rule};
-use retry_runtime::ladder::{self, Failure, Step};
-use retry_runtime::{Class, Classify, Draw, Policy, RateLimit, StopReason};
+use retry_runtime::ladder::{self, Decision, Failure, Step, Why};
+use retry_runtime::{Class, Classify, Draw, Policy, StopReason};
 
 use crate::error::CliError;
 use crate::flags::{DrawArgs, PolicyArgs};
@@ -56,41 +56,14 @@ pub(crate) struct Explain {
     json: bool,
 }
 
-/// What decided whether, and how long, the policy waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    /// The server's hint, longer than the policy's own wait.
-    Hint,
-    /// The hint is longer than the policy honours: it stops now.
-    MaxHint,
-    /// The wait would take the ladder past the policy's total, hints included: it stops now.
-    MaxTotal,
-    /// The ladder's wait, held at the cap.
-    Cap,
-    /// The ladder's wait.
-    Ladder,
-    /// The policy's single rate-limit retry.
-    RateLimitOnce,
-    /// The class is an answer: the table's row decided.
-    Answer,
-    /// The policy does not retry the class.
-    NotRetried,
-    /// The attempt was the policy's last.
-    Attempts,
-    /// Another stop the engine knows (named by its reason).
-    Other(StopReason),
-}
-
 /// Everything `explain` reports, computed once for both forms.
 struct Explanation {
     error: HttpError,
     class: Class,
     policy: Policy,
     attempt: u32,
-    step: Step,
+    /// The ladder's decision at the draw.
     decision: Decision,
-    /// The policy's own wait (ladder or single rate-limit wait) at the draw, for a retry.
-    own_wait: Duration,
     /// The waits the shortest, ideal and longest draws give, for a retry.
     range: Option<(Duration, Duration, Duration)>,
     /// Whether the wait is for a fixed draw (`--draw`, `--no-jitter`).
@@ -119,29 +92,22 @@ impl Explain {
         let body = self.read_body()?;
         let error = HttpError::new(self.status, &headers, &body);
         let class = error.classify();
-        let failure = Failure::new(self.attempt, class);
-        let draw = self.draw.fixed().unwrap_or(Draw::IDEAL);
-        let (step, decision, own_wait) = decide(&policy, failure, draw);
-        let range = match step {
-            Step::Retry { .. } => Some((
-                wait_of(ladder::next_step(&policy, failure, Draw::from_bits(0))),
-                wait_of(ladder::next_step(&policy, failure, Draw::IDEAL)),
-                wait_of(ladder::next_step(
-                    &policy,
-                    failure,
-                    Draw::from_bits(u32::MAX),
-                )),
-            )),
-            _ => None,
-        };
+        let decided = ladder::decide(&policy, Failure::new(self.attempt, class));
+        let decision = decided.with_draw(self.draw.fixed().unwrap_or(Draw::IDEAL));
+        let wait_at = |draw| decided.with_draw(draw).step.wait().unwrap_or_default();
+        let range = decision.step.wait().map(|_| {
+            (
+                wait_at(Draw::from_bits(0)),
+                wait_at(Draw::IDEAL),
+                wait_at(Draw::from_bits(u32::MAX)),
+            )
+        });
         Ok(Explanation {
             error,
             class,
             policy,
             attempt: self.attempt,
-            step,
             decision,
-            own_wait,
             range,
             fixed_draw: self.draw.fixed().is_some(),
         })
@@ -166,62 +132,21 @@ impl Explain {
     }
 }
 
-/// What decided the step: the ladder's own rule ([`ladder::decide`]), named in the CLI's
-/// terms, and the policy's own wait at the draw, the figure its text quotes.
-fn decide(policy: &Policy, failure: Failure, draw: Draw) -> (Step, Decision, Duration) {
-    let decided = ladder::decide(policy, failure, draw);
-    let decision = match (decided.rule, decided.step) {
-        (ladder::Why::Hint, _) => Decision::Hint,
-        (ladder::Why::MaxHint, _) => Decision::MaxHint,
-        (ladder::Why::MaxTotal, _) => Decision::MaxTotal,
-        (ladder::Why::Cap, _) => Decision::Cap,
-        (ladder::Why::Ladder, _) => Decision::Ladder,
-        (ladder::Why::RateLimitOnce, Step::Retry { .. }) => Decision::RateLimitOnce,
-        (ladder::Why::Attempts | ladder::Why::RateLimitOnce, _) => Decision::Attempts,
-        (ladder::Why::Declined, Step::Stop(StopReason::Definitive)) => Decision::Answer,
-        (ladder::Why::Declined, Step::Stop(StopReason::NotRetried { .. })) => Decision::NotRetried,
-        (_, Step::Stop(reason)) => Decision::Other(reason),
-        (_, _) => Decision::Ladder,
-    };
-    let own = match (failure.class, policy.rate_limit()) {
-        (Class::RateLimited { .. }, RateLimit::Once { wait }) => ladder::hinted(wait, draw),
-        _ => ladder::ladder_wait(policy, failure.attempt, draw),
-    };
-    (decided.step, decision, own)
-}
-
-fn wait_of(step: Step) -> Duration {
-    match step {
-        Step::Retry { wait } => wait,
-        _ => Duration::ZERO,
-    }
-}
-
 impl Explanation {
+    /// The ladder's rule by name; for an answer, the table's row that made it one.
     fn rule_name(&self) -> &'static str {
-        match self.decision {
-            Decision::Hint => "hint",
-            Decision::MaxHint => "max_hint",
-            Decision::MaxTotal => "max_total",
-            Decision::Cap => "cap",
-            Decision::Ladder => "ladder",
-            Decision::RateLimitOnce => "rate_limit_once",
-            Decision::Answer => self.error.rule().name(),
-            Decision::NotRetried => "policy",
-            Decision::Attempts => "attempts",
-            Decision::Other(reason) => reason.name(),
+        match self.decision.step {
+            Step::Stop(StopReason::Definitive) => self.error.rule().name(),
+            _ => self.decision.rule.name(),
         }
     }
 
     fn stop_reason(&self) -> Option<StopReason> {
-        match self.step {
-            Step::Stop(reason) => Some(reason),
-            _ => None,
-        }
+        self.decision.step.stop_reason()
     }
 
     fn json(&self) -> serde_json::Value {
-        let (wait, ideal, shortest, longest) = match (self.step, self.range) {
+        let (wait, ideal, shortest, longest) = match (self.decision.step, self.range) {
             (Step::Retry { wait }, Some((shortest, ideal, longest))) => (
                 Some(json_ms(wait)),
                 Some(json_ms(ideal)),
@@ -241,7 +166,7 @@ impl Explanation {
             "policy": self.policy.name(),
             "attempt": self.attempt,
             "attempts": self.policy.attempts(),
-            "retried": matches!(self.step, Step::Retry { .. }),
+            "retried": self.decision.step.wait().is_some(),
             "rule": self.rule_name(),
             "stop_reason": self.stop_reason().map(|reason| reason.name()),
             "wait_ms": wait,
@@ -262,7 +187,7 @@ impl Explanation {
             self.attempt,
             self.policy.attempts()
         )?;
-        match (self.step, self.range) {
+        match (self.decision.step, self.range) {
             (Step::Retry { wait }, Some((shortest, ideal, longest))) => {
                 writeln!(out, "retried")?;
                 if self.fixed_draw {
@@ -310,44 +235,50 @@ impl Explanation {
         }
     }
 
+    /// The rule in words.
     fn decision_text(&self) -> String {
-        let own = format_wait(self.own_wait, false);
-        match self.decision {
-            Decision::Hint => format!(
+        let own = self
+            .decision
+            .own_wait
+            .map_or_else(|| "?".into(), |own| format_wait(own, false));
+        match (self.decision.rule, self.decision.step) {
+            (Why::Hint, _) => format!(
                 "the hint: the server asked for {} s, longer than the policy's own {own} s",
                 self.class
                     .retry_after()
                     .map_or_else(|| "?".into(), |hint| format_wait(hint, false))
             ),
-            Decision::MaxHint => format!(
+            (Why::MaxHint, _) => format!(
                 "the maximum hint: the policy honours a Retry-After of at most {} s",
                 format_wait(self.policy.max_retry_after(), false)
             ),
-            Decision::MaxTotal => format!(
+            (Why::MaxTotal, _) => format!(
                 "the total: the policy waits at most {} s in all, hints included",
                 format_wait(self.policy.max_total_wait(), false)
             ),
-            Decision::Cap => format!(
+            (Why::Cap, _) => format!(
                 "the cap: rung {} of the ladder is held at {} s",
                 self.attempt,
                 format_wait(self.policy.cap(), false)
             ),
-            Decision::Ladder => format!("the ladder: rung {} of the policy's waits", self.attempt),
-            Decision::RateLimitOnce => {
+            (Why::RateLimitOnce, Step::Retry { .. }) => {
                 format!("the policy's single rate-limit retry, after {own} s")
             }
-            Decision::Answer => format!("the table: {}", self.class_rule_text()),
-            Decision::NotRetried => format!(
+            (Why::Declined, Step::Stop(StopReason::Definitive)) => {
+                format!("the table: {}", self.class_rule_text())
+            }
+            (Why::Declined, Step::Stop(StopReason::NotRetried { .. })) => format!(
                 "the policy: `{}` does not retry `{}` failures",
                 self.policy.name(),
                 self.class.name()
             ),
-            Decision::Attempts => format!(
+            (Why::Attempts, _) => format!(
                 "the attempts: attempt {} of {} was the last",
                 self.attempt,
                 self.policy.attempts()
             ),
-            Decision::Other(reason) => reason.to_string(),
+            (_, Step::Stop(reason)) => reason.to_string(),
+            _ => format!("the ladder: rung {} of the policy's waits", self.attempt),
         }
     }
 }

@@ -44,7 +44,8 @@ fn delay_prints_the_same_wait_as_the_library_for_every_policy_attempt_and_draw()
                     "--ms",
                 ]);
                 let unit: f64 = draw.parse().unwrap();
-                let expected = ladder::ladder_wait(&policy, attempt, Draw::from_unit(unit));
+                let ideal = ladder::ideal_wait(&policy, attempt);
+                let expected = ladder::jittered(ideal, policy.jitter(), Draw::from_unit(unit));
                 assert_eq!(
                     stdout(&output).trim(),
                     expected.as_millis().to_string(),
@@ -248,11 +249,12 @@ fn run_without_a_command_is_refused() {
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use retry_runtime::http::HttpError;
-use retry_runtime::ladder::{Failure, Step};
-use retry_runtime::{Classify, StopReason};
+use retry_runtime::ladder::{Decision, Failure, Step};
+use retry_runtime::{Classify, Clock, Retry, StopReason};
 use serde_json::Value;
 
 fn json(output: &Output) -> Value {
@@ -421,44 +423,21 @@ const TABLE: &[Response] = &[
     },
 ];
 
-#[test]
-fn explain_gives_the_librarys_class_rule_and_wait_for_every_row_of_the_http_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let policies = [
-        ("availability", Policy::AVAILABILITY),
-        ("outage", Policy::OUTAGE),
-        ("transient", Policy::TRANSIENT),
-    ];
-    for (row, response) in TABLE.iter().enumerate() {
-        let body_file = dir.path().join(format!("body-{row}"));
-        std::fs::write(&body_file, response.body).unwrap();
-        let status = StatusCode::from_u16(response.status).unwrap();
-        let mut headers = HeaderMap::new();
-        for (name, value) in response.headers {
-            headers.insert(
-                HeaderName::from_static(name),
-                HeaderValue::from_static(value),
-            );
-        }
-        let expected = HttpError::new(status, &headers, response.body.as_bytes());
-
-        for (name, policy) in policies {
-            for attempt in [1u32, 2, 4] {
-                let got = explain_row(response, &body_file, name, attempt);
-                let context = format!(
-                    "row {row} ({}) {name} attempt {attempt}: {got}",
-                    response.status
-                );
-                assert_eq!(got["status"], response.status, "{context}");
-                assert_classified_as_the_library_does(&got, &expected, &context);
-                assert_decided_as_the_engine_does(&got, &expected, &policy, attempt, &context);
-            }
-        }
+/// The library's own reading of `response`.
+fn library_error(response: &Response) -> HttpError {
+    let mut headers = HeaderMap::new();
+    for (name, value) in response.headers {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
+    let status = StatusCode::from_u16(response.status).unwrap();
+    HttpError::new(status, &headers, response.body.as_bytes())
 }
 
-/// `backoff explain --json` on one row of the table, under the policy `name`, at `attempt`.
-fn explain_row(response: &Response, body_file: &Path, name: &str, attempt: u32) -> Value {
+/// `backoff explain --json` on `response`, its body in `body_file`, under the policy `name`.
+fn explain_json(response: &Response, body_file: &Path, name: &str, attempt: u32) -> Value {
     let mut args = vec![
         "explain".to_owned(),
         "--status".to_owned(),
@@ -481,9 +460,10 @@ fn explain_row(response: &Response, body_file: &Path, name: &str, attempt: u32) 
     json(&output)
 }
 
-/// The row's class, its rule and the error's fields, as the library's one table gives them.
-fn assert_classified_as_the_library_does(got: &Value, expected: &HttpError, context: &str) {
+/// The class fields `explain` printed are the table's.
+fn assert_class_fields(got: &Value, expected: &HttpError, response: &Response, context: &str) {
     let class = expected.classify();
+    assert_eq!(got["status"], response.status, "{context}");
     assert_eq!(got["class"], class.name(), "{context}");
     assert_eq!(got["class_rule"], expected.rule().name(), "{context}");
     assert_eq!(
@@ -508,16 +488,8 @@ fn assert_classified_as_the_library_does(got: &Value, expected: &HttpError, cont
     );
 }
 
-/// The rule, the wait or the stop reason, as the engine's `ladder::decide` gives them.
-fn assert_decided_as_the_engine_does(
-    got: &Value,
-    expected: &HttpError,
-    policy: &Policy,
-    attempt: u32,
-    context: &str,
-) {
-    let failure = Failure::new(attempt, expected.classify());
-    let decided = ladder::decide(policy, failure, Draw::IDEAL);
+/// The decision fields `explain` printed are the ladder's `decided`.
+fn assert_decision_fields(got: &Value, expected: &HttpError, decided: Decision, context: &str) {
     // The CLI prints the engine's own rule: for an answer, the table's row.
     let rule = match decided.step.stop_reason() {
         Some(StopReason::Definitive) => expected.rule().name(),
@@ -537,6 +509,104 @@ fn assert_decided_as_the_engine_does(
             assert_eq!(got["wait_ms"], Value::Null, "{context}");
             if reason == StopReason::Definitive {
                 assert_eq!(got["rule"], expected.rule().name(), "{context}");
+            }
+        }
+    }
+}
+
+#[test]
+fn explain_gives_the_librarys_class_rule_and_wait_for_every_row_of_the_http_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let policies = [
+        ("availability", Policy::AVAILABILITY),
+        ("outage", Policy::OUTAGE),
+        ("transient", Policy::TRANSIENT),
+    ];
+    for (row, response) in TABLE.iter().enumerate() {
+        let body_file = dir.path().join(format!("body-{row}"));
+        std::fs::write(&body_file, response.body).unwrap();
+        let expected = library_error(response);
+        for (name, policy) in policies {
+            for attempt in [1u32, 2, 4] {
+                let got = explain_json(response, &body_file, name, attempt);
+                let context = format!(
+                    "row {row} ({}) {name} attempt {attempt}: {got}",
+                    response.status
+                );
+                assert_class_fields(&got, &expected, response, &context);
+                let failure = Failure::new(attempt, expected.classify());
+                let decided = ladder::decide(&policy, failure).with_draw(Draw::IDEAL);
+                assert_decision_fields(&got, &expected, decided, &context);
+            }
+        }
+    }
+}
+
+/// A clock that never sleeps: it draws the ideal and keeps the waits asked for.
+#[derive(Clone, Default)]
+struct Recording(Arc<Mutex<Vec<Duration>>>);
+
+impl Clock for Recording {
+    type Sleep = std::future::Ready<()>;
+
+    fn now(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now()
+    }
+    fn sleep(&self, wait: Duration) -> Self::Sleep {
+        self.0.lock().unwrap().push(wait);
+        std::future::ready(())
+    }
+    fn draw(&self) -> Draw {
+        Draw::IDEAL
+    }
+}
+
+/// What the engine did with `error` as a call's first failure: the wait before its retry, or
+/// why it stopped.
+fn engine_first_step(policy: &Policy, error: &HttpError) -> Result<Duration, StopReason> {
+    let clock = Recording::default();
+    let call = Retry::new(policy)
+        .with_clock(clock.clone())
+        .run(async |attempt| {
+            if attempt == 1 {
+                Err(error.clone())
+            } else {
+                Ok(())
+            }
+        });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    match runtime.block_on(call) {
+        Ok(()) => Ok(clock.0.lock().unwrap()[0]),
+        Err(gave_up) => Err(gave_up.reason()),
+    }
+}
+
+#[test]
+fn explain_and_the_engine_agree_on_the_first_failure_of_every_row_of_the_http_table() {
+    let dir = tempfile::tempdir().unwrap();
+    for (row, response) in TABLE.iter().enumerate() {
+        let body_file = dir.path().join(format!("body-{row}"));
+        std::fs::write(&body_file, response.body).unwrap();
+        let error = library_error(response);
+        for (name, policy) in [
+            ("availability", Policy::AVAILABILITY),
+            ("outage", Policy::OUTAGE),
+            ("transient", Policy::TRANSIENT),
+        ] {
+            let got = explain_json(response, &body_file, name, 1);
+            let context = format!("row {row} ({}) {name}: {got}", response.status);
+            match engine_first_step(&policy, &error) {
+                Ok(wait) => {
+                    assert_eq!(got["retried"], true, "{context}");
+                    assert_eq!(got["wait_ideal_ms"], wait.as_millis() as u64, "{context}");
+                }
+                Err(reason) => {
+                    assert_eq!(got["retried"], false, "{context}");
+                    assert_eq!(got["stop_reason"], reason.name(), "{context}");
+                }
             }
         }
     }
@@ -757,7 +827,8 @@ fn delay_json_has_stable_fields_and_documents_them() {
         "attempt", "from_ms", "ideal_ms", "policy", "up_to_ms", "wait_ms",
     ];
     assert_eq!(keys(&got), fields);
-    let expected = ladder::ladder_wait(&Policy::TRANSIENT, 3, Draw::from_unit(0.5));
+    let ideal = ladder::ideal_wait(&Policy::TRANSIENT, 3);
+    let expected = ladder::jittered(ideal, Policy::TRANSIENT.jitter(), Draw::from_unit(0.5));
     assert_eq!(got["wait_ms"], expected.as_millis() as u64);
     assert_eq!(got["ideal_ms"], 4000);
     assert_eq!(got["from_ms"], 2000);

@@ -210,6 +210,7 @@ impl Step {
 /// let failure = Failure::new(2, Class::Transport).with_waited(Duration::from_millis(250));
 /// assert_eq!(failure.attempt, 2);
 /// assert_eq!(failure.remaining, None);
+/// assert!(!failure.committed);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -228,11 +229,16 @@ pub struct Failure {
     pub inner_gave_up: bool,
     /// Whether the enclosing turn was cancelled or its deadline passed.
     pub turn_over: bool,
+    /// Whether the attempt had delivered output to the caller: a stream past its commit point.
+    pub committed: bool,
+    /// Whether the caller lets the policy retry an attempt that had delivered output
+    /// ([`RetryStream::restart_after_commit`](crate::RetryStream::restart_after_commit)).
+    pub restartable: bool,
 }
 
 impl Failure {
     /// Attempt `attempt` (1 for the first) failed with `class`: no rate limit retried before,
-    /// no budget, nothing waited yet.
+    /// no budget, nothing waited yet, no output delivered.
     pub const fn new(attempt: u32, class: Class) -> Failure {
         Failure {
             attempt,
@@ -242,6 +248,8 @@ impl Failure {
             waited: Duration::ZERO,
             inner_gave_up: false,
             turn_over: false,
+            committed: false,
+            restartable: false,
         }
     }
 
@@ -254,6 +262,27 @@ impl Failure {
     /// This failure in a turn that was cancelled or whose deadline passed (or not).
     pub const fn with_turn_over(mut self, over: bool) -> Failure {
         self.turn_over = over;
+        self
+    }
+
+    /// This failure after its attempt had (or had not) delivered output to the caller, and
+    /// with the caller letting the policy retry such an attempt (`restartable`) or not.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Failure, Why};
+    /// use retry_runtime::{Class, Draw, Policy, StopReason};
+    ///
+    /// let cut = Failure::new(1, Class::Transport).with_committed(true, false);
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, cut).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.stop_reason(), Some(StopReason::Committed));
+    /// assert_eq!(decision.rule, Why::Committed);
+    /// // Opted in to restarts, it is decided as any failure.
+    /// let restarted = ladder::decide(&Policy::AVAILABILITY, cut.with_committed(true, true));
+    /// assert!(restarted.with_draw(Draw::IDEAL).step.wait().is_some());
+    /// ```
+    pub const fn with_committed(mut self, committed: bool, restartable: bool) -> Failure {
+        self.committed = committed;
+        self.restartable = restartable;
         self
     }
 
@@ -282,26 +311,6 @@ impl Failure {
     }
 }
 
-/// Decide, from the policy and one failure, whether to wait and retry or to stop: the step
-/// of [`decide`], without its rule.
-///
-/// ```
-/// use retry_runtime::ladder::{self, Failure, Step};
-/// use retry_runtime::{Class, Draw, Policy, StopReason};
-/// use std::time::Duration;
-///
-/// let failure = Failure::new(1, Class::Unavailable { retry_after: None });
-/// assert_eq!(
-///     ladder::next_step(&Policy::AVAILABILITY, failure, Draw::IDEAL),
-///     Step::Retry { wait: Duration::from_millis(250) },
-/// );
-/// let answer = failure.with_class(Class::Definitive);
-/// assert_eq!(ladder::next_step(&Policy::AVAILABILITY, answer, Draw::IDEAL), Step::Stop(StopReason::Definitive));
-/// ```
-pub const fn next_step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
-    decide(policy, failure, draw).step
-}
-
 /// Which rule of [`decide`] set a step: the term the wait is, or the check that stopped.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -318,6 +327,8 @@ pub enum Why {
     Nested,
     /// The failure's class stops it: cancelled, an answer, or a class the policy does not retry.
     Declined,
+    /// The attempt had delivered output, and the caller did not opt in to restarts.
+    Committed,
     /// Every attempt the policy allows was made.
     Attempts,
     /// The turn was cancelled or its deadline passed.
@@ -332,6 +343,10 @@ pub enum Why {
 
 impl Why {
     /// The rule's name in `snake_case`, as `backoff explain` prints it.
+    ///
+    /// ```
+    /// assert_eq!(retry_runtime::ladder::Why::Declined.name(), "policy");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Why::Ladder => "ladder",
@@ -340,6 +355,7 @@ impl Why {
             Why::RateLimitOnce => "rate_limit_once",
             Why::Nested => "nested",
             Why::Declined => "policy",
+            Why::Committed => "committed",
             Why::Attempts => "attempts",
             Why::TurnOver => "cancelled",
             Why::MaxHint => "max_hint",
@@ -349,238 +365,347 @@ impl Why {
     }
 }
 
-/// A step, and the rule that decided it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decision {
-    /// What the ladder does.
-    pub step: Step,
-    /// Why.
-    pub rule: Why,
-}
-
-const fn stop(reason: StopReason, rule: Why) -> Decision {
-    Decision {
-        step: Step::Stop(reason),
-        rule,
-    }
-}
-
-/// The whole decision on one failure, pure: the engine calls it once per failure, and
-/// `backoff explain` prints its rule. The checks, in order, the first that applies deciding:
-///
-/// 1. a retried call nested in the attempt gave up on a transient failure: `Nested`;
-/// 2. the class: cancelled, an answer, a class the policy does not retry; then the attempts
-///    the policy allows ([`stop_before_waiting`]);
-/// 3. the turn cancelled, or its deadline passed: `Cancelled`;
-/// 4. a rate limit under `RateLimit::Once` whose one retry is spent: `Exhausted`;
-/// 5. a hint over the policy's `max_retry_after`: `RetryAfterTooLong`;
-/// 6. the wait (the longer of the hint, its spread cut at the room left, and the policy's own)
-///    past the policy's total allowance: `RetryAfterTooLong` if the hint alone is over it,
-///    else `Budget`;
-/// 7. the wait past the budget's remaining time: `Budget`.
-///
-/// The quota is not read here: the engine withdraws from it after a `Retry`, and a refusal is
-/// `Stop(Quota)` (reading it inside the decision would race two calls).
+/// A step, the rule that decided it, and the policy's own wait it was weighed with.
 ///
 /// ```
 /// use retry_runtime::ladder::{self, Failure, Step, Why};
 /// use retry_runtime::{Class, Draw, Policy};
 /// use std::time::Duration;
 ///
-/// let hinted = Failure::new(1, Class::RateLimited { retry_after: Some(Duration::from_secs(3)) });
-/// let decision = ladder::decide(&Policy::AVAILABILITY, hinted, Draw::IDEAL);
+/// let hinted = Failure::new(1, Class::Unavailable { retry_after: Some(Duration::from_secs(3)) });
+/// let decision = ladder::decide(&Policy::AVAILABILITY, hinted).with_draw(Draw::IDEAL);
 /// assert_eq!(decision.step, Step::Retry { wait: Duration::from_secs(3) });
 /// assert_eq!(decision.rule, Why::Hint);
+/// // The hint was longer than the ladder's own first rung.
+/// assert_eq!(decision.own_wait, Some(Duration::from_millis(250)));
 /// ```
-pub const fn decide(policy: &Policy, failure: Failure, draw: Draw) -> Decision {
-    let class = failure.class;
-    // Any inner give-up during this attempt, whatever this failure's class: retrying at two
-    // layers would multiply the attempts.
-    if failure.inner_gave_up && class.is_transient() {
-        return stop(StopReason::Nested, Why::Nested);
-    }
-    if let Some(reason) = stop_before_waiting(policy, class, failure.attempt) {
-        let rule = match reason {
-            StopReason::Exhausted { .. } => Why::Attempts,
-            _ => Why::Declined,
-        };
-        return stop(reason, rule);
-    }
-    if failure.turn_over {
-        return stop(StopReason::Cancelled, Why::TurnOver);
-    }
-    let (own, own_rule) = match own_wait(policy, failure, draw) {
-        Ok(own) => own,
-        Err(spent) => return spent,
-    };
-    fit(policy, failure, draw, own, own_rule)
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// What the ladder does.
+    pub step: Step,
+    /// Why.
+    pub rule: Why,
+    /// The policy's own wait at the draw (the ladder's rung or its cap, jittered, or a rate
+    /// limit's single wait with its spread), which a hint is a floor under; `None` for a stop
+    /// decided before any wait, without a draw.
+    pub own_wait: Option<Duration>,
 }
 
-/// The policy's own wait for a failure that may be retried: the ladder's rung (or its cap),
-/// or a rate limit's single wait; or the stop of a single rate-limit retry already spent.
-const fn own_wait(
-    policy: &Policy,
-    failure: Failure,
-    draw: Draw,
-) -> Result<(Duration, Why), Decision> {
-    match (failure.class, policy.rate_limit()) {
+const fn stop(reason: StopReason, rule: Why) -> Decision {
+    Decision {
+        step: Step::Stop(reason),
+        rule,
+        own_wait: None,
+    }
+}
+
+/// The decision on one failure as [`decide`] makes it, before any draw: a stop, or a wait to
+/// draw. The engine draws jitter only for [`Decided::Pending`], so a failure no wait follows
+/// reads no random source.
+///
+/// ```
+/// use retry_runtime::ladder::{self, Decided, Failure, Why};
+/// use retry_runtime::{Class, Draw, Policy, StopReason};
+///
+/// let answer = ladder::decide(&Policy::AVAILABILITY, Failure::new(1, Class::Definitive));
+/// let Decided::Stop(decision) = answer else { panic!("an answer waits for nothing") };
+/// assert_eq!(decision.step.stop_reason(), Some(StopReason::Definitive));
+/// assert_eq!(decision.rule, Why::Declined);
+/// assert!(ladder::decide(&Policy::AVAILABILITY, Failure::new(1, Class::Transport)).needs_draw());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {
+    /// Decided without a draw: the ladder stops, and no wait follows.
+    Stop(Decision),
+    /// A wait may follow: its length, and whether it fits, take the draw.
+    Pending(Pending),
+}
+
+impl Decided {
+    /// Whether the decision takes a draw: whether a wait may follow.
+    pub const fn needs_draw(&self) -> bool {
+        matches!(self, Decided::Pending(_))
+    }
+
+    /// The whole decision, with `draw` if it takes one (a stop ignores it).
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Failure, Step};
+    /// use retry_runtime::{Class, Draw, Policy};
+    /// use std::time::Duration;
+    ///
+    /// let decided = ladder::decide(&Policy::AVAILABILITY, Failure::new(1, Class::Transport));
+    /// assert_eq!(decided.with_draw(Draw::IDEAL).step, Step::Retry { wait: Duration::from_millis(250) });
+    /// // Equal jitter: the lowest draw halves the rung.
+    /// assert_eq!(decided.with_draw(Draw::from_bits(0)).step.wait(), Some(Duration::from_millis(125)));
+    /// ```
+    pub const fn with_draw(self, draw: Draw) -> Decision {
+        match self {
+            Decided::Stop(decision) => decision,
+            Decided::Pending(pending) => pending.with_draw(draw),
+        }
+    }
+}
+
+/// A failure every rule but the wait's allows to be retried: the policy's own wait and the
+/// hint known up to the draw. What is left is the wait's length and whether it fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pending {
+    /// The policy's own wait before the draw: the rung (or its cap), or a rate limit's single
+    /// wait.
+    ideal: Duration,
+    /// The rung's jitter; `None` for a rate limit's single wait, spread as a hint is.
+    jitter: Option<Jitter>,
+    own_rule: Why,
+    /// The server's hint, no longer than the policy honours.
+    hint: Option<Duration>,
+    /// What the policy's total allowance has left.
+    allowance: Duration,
+    remaining: Option<Duration>,
+}
+
+impl Pending {
+    /// The decision with `draw`: the longer of the hint (with its spread) and the policy's own
+    /// wait, if it fits the policy's total allowance and the budget's remaining time (rules 8
+    /// and 9 of [`decide`]).
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Decided, Failure};
+    /// use retry_runtime::{Class, Draw, Policy, StopReason};
+    /// use std::time::Duration;
+    ///
+    /// let short = Failure::new(1, Class::Transport).with_remaining(Some(Duration::from_millis(200)));
+    /// let Decided::Pending(pending) = ladder::decide(&Policy::AVAILABILITY, short) else { panic!() };
+    /// // 250 ms does not fit in 200; the lowest draw's 125 ms does.
+    /// assert!(matches!(pending.with_draw(Draw::IDEAL).step.stop_reason(), Some(StopReason::Budget { .. })));
+    /// assert_eq!(pending.with_draw(Draw::from_bits(0)).step.wait(), Some(Duration::from_millis(125)));
+    /// ```
+    pub const fn with_draw(self, draw: Draw) -> Decision {
+        let own = match self.jitter {
+            Some(jitter) => jittered(self.ideal, jitter, draw),
+            None => hinted(self.ideal, draw),
+        };
+        let (wait, rule) = self.longer_than_hint(own, draw);
+        let decision = if wait.as_nanos() > self.allowance.as_nanos() {
+            match self.hint {
+                // The figure compared is the hint itself: it is over the allowance.
+                Some(hint) if hint.as_nanos() > self.allowance.as_nanos() => stop(
+                    StopReason::RetryAfterTooLong {
+                        wanted: hint,
+                        max: self.allowance,
+                    },
+                    Why::MaxTotal,
+                ),
+                _ => stop(
+                    StopReason::Budget {
+                        wanted: wait,
+                        remaining: self.allowance,
+                    },
+                    Why::Remaining,
+                ),
+            }
+        } else {
+            match self.remaining {
+                // Past the deadline (nothing remains), even a zero wait would start the next
+                // attempt late.
+                Some(remaining)
+                    if wait.as_nanos() > remaining.as_nanos() || remaining.is_zero() =>
+                {
+                    stop(
+                        StopReason::Budget {
+                            wanted: wait,
+                            remaining,
+                        },
+                        Why::Remaining,
+                    )
+                }
+                _ => Decision {
+                    step: Step::Retry { wait },
+                    rule,
+                    own_wait: None,
+                },
+            }
+        };
+        Decision {
+            own_wait: Some(own),
+            ..decision
+        }
+    }
+
+    /// The longer of the hint, with its spread, and the policy's own wait, and its rule. A
+    /// hint is a floor, never a shortcut.
+    const fn longer_than_hint(&self, own: Duration, draw: Draw) -> (Duration, Why) {
+        let Some(hint) = self.hint else {
+            return (own, self.own_rule);
+        };
+        // What a wait may take: the allowance, and the budget's remaining time.
+        let room = match self.remaining {
+            Some(remaining) => min_duration(self.allowance, remaining),
+            None => self.allowance,
+        };
+        // The spread never makes a hint that fits refused: it is cut at the room left.
+        let spread = hinted(hint, draw);
+        let spread = if hint.as_nanos() <= room.as_nanos() {
+            min_duration(spread, room)
+        } else {
+            spread
+        };
+        if spread.as_nanos() > own.as_nanos() {
+            (spread, Why::Hint)
+        } else {
+            (own, self.own_rule)
+        }
+    }
+}
+
+/// The whole decision on one failure, pure: the engine asks it once per failure, and
+/// `backoff explain` prints its rule. The checks, in order, the first that applies deciding:
+///
+/// 1. the attempt had delivered output (a stream past its commit point) and the caller did not
+///    opt in to restarts: `Committed`, whatever the class, since any retry would repeat what
+///    the caller has (the class stays on the give-up, so an answer still reads as one); a
+///    restartable one is decided as any other failure;
+/// 2. a retried call nested in the attempt gave up on a transient failure: `Nested`;
+/// 3. the class: cancelled, an answer, a class the policy does not retry (`Declined`);
+/// 4. the attempts the policy allows: `Exhausted`;
+/// 5. the turn cancelled, or its deadline passed: `Cancelled`;
+/// 6. a rate limit under `RateLimit::Once` whose one retry is spent: `Exhausted`;
+/// 7. a hint over the policy's `max_retry_after`: `RetryAfterTooLong`;
+///
+/// and, with the draw ([`Decided::with_draw`]), since only these depend on it:
+///
+/// 8. the wait (the longer of the hint, its spread cut at the room left, and the policy's own)
+///    past the policy's total allowance: `RetryAfterTooLong` if the hint alone is over it,
+///    else `Budget`;
+/// 9. the wait past the budget's remaining time: `Budget`.
+///
+/// The quota is not read here: the engine withdraws from it after a `Retry`, and a refusal is
+/// `Stop(Quota)` (reading it inside the decision would race two calls).
+///
+/// ```
+/// use retry_runtime::ladder::{self, Decided, Failure, Step, Why};
+/// use retry_runtime::{Class, Draw, Policy, StopReason};
+/// use std::time::Duration;
+///
+/// let hinted = Failure::new(1, Class::RateLimited { retry_after: Some(Duration::from_secs(3)) });
+/// let decision = ladder::decide(&Policy::AVAILABILITY, hinted).with_draw(Draw::IDEAL);
+/// assert_eq!(decision.step, Step::Retry { wait: Duration::from_secs(3) });
+/// assert_eq!(decision.rule, Why::Hint);
+///
+/// // The last attempt stops before any wait: no draw is asked for.
+/// let last = Failure::new(4, Class::Transport);
+/// let Decided::Stop(decision) = ladder::decide(&Policy::AVAILABILITY, last) else { panic!() };
+/// assert_eq!(decision.step, Step::Stop(StopReason::Exhausted { attempts: 4 }));
+/// assert_eq!(decision.rule, Why::Attempts);
+/// ```
+pub const fn decide(policy: &Policy, failure: Failure) -> Decided {
+    if let Some((reason, rule)) = refusal(policy, failure) {
+        return Decided::Stop(stop(reason, rule));
+    }
+    let (ideal, jitter, own_rule) = match (failure.class, policy.rate_limit()) {
         (Class::RateLimited { .. }, RateLimit::Once { wait }) => {
             if failure.rate_limited_before {
-                return Err(stop(
-                    StopReason::Exhausted {
-                        attempts: failure.attempt,
-                    },
-                    Why::RateLimitOnce,
-                ));
+                let reason = StopReason::Exhausted {
+                    attempts: failure.attempt,
+                };
+                return Decided::Stop(stop(reason, Why::RateLimitOnce));
             }
-            Ok((hinted(wait, draw), Why::RateLimitOnce))
+            (wait, None, Why::RateLimitOnce)
         }
         _ => {
-            let capped = ideal_wait(policy, failure.attempt);
-            let uncapped = ideal_wait(&policy.with_cap(Duration::MAX), failure.attempt);
-            let rule = if uncapped.as_nanos() > capped.as_nanos() {
-                Why::Cap
-            } else {
-                Why::Ladder
-            };
-            Ok((ladder_wait(policy, failure.attempt, draw), rule))
+            let ideal = ideal_wait(policy, failure.attempt);
+            (
+                ideal,
+                Some(policy.jitter()),
+                rung_rule(policy, failure.attempt, ideal),
+            )
         }
-    }
-}
-
-/// The wait, the longer of the hint (with its spread) and the policy's own, if it fits the
-/// policy's total allowance and the budget's remaining time.
-const fn fit(
-    policy: &Policy,
-    failure: Failure,
-    draw: Draw,
-    own: Duration,
-    own_rule: Why,
-) -> Decision {
-    let class = failure.class;
-    // The whole ladder, hints included, stays within the policy's total, and never past the
-    // most any ladder may wait, so the time waited is always exact.
-    let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
-    let allowance = total.saturating_sub(failure.waited);
-    // What a wait may take: the allowance, and the budget's remaining time.
-    let room = match failure.remaining {
-        Some(remaining) => min_duration(allowance, remaining),
-        None => allowance,
     };
-    // A hint is a floor, never a shortcut: the longer of it (with its spread) and the policy's
-    // own wait. A hint of zero asks for nothing, so it is no hint at all.
-    let hint = match class.retry_after() {
+    // A hint of zero asks for nothing, so it is no hint at all.
+    let hint = match failure.class.retry_after() {
         Some(hint) if !hint.is_zero() => Some(hint),
         _ => None,
     };
-    let (wait, rule) = match hint {
-        Some(hint) => {
-            if hint.as_nanos() > policy.max_retry_after().as_nanos() {
-                return stop(
-                    StopReason::RetryAfterTooLong {
-                        wanted: hint,
-                        max: policy.max_retry_after(),
-                    },
-                    Why::MaxHint,
-                );
-            }
-            // The spread never makes a hint that fits refused: it is cut at the room left.
-            let spread = hinted(hint, draw);
-            let spread = if hint.as_nanos() <= room.as_nanos() {
-                min_duration(spread, room)
-            } else {
-                spread
-            };
-            if spread.as_nanos() > own.as_nanos() {
-                (spread, Why::Hint)
-            } else {
-                (own, own_rule)
-            }
-        }
-        None => (own, own_rule),
-    };
-    if wait.as_nanos() > allowance.as_nanos() {
-        return match hint {
-            // The figure compared is the hint itself: it is over the allowance.
-            Some(hint) if hint.as_nanos() > allowance.as_nanos() => stop(
-                StopReason::RetryAfterTooLong {
-                    wanted: hint,
-                    max: allowance,
-                },
-                Why::MaxTotal,
-            ),
-            _ => stop(
-                StopReason::Budget {
-                    wanted: wait,
-                    remaining: allowance,
-                },
-                Why::Remaining,
-            ),
-        };
-    }
-    // Past the deadline (nothing remains), even a zero wait would start the next attempt late.
-    if let Some(remaining) = failure.remaining
-        && (wait.as_nanos() > remaining.as_nanos() || remaining.is_zero())
+    if let Some(hint) = hint
+        && hint.as_nanos() > policy.max_retry_after().as_nanos()
     {
-        return stop(
-            StopReason::Budget {
-                wanted: wait,
-                remaining,
-            },
-            Why::Remaining,
-        );
+        let reason = StopReason::RetryAfterTooLong {
+            wanted: hint,
+            max: policy.max_retry_after(),
+        };
+        return Decided::Stop(stop(reason, Why::MaxHint));
     }
-    Decision {
-        step: Step::Retry { wait },
-        rule,
-    }
+    // The whole ladder, hints included, stays within the policy's total, and never past the
+    // most any ladder may wait, so the time waited is always exact.
+    let total = min_duration(policy.max_total_wait(), Policy::MAX_TOTAL_WAIT);
+    Decided::Pending(Pending {
+        ideal,
+        jitter,
+        own_rule,
+        hint,
+        allowance: total.saturating_sub(failure.waited),
+        remaining: failure.remaining,
+    })
 }
 
-/// The stops decided by the failure's class and the attempt count alone, before any wait is
-/// computed: a cancelled call, an answer, a class the policy does not retry, the last attempt.
-/// The engine asks this first, so such a failure reads neither the clock nor the RNG.
-///
-/// ```
-/// use retry_runtime::{ladder, Class, Policy, StopReason};
-/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::ServerError, 1),
-///            Some(StopReason::NotRetried { class: Class::ServerError }));
-/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable { retry_after: None }, 1), None);
-/// assert_eq!(ladder::stop_before_waiting(&Policy::AVAILABILITY, Class::Unavailable { retry_after: None }, 4),
-///            Some(StopReason::Exhausted { attempts: 4 }));
-/// ```
-pub const fn stop_before_waiting(
-    policy: &Policy,
-    class: Class,
-    attempt: u32,
-) -> Option<StopReason> {
-    if matches!(class, Class::Cancelled) {
-        return Some(StopReason::Cancelled);
+/// Rules 1 to 5 of [`decide`]: the stops decided by the failure's facts alone, before any wait
+/// is computed.
+const fn refusal(policy: &Policy, failure: Failure) -> Option<(StopReason, Why)> {
+    let class = failure.class;
+    // A retry would repeat what the caller already has.
+    if failure.committed && !failure.restartable {
+        return Some((StopReason::Committed, Why::Committed));
     }
-    // An answer is never retried, whatever the policy's class list says (rule 1).
+    // Any inner give-up during this attempt, whatever this failure's class: retrying at two
+    // layers would multiply the attempts.
+    if failure.inner_gave_up && class.is_transient() {
+        return Some((StopReason::Nested, Why::Nested));
+    }
+    if matches!(class, Class::Cancelled) {
+        return Some((StopReason::Cancelled, Why::Declined));
+    }
+    // An answer is never retried, whatever the policy's class list says.
     if matches!(class, Class::Definitive) {
-        return Some(StopReason::Definitive);
+        return Some((StopReason::Definitive, Why::Declined));
     }
     if !policy.retries(&class) {
-        return Some(StopReason::NotRetried { class });
+        return Some((StopReason::NotRetried { class }, Why::Declined));
     }
-    // An `attempts` of 0 behaves as 1: the call is always made once; more than the most a
-    // policy may make behaves as that most, so the count reported is the count made.
-    let attempts = if policy.attempts() == 0 {
+    let attempts = allowed_attempts(policy);
+    if failure.attempt >= attempts {
+        return Some((StopReason::Exhausted { attempts }, Why::Attempts));
+    }
+    if failure.turn_over {
+        return Some((StopReason::Cancelled, Why::TurnOver));
+    }
+    None
+}
+
+/// The attempts a policy makes: an `attempts` of 0 behaves as 1 (the call is always made
+/// once), and more than the most a policy may make behaves as that most, so the count
+/// reported is the count made.
+const fn allowed_attempts(policy: &Policy) -> u32 {
+    if policy.attempts() == 0 {
         1
     } else if policy.attempts() > Policy::MAX_ATTEMPTS {
         Policy::MAX_ATTEMPTS
     } else {
         policy.attempts()
-    };
-    if attempt >= attempts {
-        return Some(StopReason::Exhausted { attempts });
     }
-    None
 }
 
-/// The jittered ladder wait before retry `retry`.
-pub const fn ladder_wait(policy: &Policy, retry: u32, draw: Draw) -> Duration {
-    jittered(ideal_wait(policy, retry), policy.jitter(), draw)
+/// Whether rung `retry`'s wait `ideal` is the rung (`Ladder`) or the cap under it (`Cap`).
+const fn rung_rule(policy: &Policy, retry: u32, ideal: Duration) -> Why {
+    // The cap holds a rung only where the rung reached it; only then is the uncapped ladder
+    // walked to see whether it would have gone further.
+    if ideal.as_nanos() == policy.cap().as_nanos()
+        && ideal_wait(&policy.with_cap(Duration::MAX), retry).as_nanos() > ideal.as_nanos()
+    {
+        Why::Cap
+    } else {
+        Why::Ladder
+    }
 }
 
 const fn grow(ideal: u128, multiplier_milli: u128, cap: u128) -> u128 {

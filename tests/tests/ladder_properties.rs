@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::sample::select;
-use retry_runtime::ladder::{self, Failure, Step};
+use retry_runtime::ladder::{self, Decided, Failure, Step, Why};
 use retry_runtime::{Class, Classify, Draw, Jitter, Policy, RateLimit, Retry, StopReason, testing};
 
 const MAX_NANOS: u128 = Duration::MAX.as_nanos();
@@ -146,18 +146,39 @@ fn class() -> impl Strategy<Value = Class> {
     ]
 }
 
+/// Any failure: the facts of the run as well as its class, the rarer ones (a nested give-up,
+/// a turn over, output delivered) now and then, so most cases reach the wait.
 fn failure() -> impl Strategy<Value = Failure> {
+    let rarely = || proptest::bool::weighted(0.1);
     (
-        retry_number(),
-        class(),
-        any::<bool>(),
+        (retry_number(), class(), any::<bool>()),
         proptest::option::of(duration()),
+        (rarely(), rarely(), rarely(), any::<bool>()),
     )
-        .prop_map(|(attempt, class, rate_limited_before, remaining)| {
-            Failure::new(attempt, class)
-                .with_rate_limited_before(rate_limited_before)
-                .with_remaining(remaining)
-        })
+        .prop_map(
+            |(
+                (attempt, class, rate_limited_before),
+                remaining,
+                (inner_gave_up, turn_over, committed, restartable),
+            )| {
+                Failure::new(attempt, class)
+                    .with_rate_limited_before(rate_limited_before)
+                    .with_remaining(remaining)
+                    .with_inner_gave_up(inner_gave_up)
+                    .with_turn_over(turn_over)
+                    .with_committed(committed, restartable)
+            },
+        )
+}
+
+/// The engine's step for `failure` at `draw`: the one decision, with the draw if it takes one.
+fn step(policy: &Policy, failure: Failure, draw: Draw) -> Step {
+    ladder::decide(policy, failure).with_draw(draw).step
+}
+
+/// Rung `retry`'s wait at `draw`, from the public arithmetic alone.
+fn rung_wait(policy: &Policy, retry: u32, draw: Draw) -> Duration {
+    ladder::jittered(ladder::ideal_wait(policy, retry), policy.jitter(), draw)
 }
 
 /// A single rate-limit retry has a wait of its own (seed 001's 20 s), which the worst case must
@@ -233,7 +254,7 @@ proptest! {
         retry in retry_number(),
         draw in draw(),
     ) {
-        prop_assert!(ladder::ladder_wait(&policy, retry, draw) <= ladder::max_wait(&policy, retry));
+        prop_assert!(rung_wait(&policy, retry, draw) <= ladder::max_wait(&policy, retry));
     }
 
     #[test]
@@ -243,7 +264,7 @@ proptest! {
     ) {
         let retries = policy.attempts().saturating_sub(1).min(RUNGS);
         let waited = (1..=retries)
-            .map(|retry| nanos(ladder::ladder_wait(&policy, retry, Draw::from_bits(draws[retry as usize - 1]))))
+            .map(|retry| nanos(rung_wait(&policy, retry, Draw::from_bits(draws[retry as usize - 1]))))
             .fold(0u128, |sum, wait| sum.saturating_add(wait).min(MAX_NANOS));
         // The engine never waits past the policy's total: the worst case is bounded by it too.
         prop_assert!(waited.min(nanos(policy.max_total_wait())) <= nanos(policy.worst_case_wait()));
@@ -277,69 +298,75 @@ proptest! {
     }
 
     #[test]
-    fn next_step_never_retries_past_the_attempts_the_policy_allows(
+    fn the_decision_never_retries_past_the_attempts_the_policy_allows(
         policy in policy(),
         failure in failure(),
         draw in draw(),
     ) {
-        if let Step::Retry { .. } = ladder::next_step(&policy, failure, draw) {
+        if let Step::Retry { .. } = step(&policy, failure, draw) {
             prop_assert!(failure.attempt < allowed(&policy));
         }
     }
 
     #[test]
-    fn next_step_never_retries_a_definitive_failure(
+    fn the_decision_never_retries_a_definitive_failure(
         policy in policy(),
         failure in failure(),
         draw in draw(),
     ) {
-        let failure = failure.with_class(Class::Definitive);
+        // A stream past its commit point stops first, with `Committed` (its own property).
+        let failure = failure.with_class(Class::Definitive).with_committed(false, false);
         prop_assert_eq!(
-            ladder::next_step(&policy, failure, draw),
+            step(&policy, failure, draw),
             Step::Stop(StopReason::Definitive),
             "{:?} retries an answer", policy
         );
     }
 
     #[test]
-    fn next_step_never_retries_a_cancelled_failure(
+    fn the_decision_never_retries_a_cancelled_failure(
         policy in policy(),
         failure in failure(),
         draw in draw(),
     ) {
-        let failure = failure.with_class(Class::Cancelled);
+        // A cancelled failure is transient: a nested give-up would stop it first (`Nested`), as
+        // a commit would (`Committed`).
+        let failure = failure
+            .with_class(Class::Cancelled)
+            .with_inner_gave_up(false)
+            .with_committed(false, false);
         prop_assert_eq!(
-            ladder::next_step(&policy, failure, draw),
+            step(&policy, failure, draw),
             Step::Stop(StopReason::Cancelled)
         );
     }
 
     #[test]
-    fn next_step_never_retries_a_class_the_policy_does_not_retry(
+    fn the_decision_never_retries_a_class_the_policy_does_not_retry(
         policy in policy(),
         failure in failure(),
         draw in draw(),
     ) {
         if !policy.retries(&failure.class) {
-            prop_assert!(matches!(ladder::next_step(&policy, failure, draw), Step::Stop(_)));
+            prop_assert!(matches!(step(&policy, failure, draw), Step::Stop(_)));
         }
     }
 
     #[test]
-    fn next_step_never_waits_longer_than_the_budget_remaining(
+    fn the_decision_never_waits_longer_than_the_budget_remaining(
         policy in policy(),
         failure in failure(),
         draw in draw(),
     ) {
         if let (Step::Retry { wait }, Some(remaining)) =
-            (ladder::next_step(&policy, failure, draw), failure.remaining)
+            (step(&policy, failure, draw), failure.remaining)
         {
             prop_assert!(wait <= remaining);
         }
     }
 
     #[test]
-    fn next_step_retries_a_rate_limit_only_once_where_the_policy_says_once(
+    fn the_decision_retries_a_rate_limit_only_once_where_the_policy_says_once(
         policy in policy(),
         failure in failure(),
         draw in draw(),
@@ -347,7 +374,7 @@ proptest! {
         let once = matches!(policy.rate_limit(), RateLimit::Once { .. });
         let again = failure.rate_limited_before && matches!(failure.class, Class::RateLimited { .. });
         if once && again {
-            prop_assert!(matches!(ladder::next_step(&policy, failure, draw), Step::Stop(_)));
+            prop_assert!(matches!(step(&policy, failure, draw), Step::Stop(_)));
         }
     }
 
@@ -359,7 +386,7 @@ proptest! {
         draw in draw(),
     ) {
         let failure = failure.with_class(Class::RateLimited { retry_after: Some(hint) });
-        match ladder::next_step(&policy, failure, draw) {
+        match step(&policy, failure, draw) {
             Step::Retry { wait } => {
                 prop_assert!(wait >= hint);
                 prop_assert!(hint <= policy.max_retry_after());
@@ -376,6 +403,120 @@ proptest! {
             _ => {}
         }
     }
+}
+
+// ---- the decision: its draw, its own wait, and a stream's commit ----
+
+/// Whether the policy would stop `class` whatever the run did: cancelled, an answer, or a class
+/// it does not retry.
+fn declined(policy: &Policy, class: &Class) -> bool {
+    matches!(class, Class::Cancelled | Class::Definitive) || !policy.retries(class)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_decision_made_without_a_draw_is_a_stop_with_no_own_wait(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        match ladder::decide(&policy, failure) {
+            Decided::Stop(decision) => {
+                prop_assert!(matches!(decision.step, Step::Stop(_)));
+                prop_assert_eq!(decision.own_wait, None);
+            }
+            Decided::Pending(pending) => {
+                prop_assert!(pending.with_draw(draw).own_wait.is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn the_own_wait_is_the_rung_jittered_or_the_single_rate_limit_wait_spread(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let expected = match (failure.class, policy.rate_limit()) {
+            (Class::RateLimited { .. }, RateLimit::Once { wait }) => ladder::hinted(wait, draw),
+            _ => rung_wait(&policy, failure.attempt, draw),
+        };
+        if let Decided::Pending(pending) = ladder::decide(&policy, failure) {
+            prop_assert_eq!(pending.with_draw(draw).own_wait, Some(expected));
+        }
+    }
+
+    #[test]
+    fn a_nested_give_up_stops_every_transient_failure_without_a_draw(
+        policy in policy(),
+        failure in failure(),
+    ) {
+        // Uncommitted: a stream past its commit point stops first, with `Committed`.
+        let failure = failure.with_inner_gave_up(true).with_committed(false, false);
+        let decided = ladder::decide(&policy, failure);
+        if failure.class.is_transient() {
+            let Decided::Stop(decision) = decided else {
+                return Err(TestCaseError::fail("a nested give-up asked for a draw"));
+            };
+            prop_assert_eq!(decision.step, Step::Stop(StopReason::Nested));
+            prop_assert_eq!(decision.rule, Why::Nested);
+        }
+    }
+
+    #[test]
+    fn a_failure_in_a_turn_that_is_over_is_never_retried_and_draws_nothing(
+        policy in policy(),
+        failure in failure(),
+    ) {
+        let decided = ladder::decide(&policy, failure.with_turn_over(true));
+        prop_assert!(!decided.needs_draw(), "{:?}", decided);
+    }
+
+    #[test]
+    fn a_committed_failure_stops_with_committed_whatever_else_is_true(
+        policy in policy(),
+        failure in failure(),
+    ) {
+        let failure = failure.with_committed(true, false);
+        let Decided::Stop(decision) = ladder::decide(&policy, failure) else {
+            return Err(TestCaseError::fail("a committed failure asked for a draw"));
+        };
+        // Before the nesting and the class rules: any retry would repeat delivered output.
+        prop_assert_eq!(decision.step, Step::Stop(StopReason::Committed));
+        prop_assert_eq!(decision.rule, Why::Committed);
+    }
+
+    #[test]
+    fn a_restartable_committed_failure_is_decided_as_one_that_delivered_nothing(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let fresh = ladder::decide(&policy, failure.with_committed(false, false));
+        let restarted = ladder::decide(&policy, failure.with_committed(true, true));
+        prop_assert_eq!(restarted, fresh);
+        prop_assert_eq!(restarted.with_draw(draw), fresh.with_draw(draw));
+        // Restarts asked for on a stream that never committed change nothing either.
+        prop_assert_eq!(ladder::decide(&policy, failure.with_committed(false, true)), fresh);
+    }
+}
+
+#[test]
+fn a_committed_answer_stops_with_committed() {
+    let failure = Failure::new(1, Class::Definitive).with_committed(true, false);
+    let decision = ladder::decide(&Policy::AVAILABILITY, failure).with_draw(Draw::IDEAL);
+    assert_eq!(decision.step, Step::Stop(StopReason::Committed));
+    assert_eq!(decision.rule, Why::Committed);
+}
+
+#[test]
+fn a_committed_transient_failure_stops_with_committed_even_on_its_last_attempt() {
+    let failure = Failure::new(4, Class::Transport).with_committed(true, false);
+    let decision = ladder::decide(&Policy::AVAILABILITY, failure).with_draw(Draw::IDEAL);
+    assert_eq!(decision.step, Step::Stop(StopReason::Committed));
+    assert_eq!(decision.rule, Why::Committed);
 }
 
 // ---- the loop: `Retry::run` in a testing scope ----
@@ -555,9 +696,7 @@ proptest! {
             let failure = Failure::new(index as u32 + 1, *class)
                 .with_rate_limited_before(rate_limited_before)
                 .with_waited(waited);
-            // The engine decides a class the policy does not retry without a draw.
-            let draw = if retried(&policy, class) { draw } else { Draw::IDEAL };
-            match ladder::next_step(&policy, failure, draw) {
+            match step(&policy, failure, draw) {
                 Step::Retry { wait } => {
                     expected.push(wait);
                     // The engine keeps the time waited in whole milliseconds, rounded up.
@@ -636,14 +775,15 @@ fn attempts_stop_exactly_at_their_documented_maximum() {
     // An unchecked policy that asks for more makes the most a policy may, and says so exactly.
     let at_most = Policy::MAX_ATTEMPTS;
     let class = Class::Unavailable { retry_after: None };
+    assert!(ladder::decide(&policy, Failure::new(at_most - 1, class)).needs_draw());
+    let Decided::Stop(last) = ladder::decide(&policy, Failure::new(at_most, class)) else {
+        panic!("the last attempt is not retried");
+    };
     assert_eq!(
-        ladder::stop_before_waiting(&policy, class, at_most - 1),
-        None
+        last.step,
+        Step::Stop(StopReason::Exhausted { attempts: at_most })
     );
-    assert_eq!(
-        ladder::stop_before_waiting(&policy, class, at_most),
-        Some(StopReason::Exhausted { attempts: at_most })
-    );
+    assert_eq!(last.rule, Why::Attempts);
 }
 
 #[test]
@@ -661,7 +801,7 @@ fn the_time_waited_stops_exactly_at_its_documented_maximum() {
     let almost = Policy::MAX_TOTAL_WAIT - Duration::from_millis(500);
     let failure = Failure::new(10, Class::Transport).with_waited(almost);
     assert_eq!(
-        ladder::next_step(&policy, failure, Draw::IDEAL),
+        step(&policy, failure, Draw::IDEAL),
         Step::Stop(StopReason::Budget {
             wanted: Duration::from_secs(512),
             remaining: Duration::from_millis(500),
@@ -700,13 +840,13 @@ proptest! {
         };
         let class = with_hint(Some(hint));
         // The policy's own wait for this failure, with the same draw: a hint is a floor under it.
-        let own = match ladder::next_step(&policy, Failure::new(1, with_hint(None)), draw) {
+        let own = match step(&policy, Failure::new(1, with_hint(None)), draw) {
             Step::Retry { wait } => wait,
             _ => return Ok(()),
         };
         prop_assume!(hint <= limit && own <= room && !room.is_zero());
         let failure = Failure::new(1, class).with_waited(waited).with_remaining(remaining);
-        match ladder::next_step(&policy, failure, draw) {
+        match step(&policy, failure, draw) {
             Step::Retry { wait } => {
                 prop_assert!(wait >= hint, "{wait:?} < {hint:?}");
                 prop_assert!(wait <= room, "{wait:?} > {room:?}");

@@ -252,7 +252,9 @@ proptest::proptest! {
         let total: Duration = (1..=3)
             .map(|retry| {
                 let draw = retry_runtime::Draw::from_bits(draws[retry as usize - 1]);
-                retry_runtime::ladder::ladder_wait(&Policy::OUTAGE, retry, draw)
+                let failure = retry_runtime::ladder::Failure::new(retry, Class::Unavailable { retry_after: None });
+                let step = retry_runtime::ladder::decide(&Policy::OUTAGE, failure).with_draw(draw).step;
+                step.wait().expect("an outage is retried up to its last attempt")
             })
             .sum();
         proptest::prop_assert!(total >= secs(65), "{total:?}");

@@ -14,7 +14,7 @@ use crate::attempt::{Attempt, Attempted, Timed};
 use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::ladder::{self, Failure, Step};
+use crate::ladder::{self, Decided, Failure, Step};
 use crate::meter::{self, Outcome, Series};
 use crate::nesting;
 use crate::notice::{self, Action, RetryEvent};
@@ -44,14 +44,12 @@ const HOLLOW: u8 = 1 << 3;
 const ENDED: u8 = 1 << 4;
 /// A stream's current attempt has delivered output (it is past its commit point): its end, or
 /// its drop, finishes the call; a failure now is decided as one after the commit point.
-#[cfg(feature = "stream")]
 const COMMITTED: u8 = 1 << 5;
 /// The call's stream has reached its commit point once: the quota and the turn have counted
 /// it, and a later commit is a restart's.
 #[cfg(feature = "stream")]
 const DELIVERED: u8 = 1 << 6;
 /// The caller opted in to restarting a stream after its commit point.
-#[cfg(feature = "stream")]
 const RESTARTABLE: u8 = 1 << 7;
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
@@ -318,17 +316,13 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        if self.flags & COMMITTED == 0 {
-            return self.failed(error);
-        }
-        self.flags &= !COMMITTED;
-        if self.flags & RESTARTABLE != 0 {
+        // `decide` reads the commit and the opt-in; a restart is announced and counted as one.
+        if self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
             self.flags |= RESTARTING;
-            return self.failed(error);
         }
-        let class = error.classify();
-        self.attempt_failed(class);
-        Err(self.give_up(error, class, StopReason::Committed))
+        let decided = self.failed(error);
+        self.flags &= !COMMITTED;
+        decided
     }
 
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
@@ -521,21 +515,12 @@ impl<R: Source> Run<R> {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
             _ => None,
         };
-        let failure = self
-            .failure(class, remaining)
-            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
-            .with_turn_over(turn_over);
-        // A failure the class or the nesting rule stops waits for nothing, so it draws no
-        // jitter: the RNG is read only where a wait may follow.
-        let policy = self.source.policy();
-        let waits = !(failure.inner_gave_up && class.is_transient())
-            && ladder::stop_before_waiting(policy, class, failure.attempt).is_none();
-        let draw = if waits {
-            self.source.clock().draw()
-        } else {
-            crate::draw::Draw::IDEAL
+        let failure = self.failure(class, remaining).with_turn_over(turn_over);
+        // One decision; the RNG is read only where a wait may follow.
+        let decision = match ladder::decide(self.source.policy(), failure) {
+            Decided::Stop(decision) => decision,
+            Decided::Pending(pending) => pending.with_draw(self.source.clock().draw()),
         };
-        let decision = ladder::decide(policy, failure, draw);
         match decision.step {
             Step::Stop(StopReason::Nested) => {
                 nesting::warn_nested(self.source.op());
@@ -549,9 +534,12 @@ impl<R: Source> Run<R> {
         }
     }
 
+    /// The facts of the run the ladder decides a failure of `class` on.
     fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
         Failure::new(self.attempts(), class)
             .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
+            .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
+            .with_committed(self.flags & COMMITTED != 0, self.flags & RESTARTABLE != 0)
             .with_remaining(remaining)
             .with_waited(self.total_waited())
     }
@@ -659,7 +647,7 @@ impl<R: Source> Run<R> {
     /// settles the quota and is counted; a later one is a restart's, and says so (`true`), so
     /// the caller can discard what it had.
     #[cfg(feature = "stream")]
-    pub(crate) fn committed(&mut self) -> bool {
+    pub(crate) fn commit(&mut self) -> bool {
         self.flags |= COMMITTED;
         if self.flags & DELIVERED != 0 {
             return true;

@@ -490,7 +490,7 @@ fn commit<R, O, T, E, H: FnMut()>(
     R: Source,
 {
     core.run.note_frame(mem::take(&mut core.frame));
-    if core.run.committed() {
+    if core.run.commit() {
         (rules.restart)();
     }
     match (rules.timed_out, rules.idle_timeout) {
