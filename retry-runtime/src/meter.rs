@@ -68,7 +68,7 @@ pub const ATTEMPT_CLASSES: [&str; Class::ALL.len() + 1] = {
 };
 
 /// Every value of the `reason` label of [`GIVE_UPS`]: [`StopReason::name`] of each reason.
-pub const REASONS: [&str; 9] = [
+pub const REASONS: [&str; 10] = [
     "definitive",
     "not_retried",
     "exhausted",
@@ -78,6 +78,7 @@ pub const REASONS: [&str; 9] = [
     "cancelled",
     "nested",
     "committed",
+    "not_resendable",
 ];
 
 /// How a call ended, as the `outcome` label says it.
@@ -127,6 +128,7 @@ const fn reason_index(reason: StopReason) -> usize {
         StopReason::Cancelled => 6,
         StopReason::Nested => 7,
         StopReason::Committed => 8,
+        StopReason::NotResendable => 9,
     }
 }
 
@@ -353,6 +355,7 @@ mod tests {
             StopReason::Cancelled,
             StopReason::Nested,
             StopReason::Committed,
+            StopReason::NotResendable,
         ];
         for reason in reasons {
             assert_eq!(REASONS[reason_index(reason)], reason.name());

@@ -310,6 +310,20 @@ impl<R: Source> Run<R> {
         self.give_up(error, class, StopReason::Committed)
     }
 
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    /// A failure after which an HTTP layer cannot send its request again: the class's own stop
+    /// (an answer, a class not retried, the last attempt) if it has one, else
+    /// [`StopReason::NotResendable`]. No retry is announced or paid for.
+    pub(crate) fn gave_up_not_resendable<E>(&mut self, error: E) -> GaveUp<E>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        self.attempt_failed(class);
+        let reason = ladder::stop_before_waiting(self.source.policy(), class, self.attempts());
+        self.give_up(error, class, reason.unwrap_or(StopReason::NotResendable))
+    }
+
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
     /// one gave up, and (for the turn's report) whether one ran and how long they waited.
     #[inline]
