@@ -202,12 +202,24 @@ impl<R, K, Q> RetryLayer<R, K, Q> {
     ///
     /// ```
     /// use retry_runtime::tower::RetryLayer;
-    /// use retry_runtime::{Policy, Retry};
+    /// use retry_runtime::{Policy, Retry, StopReason, Turn};
+    /// use std::time::Duration;
+    /// use tower::{Service, ServiceExt};
     ///
-    /// // A request that is never copied: each call is one attempt.
-    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY))
-    ///     .clone_request(|_: &http::Request<String>| None);
-    /// # let _ = layer;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let busy = tower::service_fn(|_: String| async {
+    ///     Ok::<_, std::io::Error>(http::Response::builder().status(503).body(()).unwrap())
+    /// });
+    /// // A request that is never copied: one attempt, and its 503 handed back.
+    /// let mut service = tower::ServiceBuilder::new()
+    ///     .layer(RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).clone_request(|_: &String| None))
+    ///     .service(busy);
+    /// let call = service.ready().await.unwrap().call("prompt".to_owned());
+    /// let (outcome, report) = Turn::new(Duration::from_secs(60)).run(call).await;
+    /// assert_eq!(outcome.into_finished().unwrap().unwrap().status(), 503);
+    /// assert_eq!(report.gave_up()[0].reason, StopReason::NotResendable);
+    /// # }
     /// ```
     pub fn clone_request<T>(self, requests: T) -> RetryLayer<R, K, T> {
         RetryLayer {
