@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest_middleware::ClientBuilder;
 use retry_runtime::reqwest_middleware::RetryMiddleware;
 use retry_runtime::testing::{self, Recorded};
-use retry_runtime::{Policy, Retry, Turn, TurnReport};
+use retry_runtime::{Policy, Retry, StopReason, Turn, TurnReport};
 use retry_tests::{Server, Step};
 
 /// A response as the caller saw it: status, the request number the server stamped on it, and
@@ -165,6 +165,68 @@ async fn a_streamed_body_is_sent_once() {
     assert_eq!(response.unwrap().status(), 503);
     assert_eq!(server.requests(), 1);
     assert!(recorded.waits().is_empty());
+}
+
+/// A request with a streamed body, which `try_clone` cannot copy.
+fn streamed(url: &str) -> reqwest::Request {
+    let mut request = reqwest::Request::new(reqwest::Method::POST, url.parse().unwrap());
+    *request.body_mut() = Some(reqwest::Body::wrap(String::from("streamed")));
+    request
+}
+
+/// A streamed body that meets a 503 ends its ladder as not resendable, not as an answer, and
+/// the caller gets that 503 itself: its status, request number and body.
+#[tokio::test]
+async fn a_streamed_body_failing_transiently_ends_not_resendable_with_its_own_503() {
+    let server = Server::start(Step::status(503).with_body("down").times(4)).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(
+            Retry::new(&Policy::AVAILABILITY).named("model"),
+        ))
+        .build();
+    let request = streamed(&server.url());
+    let ((outcome, report), recorded) =
+        testing::scope(Turn::new(Duration::from_secs(180)).run(async {
+            let response = client.execute(request).await.expect("the 503 itself");
+            let number = response.headers()[retry_tests::REQUEST_NUMBER].to_owned();
+            (
+                response.status().as_u16(),
+                number,
+                response.text().await.unwrap(),
+            )
+        }))
+        .await;
+    let (status, number, body) = outcome.into_finished().expect("the turn finishes");
+    assert_eq!(
+        (status, number.to_str().unwrap(), body.as_str()),
+        (503, "1", "down")
+    );
+    assert_eq!(server.requests(), 1);
+    assert!(recorded.waits().is_empty());
+    let gave_up = report.gave_up();
+    assert_eq!(gave_up.len(), 1);
+    assert_eq!(
+        (gave_up[0].reason, gave_up[0].attempts),
+        (StopReason::NotResendable, 1)
+    );
+}
+
+/// A streamed body whose connection is refused: the connect error itself comes back, not one
+/// the middleware made up.
+#[tokio::test]
+async fn a_streamed_body_whose_connection_is_refused_gets_the_connect_error_back() {
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)))
+        .build();
+    let request = streamed(&retry_tests::refused_url());
+    let ((outcome, report), recorded) =
+        testing::scope(Turn::new(Duration::from_secs(180)).run(client.execute(request))).await;
+    match outcome.into_finished().expect("the turn finishes") {
+        Err(reqwest_middleware::Error::Reqwest(error)) => assert!(error.is_connect()),
+        other => panic!("expected the connect error, got {other:?}"),
+    }
+    assert!(recorded.waits().is_empty());
+    assert_eq!(report.gave_up()[0].reason, StopReason::NotResendable);
 }
 
 /// A connection refused is `Transport`: retried, and the last error handed back unchanged.

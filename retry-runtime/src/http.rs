@@ -78,11 +78,9 @@ pub use headers::{parse_retry_after, retry_after};
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use reqwest::ResponseExt;
 pub use resend::ResendCount;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-pub(crate) use service::Failed;
 pub use service::{AsTransport, ClassifyError, Reply};
-#[doc(hidden)]
-pub use service::{Fault, Refusal, StreamPeek};
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use stream_peek::{Fault, Refusal, StreamPeek};
 
 /// What an error body said, in the terms the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -91,6 +91,8 @@ mod expansion;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub mod ladder;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod layer;
 pub mod meter;
 mod nesting;
 pub mod notice;

@@ -83,6 +83,7 @@ pub const REASONS: &[&str] = &[
     "cancelled",
     "nested",
     "committed",
+    "not_resendable",
 ];
 
 /// How a call ended, as the `outcome` label says it.
@@ -132,6 +133,7 @@ const fn reason_index(reason: StopReason) -> usize {
         StopReason::Cancelled => 6,
         StopReason::Nested => 7,
         StopReason::Committed => 8,
+        StopReason::NotResendable => 9,
     }
 }
 
@@ -358,6 +360,7 @@ mod tests {
             StopReason::Cancelled,
             StopReason::Nested,
             StopReason::Committed,
+            StopReason::NotResendable,
         ];
         for reason in reasons {
             assert_eq!(REASONS[reason_index(reason)], reason.name());

@@ -20,7 +20,8 @@ use std::task::{Context, Poll};
 
 use crate::clock::Clock;
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, Failed, Reply, ResendCount, StreamPeek};
+use crate::http::{AsTransport, ClassifyError, Reply, ResendCount};
+use crate::layer::{self, Core};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::turn::scope::OpName;
@@ -34,7 +35,9 @@ use crate::turn::scope::OpName;
 /// default (async-openai's `HttpRequestFactory` is `Clone`: each attempt rebuilds the
 /// request), rebuilt from its parts for an `http::Request<B>` with
 /// [`http_requests`](Self::http_requests) (a hyper-util client, a tower-http stack), or by a
-/// closure of yours; a request that cannot be copied is sent once. The response is a `reqwest::Response` (feature
+/// closure of yours. A request that cannot be copied is sent once, and one that cannot be
+/// copied again ends the ladder: [`StopReason::NotResendable`](crate::StopReason::NotResendable)
+/// unless its failure stops it anyway. The response is a `reqwest::Response` (feature
 /// `reqwest`) or an `http::Response<B>`; see [`Reply`] for what each is classified from.
 /// A failed response is classified by [the one table](crate::http); a service error (no
 /// response at all) is `Transport`, unless [`classify_errors`](Self::classify_errors) says
@@ -79,14 +82,12 @@ use crate::turn::scope::OpName;
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RetryLayer<R = Retry, K = AsTransport, Q = ByClone> {
-    retry: R,
-    errors: K,
-    peek: StreamPeek,
+    core: Core<R, K>,
     requests: Q,
 }
 
 /// How a [`RetryLayer`] makes each attempt's request from the caller's: a copy, or `None`
-/// when it cannot be copied (the request is then sent once, outside the ladder). tower's own
+/// when it cannot be copied (the request itself is then sent once). tower's own
 /// retry asks its policy the same (`Policy::clone_request`). A closure
 /// `Fn(&Request) -> Option<Request>` is one.
 ///
@@ -156,9 +157,7 @@ impl<C, P, N, U> RetryLayer<Retry<C, P, N, U>> {
     /// Retry each call of the wrapped service as `retry` says.
     pub const fn new(retry: Retry<C, P, N, U>) -> Self {
         RetryLayer {
-            retry,
-            errors: AsTransport,
-            peek: StreamPeek::DEFAULT,
+            core: Core::new(retry),
             requests: ByClone,
         }
     }
@@ -182,9 +181,7 @@ impl<R, K, Q> RetryLayer<R, K, Q> {
     /// ```
     pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Q> {
         RetryLayer {
-            retry: self.retry,
-            errors,
-            peek: self.peek,
+            core: self.core.classify_errors(errors),
             requests: self.requests,
         }
     }
@@ -198,41 +195,40 @@ impl<R, K, Q> RetryLayer<R, K, Q> {
 
     /// Make each attempt's request with `requests` (a closure `Fn(&Request) ->
     /// Option<Request>`, or any [`CloneRequest`]). A request it cannot copy for the first
-    /// attempt is sent once, outside the ladder; one it cannot copy for a later attempt ends
-    /// the ladder with the failure it has, handed back as it is.
+    /// attempt is sent itself, once; one it cannot copy for a later attempt ends the ladder
+    /// with the failure it has, handed back as it is. Either way the stop is
+    /// [`StopReason::NotResendable`](crate::StopReason::NotResendable), unless the failure
+    /// stops the ladder anyway (an answer, the last attempt).
+    ///
+    /// ```
+    /// use retry_runtime::tower::RetryLayer;
+    /// use retry_runtime::{Policy, Retry, StopReason, Turn};
+    /// use std::time::Duration;
+    /// use tower::{Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let busy = tower::service_fn(|_: String| async {
+    ///     Ok::<_, std::io::Error>(http::Response::builder().status(503).body(()).unwrap())
+    /// });
+    /// // A request that is never copied: one attempt, and its 503 handed back.
+    /// let mut service = tower::ServiceBuilder::new()
+    ///     .layer(RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).clone_request(|_: &String| None))
+    ///     .service(busy);
+    /// let call = service.ready().await.unwrap().call("prompt".to_owned());
+    /// let (outcome, report) = Turn::new(Duration::from_secs(60)).run(call).await;
+    /// assert_eq!(outcome.into_finished().unwrap().unwrap().status(), 503);
+    /// assert_eq!(report.gave_up()[0].reason, StopReason::NotResendable);
+    /// # }
+    /// ```
     pub fn clone_request<T>(self, requests: T) -> RetryLayer<R, K, T> {
         RetryLayer {
-            retry: self.retry,
-            errors: self.errors,
-            peek: self.peek,
+            core: self.core,
             requests,
         }
     }
 
-    /// Whether a successful `text/event-stream` response (a `reqwest::Response`, with feature
-    /// `sse`) is read up to its commit point, its first content, before it is handed on: on
-    /// by default. Before that point an error event, a cut, an early end or a stall past
-    /// [`commit_timeout`](Self::commit_timeout) is retried by this ladder; at it, the client
-    /// gets the bytes read, unchanged, then the rest as it arrives; after it, the layer never
-    /// touches the stream. `false` keeps the head-only behaviour: a `200` passes untouched.
-    pub const fn streams(mut self, on: bool) -> Self {
-        self.peek.on = on;
-        self
-    }
-
-    /// Bound the time from sending a request to its stream's commit point (the client's time
-    /// to first byte): a stream with no content by then is dropped and retried as a
-    /// `Timeout`, which the policy decides on (`availability` does not retry one). Bounded by
-    /// the turn too.
-    pub const fn commit_timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.peek.commit_timeout = Some(timeout);
-        self
-    }
-
-    /// The retry each call runs under.
-    pub const fn retry(&self) -> &R {
-        &self.retry
-    }
+    layer::builders!();
 }
 
 impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> {
@@ -241,9 +237,7 @@ impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> 
     fn layer(&self, inner: S) -> Self::Service {
         RetryService {
             inner,
-            retry: self.retry.clone(),
-            errors: self.errors.clone(),
-            peek: self.peek,
+            core: self.core.clone(),
             requests: self.requests.clone(),
         }
     }
@@ -264,9 +258,7 @@ impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> 
 #[derive(Debug, Clone)]
 pub struct RetryService<S, R = Retry, K = AsTransport, Q = ByClone> {
     inner: S,
-    retry: R,
-    errors: K,
-    peek: StreamPeek,
+    core: Core<R, K>,
     requests: Q,
 }
 
@@ -304,68 +296,25 @@ where
         // The service made ready serves the first attempt; later ones use clones of it,
         // each made ready in turn.
         let fresh = self.inner.clone();
-        let mut ready = std::mem::replace(&mut self.inner, fresh);
-        // A request that cannot be copied is sent once, as it is, outside the ladder.
-        let Some(first) = self.requests.clone_request(&request) else {
-            return Box::pin(ready.call(request));
-        };
+        let mut ready = Some(std::mem::replace(&mut self.inner, fresh));
         let template = self.inner.clone();
-        let retry = self.retry.clone();
-        let errors = self.errors.clone();
         let requests = self.requests.clone();
-        let peek = self.peek;
-        let mut ready = Some(ready);
-        let mut next = Some(first);
-        Box::pin(async move {
-            let outcome = retry
-                .run_fn(move |attempt| {
-                    let readied = ready.take();
-                    let is_ready = readied.is_some();
-                    let mut service = readied.unwrap_or_else(|| template.clone());
-                    // This attempt's copy, and the next one's, made now: one that cannot be
-                    // made means this attempt is the last.
-                    let mut this = next.take();
-                    let resend = ResendCount::of_attempt(attempt);
-                    if let (Some(this), Some(count)) = (&mut this, resend) {
-                        requests.mark_resend(this, count);
-                    }
-                    next = requests.clone_request(&request);
-                    let last = next.is_none();
-                    let errors = errors.clone();
-                    async move {
-                        let Some(this) = this else {
-                            unreachable!("the ladder stops after the attempt without a copy")
-                        };
-                        if let Some(count) = resend {
-                            count.record();
-                        }
-                        let failed = async move {
-                            if !is_ready
-                                && let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await
-                            {
-                                let class = errors.classify_error(&error);
-                                return Err(Failed::Service(error, class));
-                            }
-                            match service.call(this).await {
-                                Ok(response) => response.inspect_stream(peek).await.map_err(
-                                    |(response, refusal)| Failed::refused(response, refusal),
-                                ),
-                                Err(error) => {
-                                    let class = errors.classify_error(&error);
-                                    Err(Failed::Service(error, class))
-                                }
-                            }
-                        };
-                        failed
-                            .await
-                            .map_err(|failed| if last { failed.last() } else { failed })
-                    }
-                })
-                .await;
-            match outcome {
-                Ok(response) => Ok(response),
-                Err(gave_up) => gave_up.into_error().into_result(),
+        let send = move |mut request: Request, resend: Option<ResendCount>| {
+            let readied = ready.take();
+            let is_ready = readied.is_some();
+            let mut service = readied.unwrap_or_else(|| template.clone());
+            if let Some(count) = resend {
+                requests.mark_resend(&mut request, count);
             }
-        })
+            async move {
+                if !is_ready {
+                    poll_fn(|cx| service.poll_ready(cx)).await?;
+                }
+                service.call(request).await
+            }
+        };
+        let requests = self.requests.clone();
+        let copy = move |request: &Request| requests.clone_request(request);
+        Box::pin(self.core.clone().send(request, copy, send))
     }
 }

@@ -60,6 +60,10 @@ pub enum StopReason {
     /// A stream failed after its commit point: it had delivered output, and a retry would
     /// repeat it (see [`Retry::stream`](crate::Retry::stream)).
     Committed,
+    /// An HTTP layer could not copy the request for another attempt (a streamed body, or a
+    /// `clone_request` that gave none), so it cannot send it again. The failure was not an
+    /// answer, and a caller that builds the request anew may still retry it.
+    NotResendable,
 }
 
 impl StopReason {
@@ -75,6 +79,7 @@ impl StopReason {
             StopReason::Cancelled => "cancelled",
             StopReason::Nested => "nested",
             StopReason::Committed => "committed",
+            StopReason::NotResendable => "not_resendable",
         }
     }
 }
@@ -110,6 +115,9 @@ impl fmt::Display for StopReason {
             }
             StopReason::Committed => {
                 f.write_str("the stream had delivered output; a retry would repeat it")
+            }
+            StopReason::NotResendable => {
+                f.write_str("the request could not be copied to send it again")
             }
         }
     }

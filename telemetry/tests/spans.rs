@@ -302,6 +302,38 @@ mod layers {
         );
     }
 
+    /// A streamed body that meets a 503 cannot be sent again: its give-up says so, and the
+    /// call's outcome stays undetermined, as the 503 was not an answer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_streamed_body_gives_up_not_resendable_and_undetermined() {
+        use retry_runtime::reqwest_middleware::RetryMiddleware;
+
+        let sink = record();
+        let server = Server::start(Step::status(503).times(4)).await;
+        let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(RetryMiddleware::new(FETCH))
+            .build();
+        let mut request =
+            reqwest::Request::new(reqwest::Method::POST, server.url().parse().unwrap());
+        *request.body_mut() = Some(reqwest::Body::wrap(String::from("streamed")));
+
+        let (response, _) = testing::scope(client.execute(request)).await;
+
+        assert_eq!(response.unwrap().status(), 503);
+        let nodes = nodes(&sink);
+        let warning = nodes
+            .iter()
+            .find(|node| node.name == "event" && node.fields["level"] == "WARN")
+            .expect("a give-up warning");
+        assert_eq!(warning.fields["reason"], "not_resendable");
+        let call = warning.parent.map(|p| &nodes[p]);
+        assert_eq!(
+            call.and_then(|c| c.fields.get("outcome"))
+                .map(String::as_str),
+            Some("gave_up_undetermined")
+        );
+    }
+
     /// A middleware after the retry's, as reqwest-tracing would be: what each send carries.
     struct Seen(Arc<Mutex<Vec<Option<ResendCount>>>>);
 

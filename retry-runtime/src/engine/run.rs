@@ -325,6 +325,24 @@ impl<R: Source> Run<R> {
         decided
     }
 
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    /// A failure after which an HTTP layer cannot send its request again: the class's own stop
+    /// (an answer, a class not retried, the last attempt) if it has one, else
+    /// [`StopReason::NotResendable`]. No retry is announced or paid for.
+    pub(crate) fn gave_up_not_resendable<E>(&mut self, error: E) -> GaveUp<E>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        self.attempt_failed(class);
+        // The ladder's own stop before any wait, if it has one: no draw, no clock.
+        let reason = match ladder::decide(self.source.policy(), self.failure(class, None)) {
+            Decided::Stop(decision) => decision.step.stop_reason(),
+            Decided::Pending(_) => None,
+        };
+        self.give_up(error, class, reason.unwrap_or(StopReason::NotResendable))
+    }
+
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
     /// one gave up, and (for the turn's report) whether one ran and how long they waited.
     #[inline]

@@ -3,15 +3,11 @@
 //! ([`ClassifyError`]). Shared by [`RetryLayer`](crate::tower::RetryLayer) and
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware).
 
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-use std::fmt;
 use std::future::Future;
 
 use super::HttpError;
-pub use super::stream_peek::{Fault, Refusal, StreamPeek};
+use super::stream_peek::{Refusal, StreamPeek};
 use crate::class::Class;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-use crate::class::Classify;
 
 /// A response a retry layer can classify: a `reqwest::Response` (feature `reqwest`) or any
 /// `http::Response<B>`.
@@ -39,19 +35,29 @@ use crate::class::Classify;
 /// assert_eq!(fine.inspect().await.unwrap().status(), StatusCode::OK);
 /// # }
 /// ```
-pub trait Reply: Sized + Send + sealed::Sealed {
+pub trait Reply: Sized + Send + read::ReadToCommit {
     /// The response itself if its status is not an error (4xx or 5xx); else the response,
     /// handed back whole, and the [`HttpError`] that classifies it.
     fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send;
+}
 
-    /// Like [`inspect`](Self::inspect), and a successful `text/event-stream`
-    /// `reqwest::Response` (features `reqwest` and `sse`) is read up to its commit point, as
-    /// `peek` says. Not public API: the retry layers call it.
-    #[doc(hidden)]
-    fn inspect_stream(
-        self,
-        peek: StreamPeek,
-    ) -> impl Future<Output = Result<Self, (Self, Refusal)>> + Send;
+/// What only the retry layers read of a [`Reply`]. The trait is public in a private module:
+/// no one outside the crate can name it, call it or implement it, which also seals `Reply`.
+mod read {
+    use std::future::Future;
+
+    use super::{Refusal, StreamPeek};
+
+    /// A reply a retry layer reads before it hands it on.
+    pub trait ReadToCommit: Sized {
+        /// Like [`Reply::inspect`](super::Reply::inspect), and a successful
+        /// `text/event-stream` `reqwest::Response` (features `reqwest` and `sse`) is read up
+        /// to its commit point, as `peek` says.
+        fn inspect_stream(
+            self,
+            peek: StreamPeek,
+        ) -> impl Future<Output = Result<Self, (Self, Refusal)>> + Send;
+    }
 }
 
 #[cfg(feature = "reqwest")]
@@ -59,7 +65,10 @@ impl Reply for reqwest::Response {
     fn inspect(self) -> impl Future<Output = Result<Self, (Self, HttpError)>> + Send {
         super::reqwest::inspect(self)
     }
+}
 
+#[cfg(feature = "reqwest")]
+impl read::ReadToCommit for reqwest::Response {
     async fn inspect_stream(self, peek: StreamPeek) -> Result<Self, (Self, Refusal)> {
         let response = super::reqwest::inspect(self)
             .await
@@ -81,7 +90,9 @@ impl<B: Send> Reply for ::http::Response<B> {
         let error = HttpError::new(status, self.headers(), b"");
         Err((self, error))
     }
+}
 
+impl<B: Send> read::ReadToCommit for ::http::Response<B> {
     /// Its body cannot be put back in general (hyper's `Incoming` cannot be rebuilt), so a
     /// stream is never read: only `reqwest::Response` is peeked.
     async fn inspect_stream(self, _: StreamPeek) -> Result<Self, (Self, Refusal)> {
@@ -89,13 +100,6 @@ impl<B: Send> Reply for ::http::Response<B> {
             .await
             .map_err(|(response, error)| (response, Refusal::Answered(error)))
     }
-}
-
-mod sealed {
-    pub trait Sealed {}
-    #[cfg(feature = "reqwest")]
-    impl Sealed for reqwest::Response {}
-    impl<B> Sealed for ::http::Response<B> {}
 }
 
 /// The class of a service's own error (no response at all) for a retry layer. A closure
@@ -134,72 +138,5 @@ impl<E> ClassifyError<E> for AsTransport {
 impl<E, F: Fn(&E) -> Class> ClassifyError<E> for F {
     fn classify_error(&self, error: &E) -> Class {
         self(error)
-    }
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-/// One attempt's failure in a retry layer: a response that classified as a failure (kept
-/// whole, to hand back when the ladder stops), or the service's own error with its class.
-pub(crate) enum Failed<R, E> {
-    Answered(R, HttpError),
-    Broken(R, Fault),
-    Service(E, Class),
-    /// A failure after which no other attempt can be made (the request could not be copied
-    /// again): it ends the ladder, and is handed back as it is.
-    #[cfg(feature = "tower")]
-    Last(Box<Failed<R, E>>),
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl<R, E> Failed<R, E> {
-    /// What the caller gets when the ladder stops: the last response or error, unchanged.
-    pub(crate) fn into_result(self) -> Result<R, E> {
-        match self {
-            Failed::Answered(response, _) | Failed::Broken(response, _) => Ok(response),
-            Failed::Service(error, _) => Err(error),
-            #[cfg(feature = "tower")]
-            Failed::Last(failed) => failed.into_result(),
-        }
-    }
-
-    /// This failure, as the last the ladder may see.
-    #[cfg(feature = "tower")]
-    pub(crate) fn last(self) -> Self {
-        Failed::Last(Box::new(self))
-    }
-
-    /// A response refused by the table or broken in its stream.
-    pub(crate) fn refused(response: R, refusal: Refusal) -> Self {
-        match refusal {
-            Refusal::Answered(error) => Failed::Answered(response, error),
-            Refusal::Broken(fault) => Failed::Broken(response, fault),
-        }
-    }
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl<R, E> Classify for Failed<R, E> {
-    fn classify(&self) -> Class {
-        match self {
-            Failed::Answered(_, error) => error.classify(),
-            Failed::Broken(_, fault) => fault.class(),
-            Failed::Service(_, class) => *class,
-            // No other attempt can be made: the ladder stops here.
-            #[cfg(feature = "tower")]
-            Failed::Last(_) => Class::Definitive,
-        }
-    }
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl<R, E: fmt::Display> fmt::Display for Failed<R, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failed::Answered(_, error) => error.fmt(f),
-            Failed::Broken(_, fault) => fault.fmt(f),
-            Failed::Service(error, _) => error.fmt(f),
-            #[cfg(feature = "tower")]
-            Failed::Last(failed) => failed.fmt(f),
-        }
     }
 }
