@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::routing::post;
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::http::{HttpError, ResponseExt, StreamError};
 use retry_runtime::{Class, Classify, EndedEarly, GaveUp, Policy, Retry, Turn, retry, sse};
 
 /// What can go wrong calling the model: the library's own errors, classified by its one table.
@@ -35,7 +35,7 @@ enum ModelError {
     /// The stream failed after its `200` head: an error event, a cut, a malformed frame.
     #[error(transparent)]
     #[classify(from)]
-    Stream(#[from] sse::StreamError),
+    Stream(#[from] StreamError),
     /// The stream ended on its preamble, before any text.
     #[error(transparent)]
     #[classify(from)]

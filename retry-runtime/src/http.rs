@@ -59,11 +59,15 @@
 mod error;
 mod headers;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
+mod model_events;
+#[cfg(all(feature = "sse", feature = "reqwest"))]
 mod peek;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod resend;
 mod service;
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+mod stream_error;
 mod stream_peek;
 
 use std::time::SystemTime;
@@ -74,11 +78,19 @@ use crate::class::{Class, Classify};
 
 pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "sse", feature = "reqwest"))))]
+pub use model_events::ModelEvents;
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+pub(crate) use model_events::provider_error;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use reqwest::ResponseExt;
 pub use resend::ResendCount;
 pub use service::{AsTransport, ClassifyError, Reply};
+#[cfg(all(feature = "sse", feature = "reqwest"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "sse", feature = "reqwest"))))]
+pub use stream_error::StreamError;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use stream_peek::{Fault, Refusal, StreamPeek};
 

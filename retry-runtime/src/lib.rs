@@ -96,6 +96,7 @@ mod layer;
 pub mod meter;
 mod nesting;
 pub mod notice;
+mod op;
 mod policy;
 mod quota;
 pub mod redact;

@@ -9,9 +9,9 @@ use crate::clock::Clock;
 use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, ResendCount};
 use crate::layer::{self, Core};
+use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::turn::scope::OpName;
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
 /// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the

@@ -1,14 +1,15 @@
 //! Server-sent events (feature `sse`): a decoder that follows the WHATWG rules and caps each
-//! event's size, the commit rule for a model's stream ([`is_content`]), and (with feature
-//! `reqwest`) [`ModelEvents`], a model's stream whose failures after the `200` head are
-//! classified by [the one table](crate::http#inside-a-stream).
+//! event's size, and the commit rule for a model's stream ([`is_content`]). A model's stream
+//! over HTTP, its failures after the `200` head classified by
+//! [the one table](crate::http#inside-a-stream), is `http`'s (with feature `reqwest`):
+//! [`ModelEvents`](crate::http::ModelEvents) and [`StreamError`](crate::http::StreamError).
+//! Nothing here knows HTTP.
 //!
 //! | item | what |
 //! |---|---|
 //! | [`decode`], [`Events`], [`DecodeError`], [`DEFAULT_MAX_EVENT_SIZE`] | any stream of byte chunks as a stream of events |
 //! | [`Event`] | one event: type, data, last event ID, reconnection time |
 //! | [`is_content`] | whether an event commits a model's stream (the providers' preambles do not) |
-//! | [`ModelEvents`], [`StreamError`] | a `reqwest::Response`'s events ([`ResponseExt::events`](crate::http::ResponseExt::events)), each failure classified |
 //!
 //! The decoder is this crate's own: `eventsource-stream` buffers a line or an event without
 //! bound, fails on invalid UTF-8 rather than decoding it with replacement, and drops an event
@@ -71,23 +72,11 @@ mod content;
 mod decoder;
 mod event;
 mod events;
-#[cfg(feature = "reqwest")]
-mod model;
-#[cfg(feature = "reqwest")]
-mod stream_error;
 #[cfg(test)]
-mod test_source;
+pub(crate) mod test_source;
 
 pub use content::is_content;
 #[cfg(feature = "reqwest")]
 pub(crate) use decoder::Decoder;
 pub use event::Event;
 pub use events::{DEFAULT_MAX_EVENT_SIZE, DecodeError, Events, decode};
-#[cfg(feature = "reqwest")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-pub use model::ModelEvents;
-#[cfg(feature = "reqwest")]
-pub(crate) use model::provider_error;
-#[cfg(feature = "reqwest")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-pub use stream_error::StreamError;

@@ -1,5 +1,5 @@
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::http::{HttpError, ResponseExt, StreamError};
 use retry_runtime::{Classify, EndedEarly, GaveUp, Policy, Retry, sse};
 use std::pin::pin;
 
@@ -13,7 +13,7 @@ pub enum StreamFailure {
     Request(#[from] reqwest::Error),
     #[error(transparent)]
     #[classify(from)] // after the head: an error event, a cut, a malformed frame
-    Stream(#[from] sse::StreamError),
+    Stream(#[from] StreamError),
     #[error(transparent)]
     #[classify(from)] // a preamble, then the end
     Ended(#[from] EndedEarly),

@@ -407,12 +407,6 @@ proptest! {
 
 // ---- the decision: its draw, its own wait, and a stream's commit ----
 
-/// Whether the policy would stop `class` whatever the run did: cancelled, an answer, or a class
-/// it does not retry.
-fn declined(policy: &Policy, class: &Class) -> bool {
-    matches!(class, Class::Cancelled | Class::Definitive) || !policy.retries(class)
-}
-
 proptest! {
     #![proptest_config(config())]
 

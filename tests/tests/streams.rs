@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::http::{HttpError, ModelEvents, ResponseExt, StreamError};
 use retry_runtime::{
     Class, Classify, EndedEarly, GaveUp, Policy, Retry, StopReason, TimedOut, TimeoutBound, Turn,
     sse, testing,
@@ -23,7 +23,7 @@ enum Failure {
     Request(#[from] reqwest::Error),
     #[error(transparent)]
     #[classify(from)]
-    Stream(#[from] sse::StreamError),
+    Stream(#[from] StreamError),
     #[error(transparent)]
     #[classify(from)]
     Ended(#[from] EndedEarly),
@@ -100,7 +100,7 @@ async fn read(
 type Opened = retry_runtime::RetryStream<Retry, Box<dyn FnMut(u32) -> Opening + Send>, Opening>;
 
 type Opening =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<sse::ModelEvents, Failure>> + Send>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<ModelEvents, Failure>> + Send>>;
 type Configured = std::pin::Pin<
     Box<dyn futures_core::Stream<Item = Result<retry_runtime::sse::Event, GaveUp<Failure>>> + Send>,
 >;

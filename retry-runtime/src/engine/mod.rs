@@ -9,7 +9,6 @@
 //! state of its own (the flight the turn hands it does), and no wait's (`wait.rs` holds the
 //! sleep, its cancel and the quota's refund).
 
-pub(crate) mod op;
 mod run;
 
 use std::fmt;
@@ -24,7 +23,7 @@ use crate::quota::Quota;
 use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
-use op::{Op, OpName};
+use crate::op::{Op, OpName};
 pub use run::{Call, Run, Source};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and

@@ -26,7 +26,7 @@ use crate::timeout::TimeoutBound;
 use crate::turn::flight::{self, Flight};
 use crate::turn::scope as turn;
 
-use super::op::Op;
+use crate::op::Op;
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Paid, Wait, Waited};
 

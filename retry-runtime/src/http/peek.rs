@@ -114,7 +114,7 @@ impl<'p> Reader<'p> {
 
     fn event(&mut self, event: &sse::Event) -> Option<Found> {
         let commits = self.hold.count(sse::is_content(event), 0);
-        if let Some(error) = sse::provider_error(self.status, self.headers, event) {
+        if let Some(error) = super::provider_error(self.status, self.headers, event) {
             return Some(Found::Error(error));
         }
         commits.then_some(Found::Commit)

@@ -49,10 +49,10 @@ pub trait ResponseExt: Sized + sealed::Sealed {
 
     /// The body as a model's event stream (feature `sse`): call it after
     /// [`check_status`](ResponseExt::check_status). Each item is an event, or the
-    /// [`StreamError`](crate::sse::StreamError) that ended the stream: an error event from
+    /// [`StreamError`](crate::http::StreamError) that ended the stream: an error event from
     /// the provider (classified by [the table](crate::http#inside-a-stream)), a body cut off,
     /// a malformed or oversized frame. A response whose status is a failure gives one error,
-    /// classified by its status and headers. See [`ModelEvents`](crate::sse::ModelEvents).
+    /// classified by its status and headers. See [`ModelEvents`](super::ModelEvents).
     ///
     /// ```
     /// use futures_core::Stream;
@@ -73,12 +73,12 @@ pub trait ResponseExt: Sized + sealed::Sealed {
     /// assert_eq!(overloaded.classify(), Class::Unavailable { retry_after: None });
     /// assert!(next(&mut events).await.is_none());
     /// # }
-    /// # async fn next(events: &mut sse::ModelEvents) -> Option<Result<sse::Event, sse::StreamError>> {
+    /// # async fn next(events: &mut http::ModelEvents) -> Option<Result<sse::Event, http::StreamError>> {
     /// #     poll_fn(|cx| Pin::new(&mut *events).poll_next(cx)).await
     /// # }
     /// ```
     #[cfg(feature = "sse")]
-    fn events(self) -> crate::sse::ModelEvents;
+    fn events(self) -> super::ModelEvents;
 }
 
 impl ResponseExt for reqwest::Response {
@@ -100,8 +100,8 @@ impl ResponseExt for reqwest::Response {
     }
 
     #[cfg(feature = "sse")]
-    fn events(self) -> crate::sse::ModelEvents {
-        crate::sse::ModelEvents::new(self)
+    fn events(self) -> super::ModelEvents {
+        super::ModelEvents::new(self)
     }
 }
 

@@ -11,14 +11,14 @@ use bytes::Bytes;
 use futures_core::Stream;
 
 /// Chunks handed out one per poll, then the end (or an endless chunk, if `forever`).
-pub(super) struct Chunks {
+pub(crate) struct Chunks {
     chunks: VecDeque<Result<Bytes, std::io::Error>>,
     forever: Option<Bytes>,
     pulled: Arc<AtomicUsize>,
 }
 
 impl Chunks {
-    pub(super) fn new<I, B>(chunks: I) -> Chunks
+    pub(crate) fn new<I, B>(chunks: I) -> Chunks
     where
         I: IntoIterator<Item = B>,
         B: AsRef<[u8]>,
@@ -34,20 +34,20 @@ impl Chunks {
     }
 
     /// These chunks, then `chunk` again and again.
-    pub(super) fn then_forever(mut self, chunk: &[u8]) -> Chunks {
+    pub(crate) fn then_forever(mut self, chunk: &[u8]) -> Chunks {
         self.forever = Some(Bytes::copy_from_slice(chunk));
         self
     }
 
     /// These chunks, then the connection fails.
-    pub(super) fn then_cut(mut self) -> Chunks {
+    pub(crate) fn then_cut(mut self) -> Chunks {
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         self.chunks.push_back(Err(reset));
         self
     }
 
     /// The bytes pulled from this source so far.
-    pub(super) fn pulled(&self) -> Arc<AtomicUsize> {
+    pub(crate) fn pulled(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.pulled)
     }
 }
@@ -68,12 +68,12 @@ impl Stream for Chunks {
 }
 
 /// Every item, to the stream's end.
-pub(super) fn drain<S: Stream + Unpin>(stream: &mut S) -> Vec<S::Item> {
+pub(crate) fn drain<S: Stream + Unpin>(stream: &mut S) -> Vec<S::Item> {
     std::iter::from_fn(|| next(stream)).collect()
 }
 
 /// The next item of a stream that is always ready.
-pub(super) fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+pub(crate) fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
     match Pin::new(stream).poll_next(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(item) => item,
         Poll::Pending => panic!("a source in memory is always ready"),

@@ -20,10 +20,10 @@ use futures_core::TryStream;
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::engine::{Retry, TimedRetry};
+use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::turn::scope::OpName;
 
 pub use ended::EndedEarly;
 #[cfg(all(feature = "sse", feature = "reqwest"))]

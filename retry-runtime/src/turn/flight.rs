@@ -14,8 +14,8 @@ use super::cancel::Listener;
 use super::report::{Call, CutWait, InFlight};
 use super::scope::{Scope, with_scope};
 use crate::class::Class;
-use crate::engine::op::Op;
 use crate::notice::Hook;
+use crate::op::Op;
 use crate::verdict::StopReason;
 
 /// A call in flight inside a turn: kept by the engine's `Run` from its first attempt until it

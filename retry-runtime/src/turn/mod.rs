@@ -13,7 +13,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod scope;
 
-pub use crate::engine::op::{Op, OpName};
+pub use crate::op::{Op, OpName};
 pub use report::{CutWait, GaveUpRecord, InFlight};
 pub use run::{TurnFuture, TurnOutcome};
 pub use scope::{TurnHandle, current, remaining};

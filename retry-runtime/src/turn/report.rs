@@ -7,7 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::class::Class;
-use crate::engine::op::Op;
+use crate::op::Op;
 use crate::verdict::StopReason;
 
 /// What the retries inside a turn cost.

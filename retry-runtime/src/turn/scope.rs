@@ -22,8 +22,6 @@ use crate::notice::Hook;
 
 // The old home of an operation's name, for the files that still import it from here (the
 // streams and the layers); the engine owns it now.
-#[allow(unused_imports)]
-pub(crate) use crate::engine::op::{Op, OpName};
 
 tokio::task_local! {
     static TURN: Arc<Scope>;

@@ -3,8 +3,8 @@
 use std::error::Error;
 use std::fmt;
 
+use super::HttpError;
 use crate::class::{Class, Classify};
-use crate::http::HttpError;
 
 /// Why a model's stream ([`ModelEvents`](super::ModelEvents)) ended early, and what that says
 /// about trying again:
@@ -32,7 +32,7 @@ use crate::http::HttpError;
 ///     Http(#[from] HttpError),
 ///     #[error(transparent)]
 ///     #[classify(from)] // an error event, a cut, a malformed or oversized frame
-///     Stream(#[from] sse::StreamError),
+///     Stream(#[from] http::StreamError),
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -46,7 +46,7 @@ use crate::http::HttpError;
 /// assert_eq!(error.to_string(), "a malformed event in the model stream: its data is not JSON (line 1 column 13)");
 /// assert!(next(&mut events).await.is_none());
 /// # }
-/// # async fn next(events: &mut sse::ModelEvents) -> Option<Result<sse::Event, sse::StreamError>> {
+/// # async fn next(events: &mut http::ModelEvents) -> Option<Result<sse::Event, http::StreamError>> {
 /// #     poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *events), cx)).await
 /// # }
 /// ```

@@ -13,11 +13,10 @@ use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-use super::event::Event;
-use super::events::{DecodeError, Events, decode};
+use super::HttpError;
 use super::stream_error::StreamError;
 use crate::class::Classify;
-use crate::http::HttpError;
+use crate::sse::{DecodeError, Event, Events, decode};
 
 /// What one event means on the model path.
 #[derive(Debug)]
@@ -222,7 +221,7 @@ where
 /// assert!(sse::is_content(&first));
 /// assert!(next(&mut events).await.is_none());
 /// # }
-/// # async fn next(events: &mut sse::ModelEvents) -> Option<Result<Event, sse::StreamError>> {
+/// # async fn next(events: &mut http::ModelEvents) -> Option<Result<Event, http::StreamError>> {
 /// #     poll_fn(|cx| Pin::new(&mut *events).poll_next(cx)).await
 /// # }
 /// ```
@@ -245,7 +244,7 @@ impl ModelEvents {
     }
 
     /// The largest event this stream accepts, in bytes, as
-    /// [`Events::max_event_size`](super::Events::max_event_size) counts it; 1 MiB unless set.
+    /// [`Events::max_event_size`](crate::sse::Events::max_event_size) counts it; 1 MiB unless set.
     ///
     /// ```
     /// use retry_runtime::http::ResponseExt;
