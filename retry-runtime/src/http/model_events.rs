@@ -221,7 +221,7 @@ where
 /// assert!(sse::is_content(&first));
 /// assert!(next(&mut events).await.is_none());
 /// # }
-/// # async fn next(events: &mut http::ModelEvents) -> Option<Result<Event, http::StreamError>> {
+/// # async fn next(events: &mut retry_runtime::http::ModelEvents) -> Option<Result<Event, retry_runtime::http::StreamError>> {
 /// #     poll_fn(|cx| Pin::new(&mut *events).poll_next(cx)).await
 /// # }
 /// ```

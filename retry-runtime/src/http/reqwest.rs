@@ -73,7 +73,7 @@ pub trait ResponseExt: Sized + sealed::Sealed {
     /// assert_eq!(overloaded.classify(), Class::Unavailable { retry_after: None });
     /// assert!(next(&mut events).await.is_none());
     /// # }
-    /// # async fn next(events: &mut http::ModelEvents) -> Option<Result<sse::Event, http::StreamError>> {
+    /// # async fn next(events: &mut retry_runtime::http::ModelEvents) -> Option<Result<sse::Event, retry_runtime::http::StreamError>> {
     /// #     poll_fn(|cx| Pin::new(&mut *events).poll_next(cx)).await
     /// # }
     /// ```

@@ -32,7 +32,7 @@ use crate::class::{Class, Classify};
 ///     Http(#[from] HttpError),
 ///     #[error(transparent)]
 ///     #[classify(from)] // an error event, a cut, a malformed or oversized frame
-///     Stream(#[from] http::StreamError),
+///     Stream(#[from] retry_runtime::http::StreamError),
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -46,7 +46,7 @@ use crate::class::{Class, Classify};
 /// assert_eq!(error.to_string(), "a malformed event in the model stream: its data is not JSON (line 1 column 13)");
 /// assert!(next(&mut events).await.is_none());
 /// # }
-/// # async fn next(events: &mut http::ModelEvents) -> Option<Result<sse::Event, http::StreamError>> {
+/// # async fn next(events: &mut retry_runtime::http::ModelEvents) -> Option<Result<sse::Event, retry_runtime::http::StreamError>> {
 /// #     poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *events), cx)).await
 /// # }
 /// ```
