@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 use retry_runtime::{
-    Budget, Clock, Draw, DurationError, Jitter, Policy, TokioClock, parse_duration,
+    Clock, Deadline, Draw, DurationError, Jitter, Policy, TokioClock, parse_duration,
 };
 
 /// The most attempts backoff takes. A thousand attempts at a one-minute cap is over 16 hours
@@ -120,14 +120,14 @@ impl PolicyArgs {
 
 /// A budget such as `500ms`, `30s`, `2m`, `1h`, at most [`MAX_BUDGET`]: the library's one
 /// duration grammar, which the attribute's `budget` reads too.
-pub(crate) fn parse_budget(text: &str) -> Result<Budget, String> {
+pub(crate) fn parse_budget(text: &str) -> Result<Deadline, String> {
     let too_large = || {
         format!(
             "`{text}` is too large for a budget: use at most a week, like `168h`, or leave out --budget for none"
         )
     };
     match parse_duration(text) {
-        Ok(budget) if budget <= MAX_BUDGET => Ok(Budget::Within(budget)),
+        Ok(budget) if budget <= MAX_BUDGET => Ok(Deadline::Within(budget)),
         Ok(_) | Err(DurationError::TooLarge) => Err(too_large()),
         Err(DurationError::Zero) => Err(format!(
             "`{text}` is not a usable budget: use a positive duration, like `30s`"
@@ -182,13 +182,13 @@ mod tests {
     fn a_budget_is_parsed_in_each_unit_and_bounded_by_a_week() {
         assert_eq!(
             parse_budget("500ms"),
-            Ok(Budget::Within(Duration::from_millis(500)))
+            Ok(Deadline::Within(Duration::from_millis(500)))
         );
         assert_eq!(
             parse_budget("2m"),
-            Ok(Budget::Within(Duration::from_secs(120)))
+            Ok(Deadline::Within(Duration::from_secs(120)))
         );
-        assert_eq!(parse_budget("168h"), Ok(Budget::Within(MAX_BUDGET)));
+        assert_eq!(parse_budget("168h"), Ok(Deadline::Within(MAX_BUDGET)));
         for too_large in ["169h", "99999999999h", "99999999999999999999999s"] {
             let message = parse_budget(too_large).unwrap_err();
             assert!(message.contains("too large"), "{message}");

@@ -8,7 +8,7 @@ use std::fmt;
 use std::process::{ExitCode, ExitStatus, Stdio};
 
 use clap::Args;
-use retry_runtime::{Budget, Class, Classify, Retry, notice};
+use retry_runtime::{Class, Classify, Deadline, Retry, notice};
 
 use crate::error::CliError;
 use crate::flags::{PolicyArgs, parse_budget};
@@ -40,7 +40,7 @@ pub(crate) struct Run {
     /// Give up before a wait that would end past this budget: `30s`, `2m`, `500ms`; at most a
     /// week (`168h`).
     #[arg(long, value_parser = parse_budget)]
-    budget: Option<Budget>,
+    budget: Option<Deadline>,
     /// The command and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -146,7 +146,7 @@ impl Run {
         });
         let retry = Retry::new(&policy)
             .named_owned(std::sync::Arc::<str>::from(program.as_str()))
-            .within(self.budget.unwrap_or(Budget::Turn));
+            .within(self.budget.unwrap_or(Deadline::Turn));
         let result = if skip_waits() {
             let clock = SkippingClock::default();
             let result = retry

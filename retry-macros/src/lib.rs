@@ -200,7 +200,7 @@ use proc_macro::TokenStream;
 ///     const __RETRY_POLICY: Policy = __RETRY_BASE.with_attempts(3);
 ///     static __RETRY: Retry = Retry::new(&__RETRY_POLICY)
 ///         .named(concat!(module_path!(), "::", "fetch"))
-///         .within(Budget::Within(Duration::from_millis(120_000)));
+///         .within(Deadline::Within(Duration::from_millis(120_000)));
 ///     // Evaluated at compile time: a failed check is a compile error at the key to change.
 ///     const _: () = {
 ///         if let Some(problem) = policy_problem(&__RETRY_POLICY) {

@@ -13,8 +13,9 @@ use crate::draw::Draw;
 use crate::testing;
 
 /// A boxed wait, for a [`Clock`] whose sleep is simplest to write as an `async` block:
-/// `type Sleep = retry_runtime::Sleep;` and `Box::pin(async move { ... })`.
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+/// `type Sleep = retry_runtime::BoxSleep;` and `Box::pin(async move { ... })`. Named apart
+/// from tokio's `Sleep`, which a clock's own sleep often wraps.
+pub type BoxSleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Where the engine reads time, sleeps, and draws jitter.
 ///

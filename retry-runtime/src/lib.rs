@@ -54,12 +54,12 @@
 //! | [`retry`], [`Classify`] (trait and derive) | the attribute, and what a failure says |
 //! | [`Class`], [`ClassSet`], [`RetryAfter`] | the classes, sets of them, a derive's hint field |
 //! | [`Policy`], [`Jitter`], [`RateLimit`], [`PolicyError`] | which classes retry, and the ladder |
-//! | [`Retry`], [`TimedRetry`], [`Budget`], [`parse_duration`], [`DurationError`] | the explicit API and the budget it fits |
+//! | [`Retry`], [`TimedRetry`], [`Deadline`], [`parse_duration`], [`DurationError`] | the explicit API and the budget it fits |
 //! | `RetryStream`, `EndedEarly`, `DEFAULT_HOLD_ITEMS`, `DEFAULT_HOLD_BYTES` | feature `stream`: [`Retry::stream`], retried until its first content, never after |
 //! | [`GaveUp`], [`StopReason`], [`TimedOut`], [`TimeoutBound`] | the verdict of a ladder that stopped |
 //! | [`Turn`], [`TurnReport`], [`Canceller`] | the budget scope, its report, its cancel |
 //! | [`Quota`] | the cross-call retry budget |
-//! | [`Clock`], [`Draw`], [`Sleep`], [`TokioClock`], [`TokioSleep`] | time, sleep and jitter, injectable |
+//! | [`Clock`], [`Draw`], [`BoxSleep`], [`TokioClock`], [`TokioSleep`] | time, sleep and jitter, injectable |
 //!
 //! Families with more to offer have a module: [`turn`] (carrying a turn into a task, what is
 //! left of it, its outcome and records), [`notice`] (events and hooks), [`ladder`] (the wait
@@ -81,9 +81,9 @@
 #![forbid(unsafe_code)]
 
 mod attempt;
-mod budget;
 mod class;
 mod clock;
+mod deadline;
 mod draw;
 mod engine;
 mod expansion;
@@ -151,9 +151,9 @@ mod wait;
 #[doc(inline)]
 pub use retry_macros::retry;
 
-pub use budget::{Budget, DurationError, parse_duration};
 pub use class::{Class, ClassSet, Classify, RetryAfter};
-pub use clock::{Clock, Sleep, TokioClock, TokioSleep};
+pub use clock::{BoxSleep, Clock, TokioClock, TokioSleep};
+pub use deadline::{Deadline, DurationError, parse_duration};
 pub use draw::Draw;
 pub use engine::{Retry, TimedRetry};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
@@ -179,8 +179,8 @@ pub use verdict::{GaveUp, StopReason};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attempt::{Attempt, Attempted};
-    pub use crate::budget::Budget;
     pub use crate::class::{Class, Classify, RetryAfter};
+    pub use crate::deadline::Deadline;
     pub use crate::engine::{Call, Retry, Run, Source, TimedRetry};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};

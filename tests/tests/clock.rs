@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use retry_runtime::notice::Action;
-use retry_runtime::{Budget, Class, Clock, Draw, Policy, Retry, Sleep, StopReason, Turn};
+use retry_runtime::{BoxSleep, Class, Clock, Deadline, Draw, Policy, Retry, StopReason, Turn};
 use tokio::time::Instant;
 
 /// A clock that counts every use and never sleeps.
@@ -17,13 +17,13 @@ struct Counting {
 }
 
 impl Clock for Counting {
-    type Sleep = Sleep;
+    type Sleep = BoxSleep;
 
     fn now(&self) -> Instant {
         self.reads.fetch_add(1, Ordering::SeqCst);
         Instant::now()
     }
-    fn sleep(&self, wait: Duration) -> Sleep {
+    fn sleep(&self, wait: Duration) -> BoxSleep {
         self.sleeps.lock().unwrap().push(wait);
         Box::pin(async {})
     }
@@ -81,7 +81,7 @@ async fn an_injected_clock_chooses_the_draws_and_receives_the_waits() {
 async fn a_literal_budget_outside_a_turn_reads_the_clock_once_for_a_success() {
     let clock = Counting::default();
     let _ = Retry::new(&Policy::AVAILABILITY)
-        .within(Budget::Within(Duration::from_secs(2)))
+        .within(Deadline::Within(Duration::from_secs(2)))
         .with_clock(clock.clone())
         .run(async |_| Ok::<_, Class>(()))
         .await;
@@ -157,7 +157,7 @@ async fn outside_a_turn_the_waits_counted_are_the_waits_chosen_and_the_budget_is
     };
     let started = Instant::now();
     let gave_up = Retry::new(policy)
-        .within(Budget::Within(Duration::from_millis(3_200)))
+        .within(Deadline::Within(Duration::from_millis(3_200)))
         .with_clock(Late)
         .run(async |_| Err::<(), _>(Class::Transport))
         .await

@@ -21,13 +21,14 @@ use serde_json::Value;
 /// Every public item at module level, one a line: its kind and its path below the crate root.
 /// Hidden items (`#[doc(hidden)]`, such as `__private`) are not public API and are not named.
 const SURFACE: &str = "
-enum Budget
+type BoxSleep
 struct Canceller
 enum Class
 derive Classify
 trait Classify
 struct ClassSet
 trait Clock
+enum Deadline
 const DEFAULT_HOLD_BYTES
 const DEFAULT_HOLD_ITEMS
 struct Draw
@@ -98,7 +99,6 @@ attr retry
 struct Retry
 trait RetryAfter
 struct RetryStream
-type Sleep
 mod sse
 fn sse::decode
 enum sse::DecodeError

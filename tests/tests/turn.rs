@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use retry_runtime::turn::{CutWait, InFlight, TurnFuture};
-use retry_runtime::{Budget, Class, GaveUp, Policy, Quota, Retry, StopReason, Turn, testing, turn};
+use retry_runtime::{
+    Class, Deadline, GaveUp, Policy, Quota, Retry, StopReason, Turn, testing, turn,
+};
 use tokio::time::Instant;
 
 const TURN: Duration = Duration::from_secs(180);
@@ -115,7 +117,7 @@ async fn outside_a_turn_only_attempts_bound_the_ladder() {
 
 #[tokio::test(start_paused = true)]
 async fn a_literal_budget_bounds_one_call() {
-    let bounded = Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(30)));
+    let bounded = Retry::new(&Policy::OUTAGE).within(Deadline::Within(Duration::from_secs(30)));
     let (result, recorded) =
         testing::scope(bounded.run(async |_| Err::<(), _>(Class::Transport))).await;
 
@@ -132,7 +134,7 @@ async fn a_literal_budget_bounds_one_call() {
 #[tokio::test(start_paused = true)]
 async fn a_literal_budget_inside_a_turn_keeps_the_sooner_deadline() {
     // The call may take two minutes, but the turn has only 10 s: the 15 s wait is not taken.
-    let bounded = Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(120)));
+    let bounded = Retry::new(&Policy::OUTAGE).within(Deadline::Within(Duration::from_secs(120)));
     let ((result, _), recorded) = testing::scope(
         Turn::new(Duration::from_secs(10))
             .run(bounded.run(async |_| Err::<(), _>(Class::Transport))),
@@ -388,7 +390,8 @@ async fn a_turn_too_long_to_be_an_instant_has_no_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn an_expired_literal_budget_is_reported_as_budget_not_cancelled() {
-    let bounded = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
+    let bounded =
+        Retry::new(&Policy::AVAILABILITY).within(Deadline::Within(Duration::from_secs(2)));
     let result = bounded
         .run(async |_| {
             tokio::time::sleep(Duration::from_secs(3)).await;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use retry_runtime::TimeoutBound;
 use retry_runtime::turn::{CutWait, InFlight};
 use retry_runtime::{
-    Class, Classify, Clock, Draw, Policy, Quota, Retry, Sleep, TimedOut, Turn, retry,
+    BoxSleep, Class, Classify, Clock, Draw, Policy, Quota, Retry, TimedOut, Turn, retry,
 };
 use retry_tests::{CallError as ClientError, Client, Reply, Server, Step};
 use tokio::time::Instant;
@@ -315,7 +315,7 @@ async fn when_the_turn_and_the_timeout_end_together_the_turn_wins() {
 #[tokio::test(start_paused = true)]
 async fn an_attempt_is_bounded_by_what_is_left_of_a_literal_budget() {
     let gave_up = Retry::new(&Policy::TRANSIENT)
-        .within(retry_runtime::Budget::Within(Duration::from_secs(1)))
+        .within(retry_runtime::Deadline::Within(Duration::from_secs(1)))
         .timeout(Duration::from_secs(5))
         .run(async |_| std::future::pending::<Result<(), CallError>>().await)
         .await
@@ -333,12 +333,12 @@ async fn an_attempt_is_bounded_by_what_is_left_of_a_literal_budget() {
 struct Impatient;
 
 impl Clock for Impatient {
-    type Sleep = Sleep;
+    type Sleep = BoxSleep;
 
     fn now(&self) -> Instant {
         Instant::now()
     }
-    fn sleep(&self, _wait: Duration) -> Sleep {
+    fn sleep(&self, _wait: Duration) -> BoxSleep {
         Box::pin(async {})
     }
     fn draw(&self) -> Draw {

@@ -238,9 +238,9 @@ fn retry_builder(
 
 fn budget_value(budget: &BudgetChoice, private: &TokenStream) -> TokenStream {
     match budget {
-        BudgetChoice::Turn => quote!(#private::Budget::Turn),
+        BudgetChoice::Turn => quote!(#private::Deadline::Turn),
         BudgetChoice::Within { millis, .. } => {
-            quote!(#private::Budget::Within(#private::Duration::from_millis(#millis)))
+            quote!(#private::Deadline::Within(#private::Duration::from_millis(#millis)))
         }
     }
 }

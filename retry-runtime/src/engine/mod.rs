@@ -15,9 +15,9 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::budget::Budget;
 use crate::class::Classify;
 use crate::clock::{Clock, TokioClock};
+use crate::deadline::Deadline;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
@@ -71,7 +71,7 @@ macro_rules! ladder {
 pub struct Retry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
     policy: P,
     op: N,
-    budget: Budget,
+    budget: Deadline,
     quota: Option<Q>,
     clock: C,
 }
@@ -103,7 +103,7 @@ impl<P: AsRef<Policy>> Retry<TokioClock, P> {
         Retry {
             policy,
             op: "retry",
-            budget: Budget::Turn,
+            budget: Deadline::Turn,
             quota: None,
             clock: TokioClock,
         }
@@ -190,7 +190,7 @@ impl<C, P, N> Retry<C, P, N> {
 
 impl<C, P, N, Q> Retry<C, P, N, Q> {
     /// Bound the ladder by `budget`.
-    pub const fn within(mut self, budget: Budget) -> Self {
+    pub const fn within(mut self, budget: Deadline) -> Self {
         self.budget = budget;
         self
     }
@@ -269,19 +269,19 @@ impl<C, P, N, Q> Retry<C, P, N, Q> {
     }
 
     /// The budget.
-    pub const fn budget(&self) -> Budget {
+    pub const fn budget(&self) -> Deadline {
         self.budget
     }
 
     /// Whether this call's ladder, at its worst, fits its own literal budget; always true for
-    /// [`Budget::Turn`], which is checked at run time. `#[retry]` asserts this at compile time.
+    /// [`Deadline::Turn`], which is checked at run time. `#[retry]` asserts this at compile time.
     ///
     /// ```
-    /// use retry_runtime::{Budget, Policy, Retry};
+    /// use retry_runtime::{Deadline, Policy, Retry};
     /// use std::time::Duration;
-    /// const FITS: Retry = Retry::new(&Policy::AVAILABILITY).within(Budget::Within(Duration::from_secs(2)));
+    /// const FITS: Retry = Retry::new(&Policy::AVAILABILITY).within(Deadline::Within(Duration::from_secs(2)));
     /// assert!(FITS.fits_budget());
-    /// assert!(!Retry::new(&Policy::OUTAGE).within(Budget::Within(Duration::from_secs(60))).fits_budget());
+    /// assert!(!Retry::new(&Policy::OUTAGE).within(Deadline::Within(Duration::from_secs(60))).fits_budget());
     /// ```
     pub fn fits_budget(&self) -> bool
     where
@@ -292,10 +292,10 @@ impl<C, P, N, Q> Retry<C, P, N, Q> {
 }
 
 /// Whether `policy`'s worst case fits `budget`.
-const fn fits(policy: &Policy, budget: Budget) -> bool {
+const fn fits(policy: &Policy, budget: Deadline) -> bool {
     match budget {
-        Budget::Turn => true,
-        Budget::Within(limit) => policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
+        Deadline::Turn => true,
+        Deadline::Within(limit) => policy.worst_case_wait().as_nanos() <= limit.as_nanos(),
     }
 }
 
@@ -455,7 +455,7 @@ impl<C, P, N> TimedRetry<C, P, N> {
 
 impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
     /// Bound the ladder by `budget`.
-    pub const fn within(mut self, budget: Budget) -> Self {
+    pub const fn within(mut self, budget: Deadline) -> Self {
         self.retry.budget = budget;
         self
     }
@@ -558,7 +558,7 @@ where
         self.op.to_op()
     }
     #[inline]
-    fn budget(&self) -> Budget {
+    fn budget(&self) -> Deadline {
         self.budget
     }
     #[inline]
@@ -592,7 +592,7 @@ where
         self.retry.op.to_op()
     }
     #[inline]
-    fn budget(&self) -> Budget {
+    fn budget(&self) -> Deadline {
         self.retry.budget
     }
     #[inline]

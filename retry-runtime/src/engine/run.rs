@@ -11,9 +11,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::attempt::{Attempt, Attempted, Timed};
-use crate::budget::Budget;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
+use crate::deadline::Deadline;
 use crate::ladder::{self, Decided, Failure, Step};
 use crate::meter::{self, Outcome, Series};
 use crate::nesting;
@@ -111,7 +111,7 @@ pub trait Source {
     /// The operation's name, as a turn's report keeps it.
     fn op_name(&self) -> Op;
     /// The budget.
-    fn budget(&self) -> Budget;
+    fn budget(&self) -> Deadline;
     /// The quota, if any.
     fn quota(&self) -> Option<&Quota>;
     /// The clock.
@@ -139,7 +139,7 @@ impl<S: Source> Source for &S {
         (**self).op_name()
     }
     #[inline]
-    fn budget(&self) -> Budget {
+    fn budget(&self) -> Deadline {
         (**self).budget()
     }
     #[inline]
@@ -186,8 +186,8 @@ impl<R: Source> Run<R> {
         let source = &self.source;
         self.since = match (flight::flight(|| source.clock().now()), source.budget()) {
             (Some(flight), _) => Since::InTurn(flight),
-            (None, Budget::Within(_)) => Since::Started(source.clock().now()),
-            (None, Budget::Turn) => Since::Unread,
+            (None, Deadline::Within(_)) => Since::Started(source.clock().now()),
+            (None, Deadline::Turn) => Since::Unread,
         };
     }
 
@@ -277,7 +277,7 @@ impl<R: Source> Run<R> {
             end = (Some(turn), TimeoutBound::Turn);
         }
         if budget
-            && let (Budget::Within(limit), Some(started)) = (self.source.budget(), self.started())
+            && let (Deadline::Within(limit), Some(started)) = (self.source.budget(), self.started())
         {
             // The budget is on the retry's clock; its remainder is the same on tokio's.
             let left = started
@@ -564,7 +564,7 @@ impl<R: Source> Run<R> {
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
         let own = match (self.source.budget(), self.started()) {
-            (Budget::Within(limit), Some(started)) => started.checked_add(limit),
+            (Deadline::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
         turn::sooner(own, turn)

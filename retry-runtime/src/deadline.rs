@@ -1,4 +1,4 @@
-//! [`Budget`], the time a ladder must fit in, and the one duration grammar (`"500ms"`, `"2s"`,
+//! [`Deadline`], the time a ladder must fit in, and the one duration grammar (`"500ms"`, `"2s"`,
 //! `"3m"`, `"1h"`) that the attribute's `budget` and `timeout`, and the CLI's `--budget`, read.
 
 use std::fmt;
@@ -9,11 +9,11 @@ use std::time::Duration;
 /// ```
 /// use retry_runtime::Budget;
 /// use std::time::Duration;
-/// assert_eq!(Budget::default(), Budget::Turn);
-/// assert_eq!(Budget::Within(Duration::from_secs(2)).limit(), Some(Duration::from_secs(2)));
+/// assert_eq!(Deadline::default(), Deadline::Turn);
+/// assert_eq!(Deadline::Within(Duration::from_secs(2)).limit(), Some(Duration::from_secs(2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Budget {
+pub enum Deadline {
     /// The enclosing [`Turn`](crate::Turn)'s deadline; outside any turn only `attempts` bounds
     /// the ladder.
     #[default]
@@ -23,12 +23,12 @@ pub enum Budget {
     Within(Duration),
 }
 
-impl Budget {
+impl Deadline {
     /// The call's own limit, if it has one.
     pub const fn limit(&self) -> Option<Duration> {
         match self {
-            Budget::Turn => None,
-            Budget::Within(limit) => Some(*limit),
+            Deadline::Turn => None,
+            Deadline::Within(limit) => Some(*limit),
         }
     }
 }
