@@ -167,6 +167,20 @@ pub enum Action {
     },
 }
 
+/// How far a failed attempt got before it failed: what a notice says of a stream that was
+/// reached, rather than "could not be reached".
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Reached {
+    /// Nothing came back: a call's failure, or a stream that was never opened.
+    #[default]
+    Nothing,
+    /// A stream was open (its head came back), and failed before its first content.
+    Stream,
+    /// The stream had delivered output to the caller: it failed past its commit point.
+    Output,
+}
+
 /// One failed attempt and what the ladder does about it.
 ///
 /// Its `Display` is a sentence for a person:
@@ -211,6 +225,9 @@ pub struct RetryEvent<'a> {
     pub error: Redacted<'a>,
     /// What happens next.
     pub action: Action,
+    /// How far the attempt got: a stream cut after its head is not a server that could not
+    /// be reached.
+    pub reached: Reached,
 }
 
 impl fmt::Debug for RetryEvent<'_> {
@@ -223,6 +240,7 @@ impl fmt::Debug for RetryEvent<'_> {
             .field("class", &self.class)
             .field("error", &self.error)
             .field("action", &self.action)
+            .field("reached", &self.reached)
             .finish()
     }
 }
@@ -243,7 +261,19 @@ impl fmt::Display for RetryEvent<'_> {
             Class::Cancelled => "was cancelled",
             Class::Definitive => "answered with an error",
         };
-        write!(f, "{} {state}", self.op)?;
+        let op = self.op;
+        match (self.class, self.reached) {
+            (Class::Transport, Reached::Stream) => {
+                write!(f, "{op}'s stream was cut before its first content")?;
+            }
+            (Class::Transport, Reached::Output) => {
+                write!(f, "{op}'s stream was cut after it had delivered output")?;
+            }
+            (_, Reached::Output) => {
+                write!(f, "{op} {state} after its stream had delivered output")?
+            }
+            _ => write!(f, "{op} {state}")?,
+        }
         match self.action {
             Action::Retry { backoff } => write!(
                 f,

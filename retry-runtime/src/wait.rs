@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::class::Class;
+use crate::notice::Reached;
 use crate::quota::Quota;
 use crate::turn::cancel::Listener;
 
@@ -97,9 +98,10 @@ pub struct Wait<S, E>(Pin<Box<Waiting<S, E>>>);
 impl<S: Future<Output = ()>, E> Wait<S, E> {
     /// A wait of `sleep` after `error`; inside a turn, `cancelled` (the turn's cancel) ends
     /// it early.
-    pub(crate) fn new(error: E, sleep: S, cancelled: Option<Listener>) -> Self {
+    pub(crate) fn new(error: E, reached: Reached, sleep: S, cancelled: Option<Listener>) -> Self {
         Wait(Box::pin(Waiting {
             error: Some(error),
+            reached,
             sleep: SleepOrCancel { sleep, cancelled },
         }))
     }
@@ -117,6 +119,7 @@ impl<S, E> fmt::Debug for Wait<S, E> {
 #[derive(Debug)]
 pub struct Waited<E> {
     error: E,
+    reached: Reached,
     cancelled: bool,
 }
 
@@ -124,6 +127,11 @@ impl<E> Waited<E> {
     /// Whether a cancel of the turn cut the wait short.
     pub(crate) fn cancelled(&self) -> bool {
         self.cancelled
+    }
+
+    /// How far the failed attempt had got.
+    pub(crate) fn reached(&self) -> Reached {
+        self.reached
     }
 
     /// The failure the wait followed.
@@ -136,6 +144,7 @@ pin_project_lite::pin_project! {
     struct Waiting<S, E> {
         // `None` once the wait is over.
         error: Option<E>,
+        reached: Reached,
         #[pin]
         sleep: SleepOrCancel<S>,
     }
@@ -149,7 +158,11 @@ impl<S: Future<Output = ()>, E> Future for Wait<S, E> {
         let this = self.0.as_mut().project();
         let cancelled = std::task::ready!(this.sleep.poll(cx));
         match this.error.take() {
-            Some(error) => Poll::Ready(Waited { error, cancelled }),
+            Some(error) => Poll::Ready(Waited {
+                error,
+                reached: *this.reached,
+                cancelled,
+            }),
             None => panic!("a retry's wait polled after it was over"),
         }
     }

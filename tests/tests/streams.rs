@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use retry_runtime::http::{HttpError, ModelEvents, ResponseExt, StreamError};
+use retry_runtime::turn::TurnOutcome;
 use retry_runtime::{
     Class, Classify, EndedEarly, GaveUp, Policy, Retry, StopReason, TimedOut, TimeoutBound, Turn,
     sse, testing,
@@ -452,4 +453,68 @@ async fn a_task_holding_a_stream_spawns_whatever_names_it() {
     for task in tasks {
         assert_eq!(task.await.expect("the task runs to its end"), 2);
     }
+}
+
+/// What a turn's hook told a person, a sentence a notice.
+async fn told(server: &EventServer) -> Vec<String> {
+    let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&notices);
+    let turn = Turn::new(Duration::from_secs(180))
+        .on_notice(move |notice| sink.lock().unwrap().push(notice.to_string()));
+    testing::scope(turn.run(read(AVAILABILITY, server, at_content))).await;
+    notices.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_its_first_content_is_told_as_cut_not_unreachable() {
+    let server = EventServer::start([
+        vec![message_start(), ping(), Part::Cut],
+        vec![message_start(), text_delta("Hello"), message_stop()],
+    ])
+    .await;
+    assert_eq!(
+        told(&server).await,
+        ["model's stream was cut before its first content: retrying (2 of 4) in 250 ms"]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_its_output_is_told_as_cut_after_delivering_it() {
+    let server = EventServer::start([vec![message_start(), text_delta("one"), Part::Cut]]).await;
+    assert_eq!(
+        told(&server).await,
+        [
+            "model's stream was cut after it had delivered output: gave up after 1 of 4 \
+             attempts: the stream had delivered output; a retry would repeat it"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_whose_server_cannot_be_reached_is_told_so() {
+    // A port where nothing listens: each connection is refused, for real, at once.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&notices);
+    let turn = Turn::new(Duration::from_secs(180))
+        .on_notice(move |notice| sink.lock().unwrap().push(notice.to_string()));
+    let http = reqwest::Client::new();
+    let url = format!("http://{address}/v1/messages");
+    let stream = AVAILABILITY.stream(|_| {
+        let request = http.post(&url).body("prompt");
+        async move { Ok::<_, Failure>(request.send().await?.check_status().await?.events()) }
+    });
+    let ((outcome, _), _) = testing::scope(turn.run(testing::collect(stream))).await;
+    let TurnOutcome::Finished(items) = outcome else {
+        panic!("the turn ends with the stream's give-up");
+    };
+    assert!(matches!(&items[..], [Err(gave_up)] if gave_up.class() == Class::Transport));
+    let told = notices.lock().unwrap().clone();
+    assert_eq!(told.len(), 4);
+    assert_eq!(
+        told[0],
+        "model could not be reached: retrying (2 of 4) in 250 ms"
+    );
 }

@@ -17,7 +17,7 @@ use crate::deadline::Deadline;
 use crate::ladder::{self, Decided, Failure, Step};
 use crate::meter::{self, Outcome, Series};
 use crate::nesting;
-use crate::notice::{self, Action, RetryEvent};
+use crate::notice::{self, Action, Reached, RetryEvent};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::redact::Redacted;
@@ -312,15 +312,21 @@ impl<R: Source> Run<R> {
     pub(crate) fn stream_failed<E>(
         &mut self,
         error: E,
+        opened: bool,
     ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
+        let reached = match (self.flags & COMMITTED != 0, opened) {
+            (true, _) => Reached::Output,
+            (false, true) => Reached::Stream,
+            (false, false) => Reached::Nothing,
+        };
         // `decide` reads the commit and the opt-in; a restart is announced and counted as one.
         if self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
             self.flags |= RESTARTING;
         }
-        let decided = self.failed(error);
+        let decided = self.failed_after(error, reached);
         self.flags &= !COMMITTED;
         decided
     }
@@ -340,7 +346,12 @@ impl<R: Source> Run<R> {
             Decided::Stop(decision) => decision.step.stop_reason(),
             Decided::Pending(_) => None,
         };
-        self.give_up(error, class, reason.unwrap_or(StopReason::NotResendable))
+        self.give_up(
+            error,
+            class,
+            reason.unwrap_or(StopReason::NotResendable),
+            Reached::Nothing,
+        )
     }
 
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
@@ -417,15 +428,29 @@ impl<R: Source> Run<R> {
     /// that listens for its cancel), and only a call that waits makes it; the caller's future
     /// holds its pointer. The wait owns what it needs, so a hand-written stream can hold it
     /// beside its run; give what it resolves to back to [`waited`](Self::waited).
+    #[inline]
     pub fn failed<E>(&mut self, error: E) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.failed_after(error, Reached::Nothing)
+    }
+
+    /// [`failed`](Self::failed), for an attempt that got as far as `reached`: the notices
+    /// say so.
+    fn failed_after<E>(
+        &mut self,
+        error: E,
+        reached: Reached,
+    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
         let class = error.classify();
         self.attempt_failed(class);
-        let wait = match self.decide(&error, class) {
+        let wait = match self.decide(&error, class, reached) {
             Ok(wait) => wait,
-            Err(reason) => return Err(self.give_up(error, class, reason)),
+            Err(reason) => return Err(self.give_up(error, class, reason, reached)),
         };
         meter::waited(self.source.op(), wait);
         let cancelled = match &mut self.since {
@@ -445,7 +470,12 @@ impl<R: Source> Run<R> {
                 None
             }
         };
-        Ok(Wait::new(error, self.source.clock().sleep(wait), cancelled))
+        Ok(Wait::new(
+            error,
+            reached,
+            self.source.clock().sleep(wait),
+            cancelled,
+        ))
     }
 
     /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
@@ -494,11 +524,17 @@ impl<R: Source> Run<R> {
         self.add_waited(lasted);
         // The retry the quota paid for is never made.
         self.paid.refund(self.source.quota());
-        Err(self.give_up(waited.into_error(), class, StopReason::Cancelled))
+        let reached = waited.reached();
+        Err(self.give_up(waited.into_error(), class, StopReason::Cancelled, reached))
     }
 
     /// The wait before the next attempt, with the retry announced; or the reason to stop.
-    fn decide(&mut self, error: &dyn fmt::Display, class: Class) -> Result<Duration, StopReason> {
+    fn decide(
+        &mut self,
+        error: &dyn fmt::Display,
+        class: Class,
+        reached: Reached,
+    ) -> Result<Duration, StopReason> {
         match self.next_step(class) {
             Step::Retry { wait } => {
                 let action = if self.flags & RESTARTING != 0 {
@@ -506,7 +542,7 @@ impl<R: Source> Run<R> {
                 } else {
                     Action::Retry { backoff: wait }
                 };
-                self.notify(error, class, action);
+                self.notify(error, class, action, reached);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.flags |= RATE_LIMITED;
                 }
@@ -590,8 +626,9 @@ impl<R: Source> Run<R> {
         error: E,
         class: Class,
         reason: StopReason,
+        reached: Reached,
     ) -> GaveUp<E> {
-        self.notify(&error, class, Action::GiveUp { reason });
+        self.notify(&error, class, Action::GiveUp { reason }, reached);
         meter::count(self.source.op(), Series::GiveUp(reason));
         self.end(Outcome::gave_up(class), None);
         // Only a ladder that ran out tells the one around it: a failure it declined to retry
@@ -679,7 +716,7 @@ impl<R: Source> Run<R> {
         false
     }
 
-    fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action) {
+    fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action, reached: Reached) {
         let hooks = self.flight().map_or_else(Vec::new, Flight::hooks);
         let event = RetryEvent {
             op: self.source.op(),
@@ -689,6 +726,7 @@ impl<R: Source> Run<R> {
             class,
             error: Redacted::new(error),
             action,
+            reached,
         };
         self.spans.in_scope(|| notice::emit(hooks, &event));
     }

@@ -465,7 +465,7 @@ fn timed_out<T, E, H>(
 
 /// A failure of the attempt: the wait before the next, or the give-up that ends the stream.
 /// The state it becomes drops the attempt and all it held.
-fn fail<R, O, Fut, W>(core: &mut Core<R, O>, error: Fut::Error) -> Next<Fut, W>
+fn fail<R, O, Fut, W>(core: &mut Core<R, O>, error: Fut::Error, opened: bool) -> Next<Fut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -474,7 +474,7 @@ where
     Fut::Error: Classify + fmt::Display,
 {
     core.run.note_frame(mem::take(&mut core.frame));
-    match core.run.stream_failed(error) {
+    match core.run.stream_failed(error, opened) {
         Ok(wait) => Then::Become(State::Waiting { wait }),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }
@@ -530,7 +530,7 @@ where
             None => return Then::Yield(Poll::Pending),
         },
     };
-    fail::<R, O, Fut, W>(core, failure)
+    fail::<R, O, Fut, W>(core, failure, false)
 }
 
 /// Poll an open stream before its commit point, or deliver what it held at it.
@@ -566,7 +566,7 @@ where
     };
     match holding(stream, hold, timer.as_mut(), core, rules, cx) {
         Held::Pending => Then::Yield(Poll::Pending),
-        Held::Failed(error) => fail::<R, O, Fut, W>(core, error),
+        Held::Failed(error) => fail::<R, O, Fut, W>(core, error, true),
         Held::Passed(item) => {
             commit(core, rules, timer);
             *flow = Flow::Passing;
@@ -677,7 +677,7 @@ where
             None => return Then::Yield(Poll::Pending),
         },
     };
-    fail::<R, O, Fut, W>(core, failure)
+    fail::<R, O, Fut, W>(core, failure, true)
 }
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.
