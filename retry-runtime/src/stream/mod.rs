@@ -7,6 +7,7 @@
 //! and the stream passes through; after it, a failure ends the stream with
 //! [`StopReason::Committed`](crate::StopReason::Committed), because a retry would repeat what the caller has already seen.
 
+mod attempt;
 mod ended;
 mod hold;
 mod retry_stream;
