@@ -14,7 +14,7 @@ use futures_core::{TryFuture, TryStream};
 
 use super::ended::EndedEarly;
 use super::hold::Hold;
-use super::retry_stream::{Core, Flow, Item, Rules, State, Then, Yielded};
+use super::state::{Core, Flow, Item, Rules, State, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
 use crate::clock::Clock;

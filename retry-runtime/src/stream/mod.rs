@@ -11,6 +11,7 @@ mod attempt;
 mod ended;
 mod hold;
 mod retry_stream;
+mod state;
 mod timer;
 
 use std::fmt;

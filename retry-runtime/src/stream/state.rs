@@ -1,0 +1,94 @@
+//! The states of a [`RetryStream`](super::RetryStream), each with what it needs, and what the
+//! states share: the run, `open`, the rules and the attempt's nesting frame. Data only: the
+//! stream's builders and poll live in `retry_stream.rs`, an attempt's polls in `attempt.rs`.
+
+use std::collections::VecDeque;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures_core::{TryFuture, TryStream};
+
+use super::ended::EndedEarly;
+use super::hold::{Hold, Limits};
+use crate::engine::Run;
+use crate::nesting;
+use crate::timeout::TimedOut;
+use crate::verdict::GaveUp;
+use crate::wait::Wait;
+
+/// An item of the stream that `Fut` opens.
+pub(super) type Item<Fut> = <<Fut as TryFuture>::Ok as TryStream>::Ok;
+
+/// What a [`RetryStream`] yields: an item, or the give-up that ends it.
+pub(super) type Yielded<Fut> = Result<Item<Fut>, GaveUp<<Fut as TryFuture>::Error>>;
+
+pin_project_lite::pin_project! {
+    /// Where a [`RetryStream`] is, with what that place needs.
+    #[project = StateProj]
+    pub(super) enum State<Fut, S, T, W, E> {
+        /// The next attempt is to be opened.
+        Start,
+        /// `open`'s future is running.
+        Opening { #[pin] future: Fut },
+        /// The attempt's stream is open, and `flow` says how far it has got.
+        Open { #[pin] stream: S, flow: Flow<T> },
+        /// The stream ended at its commit point: what it held, then the end.
+        Draining { held: VecDeque<T> },
+        /// Waiting before the next attempt.
+        Waiting { wait: Wait<W, E> },
+        /// Over: it has returned its last item, or its give-up.
+        Done,
+    }
+}
+
+/// How far an open stream has got.
+pub(super) enum Flow<T> {
+    /// Before the commit point: its items are held.
+    Holding(Hold<T>),
+    /// Committed: what was held is being delivered.
+    Releasing(VecDeque<T>),
+    /// Committed, and what was held delivered: items pass through.
+    Passing,
+}
+
+/// The rules of a [`RetryStream`]: its commit point, what it holds before it, its timeouts,
+/// how its error holds a [`TimedOut`] or an [`EndedEarly`], and its restart hook.
+pub(super) struct Rules<T, E, H> {
+    pub(super) commit: fn(&T) -> bool,
+    pub(super) weigh: fn(&T) -> usize,
+    pub(super) limits: Limits,
+    pub(super) commit_timeout: Option<Duration>,
+    pub(super) idle_timeout: Option<Duration>,
+    pub(super) timed_out: Option<fn(TimedOut) -> E>,
+    pub(super) ended_early: Option<fn(EndedEarly) -> E>,
+    pub(super) restart: H,
+}
+
+/// What the stream's states share: the run, `open` and the nesting frame of the attempt.
+pub(super) struct Core<R, O> {
+    pub(super) run: Run<R>,
+    /// What the run does when the stream is dropped: `Run::dropped` for this `R`, kept as a
+    /// pointer so that the stream itself needs no bound.
+    pub(super) dropped: fn(&mut Run<R>),
+    pub(super) open: O,
+    pub(super) frame: nesting::Frame,
+}
+
+impl<R, O> Drop for Core<R, O> {
+    /// Dropped unfinished, the call reports itself; after its commit point it has finished.
+    fn drop(&mut self) {
+        (self.dropped)(&mut self.run);
+    }
+}
+
+/// What a state's poll says to do next.
+pub(super) enum Then<St, Y> {
+    /// Return this.
+    Yield(Poll<Option<Y>>),
+    /// Go on in the state this became.
+    Become(St),
+    /// End the stream with this last item (or none): it is done.
+    End(Option<Y>),
+    /// Go on in the same state (it changed inside).
+    Again,
+}
