@@ -80,6 +80,7 @@ enum notice::Action
 fn notice::clear_process_hook
 type notice::Hook
 enum notice::Notice
+enum notice::Reached
 struct notice::RetryEvent
 fn notice::set_process_hook
 enum notice::TurnEnd
