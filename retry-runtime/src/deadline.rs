@@ -4,10 +4,11 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The budget a ladder must fit in.
+/// The deadline a ladder must fit in: the enclosing turn's (`Turn`), or its own, this long
+/// from the call's start (`Within`). Not a retry budget: that is a [`Quota`](crate::Quota).
 ///
 /// ```
-/// use retry_runtime::Budget;
+/// use retry_runtime::Deadline;
 /// use std::time::Duration;
 /// assert_eq!(Deadline::default(), Deadline::Turn);
 /// assert_eq!(Deadline::Within(Duration::from_secs(2)).limit(), Some(Duration::from_secs(2)));
