@@ -412,42 +412,34 @@ async fn a_task_holding_a_stream_spawns_whatever_names_it() {
     fn open(_: u32) -> std::future::Ready<Result<testing::StreamOf<Result<u32, Class>>, Class>> {
         std::future::ready(Ok(testing::stream_of(vec![Ok(1), Ok(2)])))
     }
+    /// Read a stream the caller holds pinned, yielding between items.
+    async fn count<S: futures_core::Stream<Item = Result<u32, GaveUp<Class>>>>(
+        mut stream: std::pin::Pin<&mut S>,
+    ) -> usize {
+        let mut count = 0;
+        while let Some(item) = stream.next().await {
+            item.expect("no failure");
+            tokio::task::yield_now().await;
+            count += 1;
+        }
+        count
+    }
     let shared: std::sync::Arc<str> = "model".into();
+    // Each task makes its stream and holds it across its awaits.
     let tasks = [
         tokio::spawn(async {
             let policy = Policy::AVAILABILITY.with_attempts(2);
             let mut stream = std::pin::pin!(Retry::new(&policy).named("model").stream(open));
-            let mut count = 0;
-            while let Some(item) = stream.next().await {
-                item.expect("no failure");
-                tokio::task::yield_now().await;
-                count += 1;
-            }
-            count
+            count(stream.as_mut()).await
         }),
         tokio::spawn(async move {
-            let mut stream = std::pin::pin!(
-                Retry::new(&Policy::AVAILABILITY)
-                    .named_owned(shared)
-                    .stream(open)
-            );
-            let mut count = 0;
-            while let Some(item) = stream.next().await {
-                item.expect("no failure");
-                tokio::task::yield_now().await;
-                count += 1;
-            }
-            count
+            let retry = Retry::new(&Policy::AVAILABILITY).named_owned(shared);
+            let mut stream = std::pin::pin!(retry.stream(open));
+            count(stream.as_mut()).await
         }),
         tokio::spawn(async {
             let mut stream = std::pin::pin!(Retry::new(&Policy::AVAILABILITY).stream(open));
-            let mut count = 0;
-            while let Some(item) = stream.next().await {
-                item.expect("no failure");
-                tokio::task::yield_now().await;
-                count += 1;
-            }
-            count
+            count(stream.as_mut()).await
         }),
     ];
     for task in tasks {

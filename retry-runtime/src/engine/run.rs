@@ -698,6 +698,17 @@ impl<R: Source> Run<R> {
         self.report(None);
     }
 
+    /// A stream was dropped: past its commit point it has finished (its output reached the
+    /// caller); before it, it is a call dropped unfinished. Apart from [`dropped`](Self::dropped),
+    /// so that a call's drop stays as small as it was.
+    #[cfg(feature = "stream")]
+    pub(crate) fn stream_dropped(&mut self) {
+        if self.flags & COMMITTED != 0 {
+            self.ended_after_commit();
+        }
+        self.dropped();
+    }
+
     /// A stream reached its commit point: its output goes to the caller. The first commit
     /// settles the quota and is counted; a later one is a restart's, and says so (`true`), so
     /// the caller can discard what it had.
@@ -769,14 +780,9 @@ impl<R: Source> Drop for Call<R> {
 
 impl<R: Source> Run<R> {
     /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
-    /// itself to its turn: what it did so far, and the attempt or the wait it was in. A
-    /// stream dropped after its commit point has finished: its output reached the caller.
+    /// itself to its turn: what it did so far, and the attempt or the wait it was in.
     #[inline]
     pub(crate) fn dropped(&mut self) {
-        #[cfg(feature = "stream")]
-        if self.flags & COMMITTED != 0 {
-            self.ended_after_commit();
-        }
         // The retry the quota paid for, if the call was dropped in its wait, is never made.
         self.paid.refund(self.source.quota());
         if self.attempts > 0 && self.flags & ENDED == 0 {

@@ -102,7 +102,7 @@ where
             timer: Timer::new(),
             core: Core {
                 run: Run::new(source),
-                dropped: Run::dropped,
+                dropped: Run::stream_dropped,
                 open,
                 frame: nesting::Frame::default(),
             },

@@ -67,7 +67,7 @@ pub(super) struct Rules<T, E, H> {
 /// What the stream's states share: the run, `open` and the nesting frame of the attempt.
 pub(super) struct Core<R, O> {
     pub(super) run: Run<R>,
-    /// What the run does when the stream is dropped: `Run::dropped` for this `R`, kept as a
+    /// What the run does when the stream is dropped: `Run::stream_dropped` for this `R`, kept as a
     /// pointer so that the stream itself needs no bound.
     pub(super) dropped: fn(&mut Run<R>),
     pub(super) open: O,
