@@ -242,7 +242,7 @@ where
 
     /// Bound the time from calling `open` to the commit point: an attempt that has not
     /// committed by then is dropped, and its error is `E::from(TimedOut)` with
-    /// [`TimeoutBound::Commit`]. It classifies as `Timeout`, so the policy decides:
+    /// [`TimeoutBound::Commit`](crate::TimeoutBound::Commit). It classifies as `Timeout`, so the policy decides:
     /// `availability` does not retry a stall, `transient` does. Bounded by the turn and a
     /// literal budget, as an attempt timeout is.
     pub fn commit_timeout(mut self, timeout: Duration) -> Self
@@ -256,7 +256,7 @@ where
 
     /// Bound the time between items, before the commit point and after it: a stream that
     /// stalls longer is dropped, and its error is `E::from(TimedOut)` with
-    /// [`TimeoutBound::Idle`]. After the commit point, that ends the stream with
+    /// [`TimeoutBound::Idle`](crate::TimeoutBound::Idle). After the commit point, that ends the stream with
     /// [`StopReason::Committed`](crate::StopReason::Committed), as any error does.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self
     where
