@@ -253,6 +253,41 @@ mod tests {
     }
 
     #[test]
+    fn a_here_document_whose_end_word_holds_a_substitution_is_reported_not_parsed() {
+        // Each of these made brush-parser ask for gigabytes (the first found by the shell
+        // property test below, seed 43): the lint reports them instead, in shell and in a
+        // workflow's run body alike.
+        for script in [
+            "cat <<$(  #",
+            "if\"use\"esac<<$(  #}#!{do",
+            "x <<-\"$(  #",
+            "y <<a`  #",
+        ] {
+            let report = check_file(Language::Shell, script.as_bytes());
+            assert!(
+                skipped_reason(&report).starts_with("a here-document's end word holds"),
+                "{script}: {report:?}"
+            );
+        }
+        let workflow = "jobs:\n  a:\n    steps:\n      - run: cat <<$(  #\n";
+        let report = check_file(Language::Workflow, workflow.as_bytes());
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|skipped| skipped.reason.starts_with("a here-document")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn a_plain_here_document_and_a_here_string_are_parsed() {
+        let script = "cat <<EOF\nhello\nEOF\ngrep x <<< \"$(date)\"\n";
+        let report = check_file(Language::Shell, script.as_bytes());
+        assert!(report.skipped.is_empty(), "{report:?}");
+    }
+
+    #[test]
     fn a_deeply_nested_rust_file_is_reported_not_parsed() {
         let depth = 100_000;
         let text = format!("fn f() {{ {}{} }}", "(".repeat(depth), ")".repeat(depth));

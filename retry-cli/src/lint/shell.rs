@@ -40,6 +40,21 @@ impl Positions for Identity {
 
 /// Check one script, reporting at the file positions `positions` gives.
 pub(crate) fn check(script: &str, positions: &dyn Positions) -> FileReport {
+    if let Some(line) = substituted_here_tag(script) {
+        let (line, column) = positions.place(line, 1);
+        return FileReport {
+            findings: Vec::new(),
+            skipped: vec![Skipped {
+                line,
+                column,
+                reason: "a here-document's end word holds a command substitution (`<<$(`), \
+                         which the shell parser cannot read safely (some run it out of \
+                         memory); write the end word plainly, or list the file in \
+                         .backoff-lint-ignore"
+                    .to_owned(),
+            }],
+        };
+    }
     let mut parser = brush_parser::Parser::new(script.as_bytes(), &ParserOptions::default());
     let program = match parser.parse_program() {
         Ok(program) => program,
@@ -57,6 +72,34 @@ pub(crate) fn check(script: &str, positions: &dyn Positions) -> FileReport {
         findings,
         skipped: Vec::new(),
     }
+}
+
+/// The line of the first here-document whose end word holds a command substitution (`$(` or
+/// a backtick), if any. brush-parser 0.4's tokenizer allocates without bound on some of
+/// them (`cat <<$(  #` asks for gigabytes), and no script needs one, so such a file is
+/// reported, never parsed. A here-string (`<<<`) is not a here-document.
+fn substituted_here_tag(script: &str) -> Option<usize> {
+    let mut rest = script;
+    while let Some(at) = rest.find("<<") {
+        let after = &rest[at + 2..];
+        if let Some(string) = after.strip_prefix('<') {
+            rest = string;
+            continue;
+        }
+        let tag = after
+            .trim_start_matches('-')
+            .trim_start_matches([' ', '\t']);
+        let word = tag
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+            .next()
+            .unwrap_or_default();
+        if word.contains("$(") || word.contains('`') {
+            let line = script.len() - after.len();
+            return Some(script[..line].matches('\n').count() + 1);
+        }
+        rest = after;
+    }
+    None
 }
 
 /// The report for a script the parser rejects, at the place it stopped.
