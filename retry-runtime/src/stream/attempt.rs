@@ -183,7 +183,8 @@ where
                 }
             };
         }
-        Flow::Passing => return Then::Again,
+        // The stream's poll sends a passing stream to `pass` first; this is the same step.
+        Flow::Passing => return pass(stream, timer, core, rules, cx),
     };
     match holding(stream, hold, timer.as_mut(), core, rules, cx) {
         Held::Pending => Then::Yield(Poll::Pending),
