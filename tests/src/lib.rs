@@ -709,4 +709,6 @@ pub mod headline;
 #[allow(missing_docs)]
 pub mod stream_headline;
 
+pub mod cutting_proxy;
 pub mod event_server;
+pub mod mcp_peer;
