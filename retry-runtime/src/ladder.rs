@@ -234,6 +234,9 @@ pub struct Failure {
     /// Whether the caller lets the policy retry an attempt that had delivered output
     /// ([`RetryStream::restart_after_commit`](crate::RetryStream::restart_after_commit)).
     pub restartable: bool,
+    /// The reconnection time a resumable stream's server asked for (an SSE `retry:` field):
+    /// a hint with the standing of the class's `Retry-After`, the longer of the two counting.
+    pub reconnect: Option<Duration>,
 }
 
 impl Failure {
@@ -250,7 +253,27 @@ impl Failure {
             turn_over: false,
             committed: false,
             restartable: false,
+            reconnect: None,
         }
+    }
+
+    /// This failure of a resumable stream whose server asked to wait `reconnect` before
+    /// reconnecting (an SSE `retry:` field; `None`: it did not): a floor under the wait, as a
+    /// `Retry-After` is, and refused past the policy's `max_retry_after`.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Failure, Why};
+    /// use retry_runtime::{Class, Draw, Policy};
+    /// use std::time::Duration;
+    ///
+    /// let cut = Failure::new(1, Class::Transport).with_reconnect(Some(Duration::from_millis(1500)));
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, cut).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.wait(), Some(Duration::from_millis(1500)));
+    /// assert_eq!(decision.rule, Why::Hint);
+    /// ```
+    pub const fn with_reconnect(mut self, reconnect: Option<Duration>) -> Failure {
+        self.reconnect = reconnect;
+        self
     }
 
     /// This failure after a retried call nested in its attempt gave up (or not).
@@ -622,8 +645,14 @@ pub const fn decide(policy: &Policy, failure: Failure) -> Decided {
             )
         }
     };
-    // A hint of zero asks for nothing, so it is no hint at all.
-    let hint = match failure.class.retry_after() {
+    // A hint of zero asks for nothing, so it is no hint at all; of the class's and the
+    // stream's reconnection time, the longer counts.
+    let hint = match (failure.class.retry_after(), failure.reconnect) {
+        (Some(class), Some(reconnect)) => Some(max_duration(class, reconnect)),
+        (Some(hint), None) | (None, Some(hint)) => Some(hint),
+        (None, None) => None,
+    };
+    let hint = match hint {
         Some(hint) if !hint.is_zero() => Some(hint),
         _ => None,
     };
@@ -733,6 +762,10 @@ const fn sat_add(a: u128, b: u128) -> u128 {
 
 const fn min_duration(a: Duration, b: Duration) -> Duration {
     if a.as_nanos() <= b.as_nanos() { a } else { b }
+}
+
+const fn max_duration(a: Duration, b: Duration) -> Duration {
+    if a.as_nanos() >= b.as_nanos() { a } else { b }
 }
 
 const fn min_u128(a: u128, b: u128) -> u128 {

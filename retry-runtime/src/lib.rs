@@ -55,7 +55,8 @@
 //! | [`Class`], [`ClassSet`], [`RetryAfter`] | the classes, sets of them, a derive's hint field |
 //! | [`Policy`], [`Jitter`], [`RateLimit`], [`PolicyError`] | which classes retry, and the ladder |
 //! | [`Retry`], [`TimedRetry`], [`Deadline`], [`parse_duration`], [`DurationError`] | the explicit API and the budget it fits |
-//! | `RetryStream`, `EndedEarly`, `DEFAULT_HOLD_ITEMS`, `DEFAULT_HOLD_BYTES` | feature `stream`: [`Retry::stream`], retried until its first content, never after |
+//! | `RetryStream`, `EndedEarly`, `Ending`, `DEFAULT_HOLD_ITEMS`, `DEFAULT_HOLD_BYTES` | feature `stream`: [`Retry::stream`], retried until its first content, never replayed after |
+//! | `ResumeFrom`, `Resumable`, `DEFAULT_RESUME_SILENCE` | feature `stream`: a cut stream resumed from its last event ID or sequence number ([`RetryStream::resume`]) |
 //! | [`GaveUp`], [`StopReason`], [`TimedOut`], [`TimeoutBound`] | the verdict of a ladder that stopped |
 //! | [`Turn`], [`TurnReport`], [`Canceller`] | the budget scope, its report, its cancel |
 //! | [`Quota`] | the cross-call retry budget |
@@ -162,7 +163,10 @@ pub use quota::Quota;
 pub use retry_macros::Classify;
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-pub use stream::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, EndedEarly, RetryStream};
+pub use stream::{
+    DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, DEFAULT_RESUME_SILENCE, EndedEarly, Ending, Resumable,
+    ResumeFrom, RetryStream,
+};
 pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;

@@ -12,6 +12,7 @@
 //! | [`QUOTA_REFUSALS`] `retry_quota_refusals_total` | counter | `op` | retries the quota refused |
 //! | [`STREAM_COMMITS`] `retry_stream_commits_total` | counter | `op` | streams that reached their commit point |
 //! | [`STREAM_RESTARTS`] `retry_stream_restarts_total` | counter | `op` | streams restarted after it |
+//! | [`STREAM_RESUMES`] `retry_stream_resumes_total` | counter | `op` | streams resumed from their cursor |
 //!
 //! Labels have low cardinality: the operation's name, and a value from the lists here; never
 //! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
@@ -44,6 +45,9 @@ pub const QUOTA_REFUSALS: &str = "retry_quota_refusals_total";
 pub const STREAM_COMMITS: &str = "retry_stream_commits_total";
 /// Streams restarted after their commit point: `retry_stream_restarts_total{op}`.
 pub const STREAM_RESTARTS: &str = "retry_stream_restarts_total";
+/// Streams resumed from their cursor after a cut, a stall or an early close (each resume
+/// counts): `retry_stream_resumes_total{op}`.
+pub const STREAM_RESUMES: &str = "retry_stream_resumes_total";
 
 // The label lists are slices, not arrays, so a new class or reason does not change their type.
 
@@ -148,6 +152,8 @@ pub(crate) enum Series {
     #[cfg_attr(not(feature = "stream"), allow(dead_code))]
     StreamCommit,
     StreamRestart,
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
+    StreamResume,
 }
 
 impl Series {
@@ -170,6 +176,7 @@ impl Series {
             Series::QuotaRefusal => (QUOTA_REFUSALS, None),
             Series::StreamCommit => (STREAM_COMMITS, None),
             Series::StreamRestart => (STREAM_RESTARTS, None),
+            Series::StreamResume => (STREAM_RESUMES, None),
         }
     }
 
@@ -187,13 +194,14 @@ impl Series {
             Series::QuotaRefusal => REST,
             Series::StreamCommit => REST + 1,
             Series::StreamRestart => REST + 2,
+            Series::StreamResume => REST + 3,
         }
     }
 }
 
 /// How many counter series an operation has.
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-const SLOTS: usize = OUTCOMES.len() + ATTEMPT_CLASSES.len() + REASONS.len() + 3;
+const SLOTS: usize = OUTCOMES.len() + ATTEMPT_CLASSES.len() + REASONS.len() + 4;
 
 /// Count one in `series` of `op`.
 #[inline]
@@ -386,6 +394,7 @@ mod tests {
             Series::QuotaRefusal,
             Series::StreamCommit,
             Series::StreamRestart,
+            Series::StreamResume,
         ]);
         let mut slots: Vec<usize> = series.iter().map(|s| s.slot()).collect();
         slots.sort_unstable();

@@ -160,6 +160,13 @@ pub enum Action {
         /// The wait chosen.
         backoff: Duration,
     },
+    /// A resumable stream that was cut, stalled or closed before it was complete continues
+    /// from its cursor ([`RetryEvent::resume_from`]): it waits `backoff`, then reopens with
+    /// [`RetryStream::resume`](crate::RetryStream::resume). Nothing is delivered twice.
+    Resume {
+        /// The wait chosen.
+        backoff: Duration,
+    },
     /// It gives up and returns the failure.
     GiveUp {
         /// Why.
@@ -228,6 +235,9 @@ pub struct RetryEvent<'a> {
     /// How far the attempt got: a stream cut after its head is not a server that could not
     /// be reached.
     pub reached: Reached,
+    /// Where a resumable stream continues from, for [`Action::Resume`]: its last event ID,
+    /// or its sequence number in decimal; `None` for every other action.
+    pub resume_from: Option<&'a str>,
 }
 
 impl fmt::Debug for RetryEvent<'_> {
@@ -241,6 +251,7 @@ impl fmt::Debug for RetryEvent<'_> {
             .field("error", &self.error)
             .field("action", &self.action)
             .field("reached", &self.reached)
+            .field("resume_from", &self.resume_from)
             .finish()
     }
 }
@@ -287,6 +298,12 @@ impl fmt::Display for RetryEvent<'_> {
                 ": restarting the stream from the start ({} of {}) in {} ms",
                 self.attempt.saturating_add(1),
                 self.total,
+                backoff.as_millis()
+            ),
+            Action::Resume { backoff } => write!(
+                f,
+                ": resuming from {} in {} ms",
+                self.resume_from.unwrap_or("its cursor"),
                 backoff.as_millis()
             ),
             Action::GiveUp { reason } => write!(
@@ -386,6 +403,17 @@ fn trace(notice: &Notice<'_>) {
             class = event.class.name(),
             error = %event.error,
             restart = true,
+            "{event}"
+        ),
+        Action::Resume { backoff } => tracing::info!(
+            target: "retry",
+            op = event.op,
+            attempt = event.attempt,
+            total = event.total,
+            backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+            class = event.class.name(),
+            error = %event.error,
+            resume_from = event.resume_from.unwrap_or_default(),
             "{event}"
         ),
         Action::GiveUp { reason } => tracing::warn!(

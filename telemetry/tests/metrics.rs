@@ -239,6 +239,7 @@ fn the_documented_names_are_the_recorded_ones() {
             meter::QUOTA_REFUSALS,
             meter::STREAM_COMMITS,
             meter::STREAM_RESTARTS,
+            meter::STREAM_RESUMES,
         ],
         [
             "retry_calls_total",
@@ -248,6 +249,7 @@ fn the_documented_names_are_the_recorded_ones() {
             "retry_quota_refusals_total",
             "retry_stream_commits_total",
             "retry_stream_restarts_total",
+            "retry_stream_resumes_total",
         ]
     );
 }

@@ -66,9 +66,21 @@ struct Head {
     headers: Vec<(String, String)>,
 }
 
+/// One request as the server saw it: what a resume test asserts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// `GET`, `POST`.
+    pub method: String,
+    /// The path and query: `/v1/responses/resp_1?stream=true&starting_after=3`.
+    pub uri: String,
+    /// Its `Last-Event-ID` header, if it had one.
+    pub last_event_id: Option<String>,
+}
+
 #[derive(Debug)]
 struct Script {
     bodies: Mutex<VecDeque<(Head, Vec<Part>)>>,
+    seen: Mutex<Vec<Seen>>,
     requests: watch::Sender<u32>,
     closed: watch::Sender<u32>,
 }
@@ -114,6 +126,7 @@ impl EventServer {
         let addr = listener.local_addr().expect("read the listener's address");
         let script = Arc::new(Script {
             bodies: Mutex::new(answers.collect()),
+            seen: Mutex::new(Vec::new()),
             requests: watch::channel(0).0,
             closed: watch::channel(0).0,
         });
@@ -136,6 +149,23 @@ impl EventServer {
         *self.script.requests.borrow()
     }
 
+    /// Every request that reached the server, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.script
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many requests with this method reached the server.
+    pub fn count(&self, method: &str) -> usize {
+        self.seen()
+            .iter()
+            .filter(|seen| seen.method == method)
+            .count()
+    }
+
     /// How many answers the client stopped reading before they ended (stalled or not).
     pub fn closed(&self) -> u32 {
         *self.script.closed.borrow()
@@ -154,7 +184,27 @@ impl Drop for EventServer {
     }
 }
 
-async fn answer(State(script): State<Arc<Script>>) -> Response {
+async fn answer(
+    State(script): State<Arc<Script>>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    request_headers: axum::http::HeaderMap,
+) -> Response {
+    let last_event_id = request_headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    script
+        .seen
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Seen {
+            method: method.to_string(),
+            uri: uri
+                .path_and_query()
+                .map_or_else(String::new, ToString::to_string),
+            last_event_id,
+        });
     script.requests.send_modify(|count| *count += 1);
     let next = script
         .bodies

@@ -24,6 +24,8 @@ use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpName};
+#[cfg(feature = "stream")]
+pub(crate) use run::Resuming;
 pub use run::{Call, Run, Source};
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and

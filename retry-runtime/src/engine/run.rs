@@ -23,7 +23,7 @@ use crate::quota::Quota;
 use crate::redact::Redacted;
 use crate::span::CallSpans;
 use crate::timeout::TimeoutBound;
-use crate::turn::flight::{self, Flight};
+use crate::turn::flight::{self, Flight, Next};
 use crate::turn::scope as turn;
 
 use crate::op::Op;
@@ -51,6 +51,22 @@ const COMMITTED: u8 = 1 << 5;
 const DELIVERED: u8 = 1 << 6;
 /// The caller opted in to restarting a stream after its commit point.
 const RESTARTABLE: u8 = 1 << 7;
+
+/// How a failure of a resumable stream that has a cursor is decided: on a ladder counted
+/// from its last renewal (a resume that brought something new starts it again), with the
+/// server's reconnection time as a hint, announced as a resume from `from`.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "stream"), allow(dead_code))]
+pub(crate) struct Resuming<'a> {
+    /// The attempts made before the ladder was last renewed.
+    pub(crate) attempts_before: u32,
+    /// The time waited before it was last renewed.
+    pub(crate) waited_before: Duration,
+    /// The server's reconnection time (SSE `retry:`).
+    pub(crate) reconnect: Option<Duration>,
+    /// The cursor, as text.
+    pub(crate) from: &'a str,
+}
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`](super::Retry::run); not public API.
@@ -313,6 +329,7 @@ impl<R: Source> Run<R> {
         &mut self,
         error: E,
         opened: bool,
+        resuming: Option<&Resuming<'_>>,
     ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
@@ -323,10 +340,11 @@ impl<R: Source> Run<R> {
             (false, false) => Reached::Nothing,
         };
         // `decide` reads the commit and the opt-in; a restart is announced and counted as one.
-        if self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
+        // A resume repeats nothing, so it is never a restart.
+        if resuming.is_none() && self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
             self.flags |= RESTARTING;
         }
-        let decided = self.failed_after(error, reached);
+        let decided = self.failed_after(error, reached, resuming);
         self.flags &= !COMMITTED;
         decided
     }
@@ -342,7 +360,7 @@ impl<R: Source> Run<R> {
         let class = error.classify();
         self.attempt_failed(class);
         // The ladder's own stop before any wait, if it has one: no draw, no clock.
-        let reason = match ladder::decide(self.source.policy(), self.failure(class, None)) {
+        let reason = match ladder::decide(self.source.policy(), self.failure(class, None, None)) {
             Decided::Stop(decision) => decision.step.stop_reason(),
             Decided::Pending(_) => None,
         };
@@ -433,7 +451,7 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        self.failed_after(error, Reached::Nothing)
+        self.failed_after(error, Reached::Nothing, None)
     }
 
     /// [`failed`](Self::failed), for an attempt that got as far as `reached`: the notices
@@ -442,13 +460,14 @@ impl<R: Source> Run<R> {
         &mut self,
         error: E,
         reached: Reached,
+        resuming: Option<&Resuming<'_>>,
     ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
         let class = error.classify();
         self.attempt_failed(class);
-        let wait = match self.decide(&error, class, reached) {
+        let wait = match self.decide(&error, class, reached, resuming) {
             Ok(wait) => wait,
             Err(reason) => return Err(self.give_up(error, class, reason, reached)),
         };
@@ -485,20 +504,43 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
+        let next = if self.flags & RESTARTING != 0 {
+            Next::Restart
+        } else {
+            Next::Retry
+        };
+        self.waited_before(waited, next)
+    }
+
+    /// [`waited`](Self::waited), before a stream's resume from its cursor.
+    #[cfg(feature = "stream")]
+    pub(crate) fn waited_to_resume<E>(&mut self, waited: Waited<E>) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.waited_before(waited, Next::Resume)
+    }
+
+    #[inline]
+    fn waited_before<E>(&mut self, waited: Waited<E>, next: Next) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
         self.paid.wait_over();
         if waited.cancelled() {
             return self.cut_short(waited);
         }
-        let restarting = self.flags & RESTARTING != 0;
         // A turn counts the wait at its end, as the one chosen (elsewhere `failed` did): in a
         // testing scope, exactly the wait recorded.
         if let Since::InTurn(flight) = &mut self.since
-            && let Some((wanted, _)) = flight.wait_ended(restarting)
+            && let Some((wanted, _)) = flight.wait_ended(next)
         {
             self.add_waited(wanted);
         }
-        if restarting {
-            meter::count(self.source.op(), Series::StreamRestart);
+        match next {
+            Next::Retry => {}
+            Next::Restart => meter::count(self.source.op(), Series::StreamRestart),
+            Next::Resume => meter::count(self.source.op(), Series::StreamResume),
         }
         Ok(())
     }
@@ -534,15 +576,16 @@ impl<R: Source> Run<R> {
         error: &dyn fmt::Display,
         class: Class,
         reached: Reached,
+        resuming: Option<&Resuming<'_>>,
     ) -> Result<Duration, StopReason> {
-        match self.next_step(class) {
+        match self.next_step(class, resuming) {
             Step::Retry { wait } => {
-                let action = if self.flags & RESTARTING != 0 {
-                    Action::Restart { backoff: wait }
-                } else {
-                    Action::Retry { backoff: wait }
+                let (action, from) = match resuming {
+                    Some(resuming) => (Action::Resume { backoff: wait }, Some(resuming.from)),
+                    _ if self.flags & RESTARTING != 0 => (Action::Restart { backoff: wait }, None),
+                    _ => (Action::Retry { backoff: wait }, None),
                 };
-                self.notify(error, class, action, reached);
+                self.notify(error, class, action, reached, from);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.flags |= RATE_LIMITED;
                 }
@@ -552,7 +595,7 @@ impl<R: Source> Run<R> {
         }
     }
 
-    fn next_step(&mut self, class: Class) -> Step {
+    fn next_step(&mut self, class: Class, resuming: Option<&Resuming<'_>>) -> Step {
         // A call started outside any turn stays outside one; one inside asks its flight,
         // which holds the turn.
         let flight = self.flight();
@@ -569,7 +612,9 @@ impl<R: Source> Run<R> {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
             _ => None,
         };
-        let failure = self.failure(class, remaining).with_turn_over(turn_over);
+        let failure = self
+            .failure(class, remaining, resuming)
+            .with_turn_over(turn_over);
         // One decision; the RNG is read only where a wait may follow.
         let decision = match ladder::decide(self.source.policy(), failure) {
             Decided::Stop(decision) => decision,
@@ -588,14 +633,35 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// The facts of the run the ladder decides a failure of `class` on.
-    fn failure(&self, class: Class, remaining: Option<Duration>) -> Failure {
-        Failure::new(self.attempts(), class)
+    /// The facts of the run the ladder decides a failure of `class` on. A resume's ladder
+    /// counts from its last renewal, and repeats nothing the caller has.
+    fn failure(
+        &self,
+        class: Class,
+        remaining: Option<Duration>,
+        resuming: Option<&Resuming<'_>>,
+    ) -> Failure {
+        let (attempt, waited, committed, reconnect) = match resuming {
+            Some(resuming) => (
+                self.attempts().saturating_sub(resuming.attempts_before),
+                self.total_waited().saturating_sub(resuming.waited_before),
+                false,
+                resuming.reconnect,
+            ),
+            _ => (
+                self.attempts(),
+                self.total_waited(),
+                self.flags & COMMITTED != 0,
+                None,
+            ),
+        };
+        Failure::new(attempt, class)
             .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
             .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
-            .with_committed(self.flags & COMMITTED != 0, self.flags & RESTARTABLE != 0)
+            .with_committed(committed, self.flags & RESTARTABLE != 0)
             .with_remaining(remaining)
-            .with_waited(self.total_waited())
+            .with_waited(waited)
+            .with_reconnect(reconnect)
     }
 
     fn deadline(&self, turn: Option<Instant>) -> Option<Instant> {
@@ -617,7 +683,8 @@ impl<R: Source> Run<R> {
         self.waited_ms = self.waited_ms.saturating_add(millis);
     }
 
-    fn total_waited(&self) -> Duration {
+    /// The time the call has waited so far, to the millisecond.
+    pub(crate) fn total_waited(&self) -> Duration {
         Duration::from_millis(self.waited_ms.into())
     }
 
@@ -628,7 +695,7 @@ impl<R: Source> Run<R> {
         reason: StopReason,
         reached: Reached,
     ) -> GaveUp<E> {
-        self.notify(&error, class, Action::GiveUp { reason }, reached);
+        self.notify(&error, class, Action::GiveUp { reason }, reached, None);
         meter::count(self.source.op(), Series::GiveUp(reason));
         self.end(Outcome::gave_up(class), None);
         // Only a ladder that ran out tells the one around it: a failure it declined to retry
@@ -709,6 +776,13 @@ impl<R: Source> Run<R> {
         self.dropped();
     }
 
+    /// A resumed stream's attempt continues past the commit point an earlier attempt reached:
+    /// it is committed again, not restarted.
+    #[cfg(feature = "stream")]
+    pub(crate) fn resume_committed(&mut self) {
+        self.flags |= COMMITTED;
+    }
+
     /// A stream reached its commit point: its output goes to the caller. The first commit
     /// settles the quota and is counted; a later one is a restart's, and says so (`true`), so
     /// the caller can discard what it had.
@@ -727,7 +801,14 @@ impl<R: Source> Run<R> {
         false
     }
 
-    fn notify(&self, error: &dyn fmt::Display, class: Class, action: Action, reached: Reached) {
+    fn notify(
+        &self,
+        error: &dyn fmt::Display,
+        class: Class,
+        action: Action,
+        reached: Reached,
+        resume_from: Option<&str>,
+    ) {
         let hooks = self.flight().map_or_else(Vec::new, Flight::hooks);
         let event = RetryEvent {
             op: self.source.op(),
@@ -738,6 +819,7 @@ impl<R: Source> Run<R> {
             error: Redacted::new(error),
             action,
             reached,
+            resume_from,
         };
         self.spans.in_scope(|| notice::emit(hooks, &event));
     }

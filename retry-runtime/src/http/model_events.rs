@@ -7,6 +7,7 @@
 use std::error::Error;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -17,6 +18,7 @@ use super::HttpError;
 use super::stream_error::StreamError;
 use crate::class::Classify;
 use crate::sse::{DecodeError, Event, Events, decode};
+use crate::stream::Resumable;
 
 /// What one event means on the model path.
 #[derive(Debug)]
@@ -149,6 +151,16 @@ impl<S> ModelStream<S> {
     }
 }
 
+impl<S> Resumable for ModelStream<S> {
+    fn last_event_id(&self) -> Option<&str> {
+        self.events.last_event_id()
+    }
+
+    fn reconnection_time(&self) -> Option<Duration> {
+        self.events.reconnection_time()
+    }
+}
+
 impl<S, E> Stream for ModelStream<S>
 where
     S: Stream<Item = Result<Bytes, E>>,
@@ -273,6 +285,38 @@ impl ModelEvents {
     /// ```
     pub fn raw(self) -> ModelEvents {
         ModelEvents(self.0.raw())
+    }
+
+    /// The stream's last event ID (the last `id:` as of its last blank line, kept after it
+    /// ends or is cut): what a resume sends back as `Last-Event-ID`. See
+    /// [`Events::last_event_id`](crate::sse::Events::last_event_id).
+    ///
+    /// ```
+    /// use retry_runtime::http::ResponseExt;
+    /// let response = reqwest::Response::from(http::Response::new("id: 7\nretry: 500\ndata:\n\n"));
+    /// let events = response.events();
+    /// assert_eq!(events.last_event_id(), None);
+    /// ```
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.0.last_event_id()
+    }
+
+    /// The reconnection time the server last set (a `retry:` line), kept after the stream
+    /// ends or is cut: the floor under a resume's wait.
+    pub fn reconnection_time(&self) -> Option<Duration> {
+        self.0.reconnection_time()
+    }
+}
+
+/// A model stream resumes from its last event ID, after its reconnection time.
+#[cfg(feature = "reqwest")]
+impl Resumable for ModelEvents {
+    fn last_event_id(&self) -> Option<&str> {
+        self.0.last_event_id()
+    }
+
+    fn reconnection_time(&self) -> Option<Duration> {
+        self.0.reconnection_time()
     }
 }
 

@@ -51,6 +51,9 @@ struct Fields {
     data: String,
     event: String,
     last_id: Option<Arc<str>>,
+    /// The last event ID as of the last blank line, dispatched or not: the spec's "last
+    /// event ID string" of the event source, what a reconnection sends back.
+    dispatched_id: Option<Arc<str>>,
     retry: Option<Duration>,
     limit: usize,
 }
@@ -68,6 +71,7 @@ impl Decoder {
                 data: String::new(),
                 event: String::new(),
                 last_id: None,
+                dispatched_id: None,
                 retry: None,
                 limit,
             },
@@ -76,6 +80,23 @@ impl Decoder {
 
     pub(crate) fn set_limit(&mut self, limit: usize) {
         self.fields.limit = limit;
+    }
+
+    /// The stream's last event ID as of its last blank line (an `id:` in a block with no
+    /// data counts), and its reconnection time as of its last `retry:` line: what a
+    /// reconnection needs, kept after the decoder is done.
+    pub(crate) fn resume_point(&self) -> (Option<Arc<str>>, Option<Duration>) {
+        (self.fields.dispatched_id.clone(), self.fields.retry)
+    }
+
+    /// The last event ID, as [`resume_point`](Self::resume_point) gives it.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.fields.dispatched_id.as_deref()
+    }
+
+    /// The reconnection time, as [`resume_point`](Self::resume_point) gives it.
+    pub(crate) fn reconnection_time(&self) -> Option<Duration> {
+        self.fields.retry
     }
 
     /// The next chunk. Push it once `next_event` has given `Ok(None)`: a chunk pushed before
@@ -271,6 +292,9 @@ impl Fields {
     /// The spec's dispatch: no data, no event (and the type is reset); else the data without
     /// its last `\n`, of the type given or `message`.
     fn dispatch(&mut self) -> Option<Event> {
+        if self.dispatched_id != self.last_id {
+            self.dispatched_id.clone_from(&self.last_id);
+        }
         if self.data.is_empty() {
             self.event.clear();
             return None;

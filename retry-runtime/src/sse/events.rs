@@ -4,13 +4,16 @@
 use std::error::Error;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
 
 use super::decoder::{Decoder, TooLarge};
 use super::event::Event;
+use crate::stream::Resumable;
 
 /// The largest event [`decode`] accepts unless told otherwise: 1 MiB. Model APIs' events are
 /// a few hundred bytes; a tool call's arguments arrive in many small ones.
@@ -88,10 +91,13 @@ pin_project_lite::pin_project! {
 }
 
 /// While reading, the decoder holds the event in progress and the chunk being parsed; once
-/// done, nothing is held.
+/// done, only where a reconnection would resume from.
 enum State {
     Reading(Decoder),
-    Done,
+    Done {
+        last_event_id: Option<Arc<str>>,
+        retry: Option<Duration>,
+    },
 }
 
 impl<S> Events<S> {
@@ -133,6 +139,53 @@ impl<S> Events<S> {
         }
         self
     }
+
+    /// The stream's last event ID: the last `id:` field as of the last blank line, whether an
+    /// event was dispatched there or not (an `id:` in a block with no data counts; an `id:`
+    /// holding a NUL is ignored; an empty one resets it). Kept after the stream ends or is
+    /// cut, so a reconnection can send it back as `Last-Event-ID`.
+    ///
+    /// ```
+    /// use retry_runtime::sse;
+    /// # use futures_core::Stream;
+    /// # use std::pin::pin;
+    /// # use std::task::{Context, Waker};
+    ///
+    /// // An event, then an ID-only block, then the source ends.
+    /// let body = "id: 1\ndata: a\n\nid: 2\nretry: 500\n\n";
+    /// let source = retry_runtime::testing::stream_of(vec![Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    /// let mut events = pin!(sse::decode(source));
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// while let std::task::Poll::Ready(Some(_)) = events.as_mut().poll_next(&mut cx) {}
+    /// assert_eq!(events.last_event_id(), Some("2"));
+    /// assert_eq!(events.reconnection_time(), Some(std::time::Duration::from_millis(500)));
+    /// ```
+    pub fn last_event_id(&self) -> Option<&str> {
+        match &self.state {
+            State::Reading(decoder) => decoder.last_event_id(),
+            State::Done { last_event_id, .. } => last_event_id.as_deref(),
+        }
+    }
+
+    /// The reconnection time the server last set with a `retry:` line of ASCII digits, in a
+    /// dispatched event or not; kept after the stream ends or is cut.
+    pub fn reconnection_time(&self) -> Option<Duration> {
+        match &self.state {
+            State::Reading(decoder) => decoder.reconnection_time(),
+            State::Done { retry, .. } => *retry,
+        }
+    }
+}
+
+/// Where a cut event stream resumes from: its last event ID and reconnection time.
+impl<S> Resumable for Events<S> {
+    fn last_event_id(&self) -> Option<&str> {
+        Events::last_event_id(self)
+    }
+
+    fn reconnection_time(&self) -> Option<Duration> {
+        Events::reconnection_time(self)
+    }
 }
 
 impl<S, E> Stream for Events<S>
@@ -159,7 +212,11 @@ where
                 },
                 Err(too_large) => Some(Err(too_large.into())),
             };
-            *this.state = State::Done;
+            let (last_event_id, retry) = decoder.resume_point();
+            *this.state = State::Done {
+                last_event_id,
+                retry,
+            };
             return Poll::Ready(ended);
         }
     }

@@ -1,7 +1,7 @@
-//! One attempt's polls, for [`RetryStream`](super::RetryStream)'s states: open it, wait for
-//! its stream, hold its items to the commit point and release them, pass them through after
-//! it, fail, and wait before the next. Each says what to do next ([`Then`]); none does I/O
-//! of its own beyond polling what it is given.
+//! One attempt's polls, for [`RetryStream`](super::RetryStream)'s states: open it (or reopen
+//! it from its cursor), wait for its stream, hold its items to the commit point and release
+//! them, pass them through after it, fail, and wait before the next. Each says what to do
+//! next ([`Then`]); none does I/O of its own beyond polling what it is given.
 
 use std::fmt;
 use std::future::Future;
@@ -14,46 +14,84 @@ use futures_core::{TryFuture, TryStream};
 
 use super::ended::EndedEarly;
 use super::hold::Hold;
+use super::resume::{Resume, ResumeFrom};
 use super::state::{Core, Flow, Item, Rules, State, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::nesting;
-use crate::timeout::TimeoutBound;
+use crate::timeout::{TimedOut, TimeoutBound};
 use crate::turn::scope as turn;
 use crate::wait::{Wait, Waited};
 
 /// The state type of a [`RetryStream`], and what its polls say to do next.
-pub(super) type StateOf<Fut, W> =
-    State<Fut, <Fut as TryFuture>::Ok, Item<Fut>, W, <Fut as TryFuture>::Error>;
-pub(super) type Next<Fut, W> = Then<StateOf<Fut, W>, Yielded<Fut>>;
+pub(super) type StateOf<Fut, ReFut, W> =
+    State<Fut, ReFut, <Fut as TryFuture>::Ok, Item<Fut>, W, <Fut as TryFuture>::Error>;
+pub(super) type Next<Fut, ReFut, W> = Then<StateOf<Fut, ReFut, W>, Yielded<Fut>>;
 
-/// Open the next attempt, under its timer.
-pub(super) fn open<R, O, Fut, H>(
+/// What one attempt hands to the next: the items held before the commit point, and the
+/// cursor. A fresh open starts both again; a resume keeps them.
+pub(super) struct Carry<S, T, Re> {
+    pub(super) hold: Hold<T>,
+    pub(super) resume: Resume<S, T, Re>,
+}
+
+/// Open the next attempt, under its timer: `open`'s future, or (`Err`) the resume's.
+pub(super) fn open<R, O, Fut, H, Re, ReFut>(
     core: &mut Core<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
     timer: Pin<&mut Timer>,
-) -> Fut
+) -> Result<Fut, ReFut>
 where
     R: Source,
     O: FnMut(u32) -> Fut,
+    Re: FnMut(ResumeFrom) -> ReFut,
     Fut: TryFuture,
     Fut::Ok: TryStream,
 {
     let attempt = core.run.attempts().saturating_add(1);
     core.frame = nesting::Frame::default();
-    let future = nesting::enter(&mut core.frame, || (core.open)(attempt));
+    let resume = &mut carry.resume;
+    let resumed = resume.next_is_resume();
+    let from = resumed.then(|| resume.from(attempt));
+    let future = match (from, resume.reopen.as_mut()) {
+        (Some(from), Some(reopen)) => Err(nesting::enter(&mut core.frame, || reopen(from))),
+        _ => {
+            carry.hold.clear();
+            Ok(nesting::enter(&mut core.frame, || (core.open)(attempt)))
+        }
+    };
+    resume.begin(resumed);
     core.run.begin_attempt();
-    let (fixed, idle) = match rules.timed_out {
-        Some(_) => (
-            attempt_bound(&core.run, rules.commit_timeout),
-            rules.idle_timeout,
-        ),
-        None => (None, None),
+    arm(&core.run, rules, resume, timer);
+    future
+}
+
+/// Arm the attempt's timer: up to the commit point, the attempt's own bound; a resume that
+/// has brought nothing yet is bounded by the idle timeout, or the default for resumes.
+fn arm<R, T, E, H, S, Re>(
+    run: &Run<R>,
+    rules: &Rules<T, E, H>,
+    resume: &Resume<S, T, Re>,
+    timer: Pin<&mut Timer>,
+) where
+    R: Source,
+{
+    let fixed = match rules.timed_out {
+        Some(_) if resume.is_resumed() && resume.was_committed() => {
+            turn::expiry().map(|at| (at, TimeoutBound::Turn))
+        }
+        Some(_) => attempt_bound(run, rules.commit_timeout),
+        None => None,
+    };
+    let idle = match (rules.timed_out, resume.is_resumed()) {
+        (_, true) => Some(rules.idle_timeout.unwrap_or(resume.silence)),
+        (Some(_), false) => rules.idle_timeout,
+        (None, false) => None,
     };
     timer.arm(fixed, idle);
-    future
 }
 
 /// When an attempt must have committed: the sooner of the attempt timeout and
@@ -74,19 +112,32 @@ fn attempt_bound<R: Source>(
     }
 }
 
-/// Whether the attempt's timer fired: its error, if so.
-fn timed_out<T, E, H>(
+/// Whether the attempt's timer fired: its error, if so. A resume silent until then brought
+/// nothing new.
+fn timed_out<T, E, H, S, Re>(
     timer: Pin<&mut Timer>,
     rules: &Rules<T, E, H>,
+    resume: &Resume<S, T, Re>,
     cx: &mut Context<'_>,
 ) -> Option<E> {
-    let timed_out = timer.expired(cx)?;
+    let timed_out: TimedOut = timer.expired(cx)?;
+    if resume.is_silent_resume() {
+        return rules
+            .ended_early
+            .map(|to_error| to_error(EndedEarly::nothing_new()));
+    }
     rules.timed_out.map(|to_error| to_error(timed_out))
 }
 
-/// A failure of the attempt: the wait before the next, or the give-up that ends the stream.
-/// The state it becomes drops the attempt and all it held.
-fn fail<R, O, Fut, W>(core: &mut Core<R, O>, error: Fut::Error, opened: bool) -> Next<Fut, W>
+/// A failure of the attempt: the wait before the next (a resume, where the cursor allows), or
+/// the give-up that ends the stream. The state it becomes drops the attempt; a fresh open
+/// drops what it held too.
+fn fail<R, O, Fut, W, ReFut, Re>(
+    core: &mut Core<R, O>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    error: Fut::Error,
+    opened: bool,
+) -> Next<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -95,7 +146,21 @@ where
     Fut::Error: Classify + fmt::Display,
 {
     core.run.note_frame(mem::take(&mut core.frame));
-    match core.run.stream_failed(error, opened) {
+    let resume = &mut carry.resume;
+    let decided = if resume.resumes(error.classify(), opened) {
+        let text = resume.text();
+        let resuming = resume.resuming(core.run.attempts(), core.run.total_waited(), &text);
+        let decided = core.run.stream_failed(error, opened, Some(&resuming));
+        if decided.is_ok() {
+            resume.will_resume();
+        }
+        decided
+    } else {
+        // A fresh open follows, or the end: what the attempt held goes with it.
+        carry.hold.clear();
+        core.run.stream_failed(error, opened, None)
+    };
+    match decided {
         Ok(wait) => Then::Become(State::Waiting { wait }),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }
@@ -103,9 +168,10 @@ where
 
 /// The commit point: the call's output goes to the caller; a restart's hook runs first. After
 /// it, only the idle bound and the turn time the stream.
-fn commit<R, O, T, E, H: FnMut()>(
+fn commit<R, O, T, E, H: FnMut(), S, Re>(
     core: &mut Core<R, O>,
     rules: &mut Rules<T, E, H>,
+    resume: &mut Resume<S, T, Re>,
     timer: Pin<&mut Timer>,
 ) where
     R: Source,
@@ -114,55 +180,65 @@ fn commit<R, O, T, E, H: FnMut()>(
     if core.run.commit() {
         (rules.restart)();
     }
+    resume.committed();
     match (rules.timed_out, rules.idle_timeout) {
         (Some(_), Some(idle)) => {
             let turn = turn::expiry().map(|at| (at, TimeoutBound::Turn));
             timer.arm(turn, Some(idle));
         }
+        // A resume still silent keeps its bound.
+        _ if resume.is_silent_resume() => {}
         _ => timer.arm(None, None),
     }
 }
 
-/// Poll `open`'s future: the attempt's stream, or its failure.
-pub(super) fn opening<R, O, Fut, H, W>(
-    future: Pin<&mut Fut>,
+/// Poll `open`'s future, or the resume's: the attempt's stream, or its failure.
+pub(super) fn opening<R, O, Fut, F, H, W, ReFut, Re>(
+    future: Pin<&mut F>,
     timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
-) -> Next<Fut, W>
+) -> Next<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
     Fut: TryFuture,
     Fut::Ok: TryStream,
     Fut::Error: Classify + fmt::Display,
+    F: TryFuture<Ok = Fut::Ok, Error = Fut::Error>,
 {
     let failure = match nesting::enter(&mut core.frame, || future.try_poll(cx)) {
         Poll::Ready(Ok(stream)) => {
-            return Then::Become(State::Open {
-                stream,
-                flow: Flow::Holding(Hold::new(rules.limits)),
-            });
+            // A resume of a stream that had delivered goes on delivering.
+            let flow = if carry.resume.is_resumed() && carry.resume.was_committed() {
+                core.run.resume_committed();
+                Flow::Passing
+            } else {
+                Flow::Holding
+            };
+            return Then::Become(State::Open { stream, flow });
         }
         Poll::Ready(Err(error)) => error,
-        Poll::Pending => match timed_out(timer, rules, cx) {
+        Poll::Pending => match timed_out(timer, rules, &carry.resume, cx) {
             Some(error) => error,
             None => return Then::Yield(Poll::Pending),
         },
     };
-    fail::<R, O, Fut, W>(core, failure, false)
+    fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, false)
 }
 
 /// Poll an open stream before its commit point, or deliver what it held at it.
-pub(super) fn hold_or_release<R, O, Fut, H, W>(
+pub(super) fn hold_or_release<R, O, Fut, H, W, ReFut, Re>(
     stream: Pin<&mut Fut::Ok>,
     flow: &mut Flow<Item<Fut>>,
     mut timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
     rules: &mut Rules<Item<Fut>, Fut::Error, H>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
-) -> Next<Fut, W>
+) -> Next<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -172,8 +248,8 @@ where
     Fut::Error: Classify + fmt::Display,
     H: FnMut(),
 {
-    let hold = match flow {
-        Flow::Holding(hold) => hold,
+    match flow {
+        Flow::Holding => {}
         Flow::Releasing(held) => {
             return match held.pop_front() {
                 Some(item) => Then::Yield(Poll::Ready(Some(Ok(item)))),
@@ -184,25 +260,25 @@ where
             };
         }
         // The stream's poll sends a passing stream to `pass` first; this is the same step.
-        Flow::Passing => return pass(stream, timer, core, rules, cx),
-    };
-    match holding(stream, hold, timer.as_mut(), core, rules, cx) {
+        Flow::Passing => return pass(stream, timer, core, rules, carry, cx),
+    }
+    match holding(stream, timer.as_mut(), core, rules, carry, cx) {
         Held::Pending => Then::Yield(Poll::Pending),
-        Held::Failed(error) => fail::<R, O, Fut, W>(core, error, true),
+        Held::Failed(error) => fail::<R, O, Fut, W, ReFut, Re>(core, carry, error, true),
         Held::Passed(item) => {
-            commit(core, rules, timer);
+            commit(core, rules, &mut carry.resume, timer);
             *flow = Flow::Passing;
             Then::Yield(Poll::Ready(Some(Ok(item))))
         }
         Held::Full => {
-            let held = mem::replace(hold, Hold::new(rules.limits)).release();
-            commit(core, rules, timer);
+            let held = mem::replace(&mut carry.hold, Hold::new(rules.limits)).release();
+            commit(core, rules, &mut carry.resume, timer);
             *flow = Flow::Releasing(held);
             Then::Again
         }
         Held::Ended => {
-            let held = mem::replace(hold, Hold::new(rules.limits)).release();
-            commit(core, rules, timer);
+            let held = mem::replace(&mut carry.hold, Hold::new(rules.limits)).release();
+            commit(core, rules, &mut carry.resume, timer);
             Then::Become(State::Draining { held })
         }
     }
@@ -218,17 +294,18 @@ enum Held<T, E> {
     Passed(T),
     /// Content after a preamble, or the hold is full: it commits.
     Full,
-    /// The stream ended, and every item commits (no rule): it commits, and ends.
+    /// The stream ended, and every item commits (no rule), or it is complete: it commits,
+    /// and ends.
     Ended,
 }
 
 /// Poll the stream before its commit point, holding its items, until it commits or fails.
-fn holding<R, O, S, E, H>(
+fn holding<R, O, S, E, H, Re>(
     mut stream: Pin<&mut S>,
-    hold: &mut Hold<S::Ok>,
     mut timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
     rules: &Rules<S::Ok, E, H>,
+    carry: &mut Carry<S, S::Ok, Re>,
     cx: &mut Context<'_>,
 ) -> Held<S::Ok, E>
 where
@@ -237,10 +314,19 @@ where
 {
     loop {
         let polled = nesting::enter(&mut core.frame, || stream.as_mut().try_poll_next(cx));
-        return match polled {
+        let failure = match polled {
             Poll::Ready(Some(Ok(item))) => {
                 timer.as_mut().item();
+                let resume = &mut carry.resume;
+                if resume.is_on() && !resume.is_new(&stream, &item) {
+                    continue;
+                }
+                if rules.complete.is_some_and(|complete| complete(&item)) {
+                    carry.hold.keep(item);
+                    return Held::Ended;
+                }
                 let content = (rules.commit)(&item);
+                let hold = &mut carry.hold;
                 if content && hold.is_empty() {
                     return Held::Passed(item);
                 }
@@ -249,30 +335,55 @@ where
                 if !commits {
                     continue;
                 }
-                Held::Full
+                return Held::Full;
             }
-            Poll::Ready(Some(Err(error))) => Held::Failed(error.into()),
-            Poll::Ready(None) => match rules.ended_early {
-                Some(ended_early) => Held::Failed(ended_early(EndedEarly::new(hold.counted()))),
-                None => Held::Ended,
+            Poll::Ready(Some(Err(error))) => error.into(),
+            Poll::Ready(None) => match ended(rules, &carry.resume, Some(carry.hold.counted())) {
+                Some(error) => error,
+                None => return Held::Ended,
             },
-            Poll::Pending => match timed_out(timer, rules, cx) {
-                Some(error) => Held::Failed(error),
-                None => Held::Pending,
+            Poll::Pending => match timed_out(timer, rules, &carry.resume, cx) {
+                Some(error) => error,
+                None => return Held::Pending,
             },
         };
+        carry.resume.note(&stream);
+        return Held::Failed(failure);
     }
+}
+
+/// A clean end: the failure it is, if any. A resume that brought nothing new has failed; a
+/// stream with a complete rule that ends before it was closed early; one with a commit rule
+/// that ends before its commit point (`held` items held; `None` past it) ended early.
+/// Otherwise it is the end.
+fn ended<T, E, H, S, Re>(
+    rules: &Rules<T, E, H>,
+    resume: &Resume<S, T, Re>,
+    held: Option<usize>,
+) -> Option<E> {
+    let to_error = rules.ended_early?;
+    let ended = if resume.is_silent_resume() {
+        EndedEarly::nothing_new()
+    } else if rules.complete.is_some() {
+        EndedEarly::incomplete(held.unwrap_or(0))
+    } else if let (true, Some(held)) = (rules.before_content, held) {
+        EndedEarly::new(held)
+    } else {
+        return None;
+    };
+    Some(to_error(ended))
 }
 
 /// Poll the stream after its commit point: the hot path, an item passed through.
 #[inline]
-pub(super) fn pass<R, O, Fut, H, W>(
+pub(super) fn pass<R, O, Fut, H, W, ReFut, Re>(
     stream: Pin<&mut Fut::Ok>,
     timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
-) -> Next<Fut, W>
+) -> Next<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -281,33 +392,46 @@ where
     <Fut::Ok as TryStream>::Error: Into<Fut::Error>,
     Fut::Error: Classify + fmt::Display,
 {
-    let failure = match stream.try_poll_next(cx) {
+    let mut stream = stream;
+    let failure = match stream.as_mut().try_poll_next(cx) {
         Poll::Ready(Some(Ok(item))) => {
             if timer.is_armed() {
                 timer.item();
             }
+            let resume = &mut carry.resume;
+            if resume.is_on() && !resume.is_new(&stream, &item) {
+                return Then::Again;
+            }
+            if rules.complete.is_some_and(|complete| complete(&item)) {
+                return Then::Last(Ok(item));
+            }
             return Then::Yield(Poll::Ready(Some(Ok(item))));
         }
         Poll::Ready(Some(Err(error))) => error.into(),
-        Poll::Ready(None) => {
-            core.run.ended_after_commit();
-            return Then::End(None);
-        }
+        Poll::Ready(None) => match ended(rules, &carry.resume, None) {
+            Some(error) => error,
+            None => {
+                core.run.ended_after_commit();
+                return Then::End(None);
+            }
+        },
         Poll::Pending if !timer.is_armed() => return Then::Yield(Poll::Pending),
-        Poll::Pending => match timed_out(timer, rules, cx) {
+        Poll::Pending => match timed_out(timer, rules, &carry.resume, cx) {
             Some(error) => error,
             None => return Then::Yield(Poll::Pending),
         },
     };
-    fail::<R, O, Fut, W>(core, failure, true)
+    carry.resume.note(&stream);
+    fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, true)
 }
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.
-pub(super) fn waiting<R, O, Fut, W>(
+pub(super) fn waiting<R, O, Fut, W, ReFut, Re>(
     wait: &mut Wait<W, Fut::Error>,
     core: &mut Core<R, O>,
+    carry: &Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
-) -> Next<Fut, W>
+) -> Next<Fut, ReFut, W>
 where
     R: Source,
     Fut: TryFuture,
@@ -319,7 +443,12 @@ where
         Poll::Ready(waited) => waited,
         Poll::Pending => return Then::Yield(Poll::Pending),
     };
-    match core.run.waited(waited) {
+    let next = if carry.resume.next_is_resume() {
+        core.run.waited_to_resume(waited)
+    } else {
+        core.run.waited(waited)
+    };
+    match next {
         Ok(()) => Then::Become(State::Start),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }

@@ -59,6 +59,11 @@ impl<T> Hold<T> {
         }
     }
 
+    /// Drop what is held, and start counting again.
+    pub(crate) fn clear(&mut self) {
+        *self = Hold::new(self.limits);
+    }
+
     /// Count one more item, of `weight`: whether it commits, because it is content or
     /// because the hold is full with it.
     #[inline]

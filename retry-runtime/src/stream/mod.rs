@@ -10,6 +10,7 @@
 mod attempt;
 mod ended;
 mod hold;
+mod resume;
 mod retry_stream;
 mod state;
 mod timer;
@@ -27,12 +28,13 @@ use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
 
-pub use ended::EndedEarly;
+pub use ended::{EndedEarly, Ending};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 pub(crate) use hold::Hold;
 #[cfg(feature = "sse")]
 pub(crate) use hold::Limits;
 pub use hold::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS};
+pub use resume::{DEFAULT_RESUME_SILENCE, Resumable, ResumeFrom};
 pub use retry_stream::RetryStream;
 
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]

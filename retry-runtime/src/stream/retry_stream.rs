@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use futures_core::{Stream, TryFuture, TryStream};
 
-use super::attempt::{hold_or_release, open, opening, pass, waiting};
+use super::attempt::{Carry, hold_or_release, open, opening, pass, waiting};
 use super::ended::EndedEarly;
-use super::hold::Limits;
+use super::hold::{Hold, Limits};
+use super::resume::{Resumable, Resume, ResumeFrom};
 use super::state::{Core, Flow, Item, Rules, State, StateProj, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
@@ -28,8 +29,9 @@ pin_project_lite::pin_project! {
     ///
     /// Its parameters are the retry (`R`), the `open` function and the future it returns, the
     /// restart hook (`H`, a no-op unless
-    /// [`restart_after_commit`](RetryStream::restart_after_commit) sets one) and the clock's
-    /// sleep (`W`, tokio's by default). It has no bound of this crate's on them: it is `Send`
+    /// [`restart_after_commit`](RetryStream::restart_after_commit) sets one), the clock's
+    /// sleep (`W`, tokio's by default), and the resume function and its future (`Re` and
+    /// `ReFut`, unused unless [`resume`](RetryStream::resume) sets them). It has no bound of this crate's on them: it is `Send`
     /// when they and the stream are, whatever lifetimes the retry borrows, so a task that
     /// holds one can be spawned. It allocates nothing per attempt: the open future and the
     /// stream are pinned in place; a wait is one box, as in [`Retry::run`](crate::Retry::run).
@@ -59,17 +61,18 @@ pin_project_lite::pin_project! {
     /// # }
     /// ```
     #[must_use = "a stream does nothing unless polled"]
-    pub struct RetryStream<R, O, Fut, H = fn(), W = TokioSleep>
+    pub struct RetryStream<R, O, Fut, H = fn(), W = TokioSleep, Re = fn(ResumeFrom) -> Fut, ReFut = Fut>
     where
         Fut: TryFuture,
         Fut::Ok: TryStream,
     {
         #[pin]
-        state: State<Fut, Fut::Ok, Item<Fut>, W, Fut::Error>,
+        state: State<Fut, ReFut, Fut::Ok, Item<Fut>, W, Fut::Error>,
         #[pin]
         timer: Timer,
         core: Core<R, O>,
         rules: Rules<Item<Fut>, Fut::Error, H>,
+        carry: Carry<Fut::Ok, Item<Fut>, Re>,
     }
 }
 
@@ -114,13 +117,19 @@ where
                 idle_timeout: None,
                 timed_out,
                 ended_early: None,
+                before_content: false,
+                complete: None,
                 restart: no_restart,
+            },
+            carry: Carry {
+                hold: Hold::new(Limits::DEFAULT),
+                resume: Resume::off(),
             },
         }
     }
 }
 
-impl<R, O, Fut, H, W> RetryStream<R, O, Fut, H, W>
+impl<R, O, Fut, H, W, Re, ReFut> RetryStream<R, O, Fut, H, W, Re, ReFut>
 where
     R: Source,
     Fut: TryFuture,
@@ -170,6 +179,7 @@ where
     {
         self.rules.commit = is_content;
         self.rules.ended_early = Some(Fut::Error::from);
+        self.rules.before_content = true;
         self
     }
 
@@ -199,12 +209,16 @@ where
     /// assert_eq!(discarded.load(Ordering::SeqCst), 1);
     /// # }
     /// ```
-    pub fn restart_after_commit<G: FnMut()>(self, hook: G) -> RetryStream<R, O, Fut, G, W> {
+    pub fn restart_after_commit<G: FnMut()>(
+        self,
+        hook: G,
+    ) -> RetryStream<R, O, Fut, G, W, Re, ReFut> {
         let RetryStream {
             state,
             timer,
             mut core,
             rules,
+            carry,
         } = self;
         core.run.allow_restart();
         RetryStream {
@@ -219,8 +233,11 @@ where
                 idle_timeout: rules.idle_timeout,
                 timed_out: rules.timed_out,
                 ended_early: rules.ended_early,
+                before_content: rules.before_content,
+                complete: rules.complete,
                 restart: hook,
             },
+            carry,
         }
     }
 
@@ -228,6 +245,7 @@ where
     /// a preamble that never ends is not held without bound. At least one.
     pub fn hold_limit(mut self, items: usize) -> Self {
         self.rules.limits.items = items.max(1);
+        self.carry.hold = Hold::new(self.rules.limits);
         self
     }
 
@@ -237,6 +255,7 @@ where
     pub fn hold_bytes(mut self, bytes: usize, weigh: fn(&Item<Fut>) -> usize) -> Self {
         self.rules.limits.bytes = bytes;
         self.rules.weigh = weigh;
+        self.carry.hold = Hold::new(self.rules.limits);
         self
     }
 
@@ -268,7 +287,175 @@ where
     }
 }
 
-impl<R, O, Fut, H, W> Stream for RetryStream<R, O, Fut, H, W>
+impl<R, O, Fut, H, W, Re, ReFut> RetryStream<R, O, Fut, H, W, Re, ReFut>
+where
+    R: Source,
+    Fut: TryFuture,
+    Fut::Ok: TryStream,
+{
+    /// Resume a cut stream from its cursor with `reopen`, instead of ending it or sending
+    /// the request again. Once the stream has given a cursor (an event ID, or a sequence
+    /// number by [`cursor`](Self::cursor)), every reconnection is a resume, before the commit
+    /// point too: `reopen` gets a [`ResumeFrom`] and returns the same kind of stream, which
+    /// continues where the last one was cut (MCP's GET with `Last-Event-ID`, the Responses
+    /// API's `starting_after`).
+    ///
+    /// - **What resumes**: a cut or a stall (classes `Transport` and `Timeout`, as the policy
+    ///   retries them), a clean end before the stream is
+    ///   [complete](Self::complete_when) (a graceful close), and a failed reopen. A provider's
+    ///   error event (any other class) is the generation failing: decided as without a
+    ///   cursor, so `Committed` after the commit point.
+    /// - **The wait** is the ladder's, with the server's latest `retry:` value as a floor, as
+    ///   a `Retry-After` is: bounded by `max_retry_after`, the total allowance and the turn.
+    /// - **Progress renews the ladder**: a resume that brings a new item starts it again from
+    ///   its first rung. One that brings nothing new (it ends, or stays silent for the
+    ///   [idle timeout](Self::idle_timeout), by default [`DEFAULT_RESUME_SILENCE`](crate::DEFAULT_RESUME_SILENCE))
+    ///   is a failed attempt, [`EndedEarly`] with [`Ending::NothingNew`](crate::Ending::NothingNew):
+    ///   a wedged server costs at most the policy's attempts.
+    /// - **Never twice**: items held before the commit point stay held across a resume, and
+    ///   what was delivered is not delivered again. An item replayed with the cursor's event
+    ///   ID at the start of a resume is dropped, as is, with a sequence cursor, any item at or
+    ///   below it.
+    ///
+    /// The error type holds an [`EndedEarly`]; the stream says where it is through
+    /// [`Resumable`] ([`sse::Events`](crate::sse::Events) and `http::ModelEvents` do).
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Classify, EndedEarly, Policy, Retry};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum Failed { Cut, Ended }
+    /// impl From<EndedEarly> for Failed {
+    ///     fn from(_: EndedEarly) -> Self { Failed::Ended }
+    /// }
+    /// impl Classify for Failed {
+    ///     fn classify(&self) -> Class { Class::Transport }
+    /// }
+    /// impl std::fmt::Display for Failed {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // Items carry their sequence number. The first stream is cut after 2; the resume,
+    /// // asked to continue after 2, replays 2 (dropped), then sends 3, the last.
+    /// let stream = Retry::new(&Policy::AVAILABILITY)
+    ///     .stream(|_| async { Ok::<_, Failed>(testing::stream_of(vec![Ok(1), Ok(2), Err(Failed::Cut)])) })
+    ///     .cursor(|n: &u64| Some(*n))
+    ///     .complete_when(|n: &u64| *n == 3)
+    ///     .resume(|from| async move {
+    ///         assert_eq!(from.sequence(), Some(2));
+    ///         Ok(testing::stream_of(vec![Ok(2), Ok(3)]))
+    ///     });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<u64> = items.into_iter().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(items, [1, 2, 3]);
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// # }
+    /// ```
+    pub fn resume<Re2, ReFut2>(self, reopen: Re2) -> RetryStream<R, O, Fut, H, W, Re2, ReFut2>
+    where
+        Re2: FnMut(ResumeFrom) -> ReFut2,
+        ReFut2: Future<Output = Result<Fut::Ok, Fut::Error>>,
+        Fut::Ok: Resumable,
+        Fut::Error: From<EndedEarly>,
+    {
+        let RetryStream {
+            timer,
+            core,
+            mut rules,
+            carry,
+            ..
+        } = self;
+        rules.ended_early = Some(Fut::Error::from);
+        let Resume {
+            sequence, silence, ..
+        } = carry.resume;
+        RetryStream {
+            state: State::Start,
+            timer,
+            core,
+            rules,
+            carry: Carry {
+                hold: carry.hold,
+                resume: Resume {
+                    reopen: Some(reopen),
+                    last_event_id: <Fut::Ok as Resumable>::last_event_id,
+                    reconnection_time: <Fut::Ok as Resumable>::reconnection_time,
+                    sequence,
+                    silence,
+                    cursor: Default::default(),
+                },
+            },
+        }
+    }
+
+    /// Take the cursor from the items: `sequence` gives an item's sequence number (the
+    /// Responses API's `sequence_number`), and a resume continues after the last one, which
+    /// [`ResumeFrom::sequence`] gives. Items at or below it are dropped, so a server that
+    /// replays never makes the caller see an item twice.
+    ///
+    /// A Responses API stream's cursor, in a function a `fn` pointer can name:
+    ///
+    /// ```
+    /// # #[cfg(feature = "sse")] {
+    /// fn sequence_number(event: &retry_runtime::sse::Event) -> Option<u64> {
+    ///     let data: serde_json::Value = serde_json::from_str(event.data()).ok()?;
+    ///     data["sequence_number"].as_u64()
+    /// }
+    /// let event = retry_runtime::sse::Event::new("response.output_text.delta", r#"{"sequence_number":7}"#);
+    /// assert_eq!(sequence_number(&event), Some(7));
+    /// # }
+    /// ```
+    pub fn cursor(mut self, sequence: fn(&Item<Fut>) -> Option<u64>) -> Self {
+        self.carry.resume.sequence = Some(sequence);
+        self
+    }
+
+    /// The stream is complete at the first item for which `is_complete` is true (MCP's
+    /// JSON-RPC response, Anthropic's `message_stop`, the Responses API's
+    /// `response.completed`): it ends after that item, even if the server keeps the connection
+    /// open. A clean end before it is an [`EndedEarly`] with
+    /// [`Ending::BeforeComplete`](crate::Ending::BeforeComplete): a graceful close, which a
+    /// [resumable](Self::resume) stream resumes, and any other stream treats as a failure
+    /// (retried before its commit point, `Committed` after it).
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Classify, EndedEarly, Policy, Retry};
+    ///
+    /// #[derive(Debug)]
+    /// struct Ended;
+    /// impl From<EndedEarly> for Ended {
+    ///     fn from(_: EndedEarly) -> Self { Ended }
+    /// }
+    /// impl Classify for Ended {
+    ///     fn classify(&self) -> Class { Class::Transport }
+    /// }
+    /// impl std::fmt::Display for Ended {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("ended") }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let stream = Retry::new(&Policy::AVAILABILITY)
+    ///     .stream(|_| async { Ok::<_, Ended>(testing::stream_of(vec![Ok::<_, Ended>("a"), Ok("stop"), Ok("never")])) })
+    ///     .complete_when(|item: &&str| *item == "stop");
+    /// let (items, _) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(items, ["a", "stop"]);
+    /// # }
+    /// ```
+    pub fn complete_when(mut self, is_complete: fn(&Item<Fut>) -> bool) -> Self
+    where
+        Fut::Error: From<EndedEarly>,
+    {
+        self.rules.complete = Some(is_complete);
+        self.rules.ended_early = Some(Fut::Error::from);
+        self
+    }
+}
+
+impl<R, O, Fut, H, W, Re, ReFut> Stream for RetryStream<R, O, Fut, H, W, Re, ReFut>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -279,6 +466,8 @@ where
     Fut::Error: Classify + fmt::Display,
     H: FnMut(),
     W: Future<Output = ()>,
+    Re: FnMut(ResumeFrom) -> ReFut,
+    ReFut: TryFuture<Ok = Fut::Ok, Error = Fut::Error>,
 {
     type Item = Yielded<Fut>;
 
@@ -291,16 +480,45 @@ where
                 StateProj::Open {
                     stream,
                     flow: Flow::Passing,
-                } => pass(stream, this.timer.as_mut(), this.core, this.rules, cx),
-                StateProj::Open { stream, flow } => {
-                    hold_or_release(stream, flow, this.timer.as_mut(), this.core, this.rules, cx)
-                }
-                StateProj::Start => Then::Become(State::Opening {
-                    future: open(this.core, this.rules, this.timer.as_mut()),
-                }),
-                StateProj::Opening { future } => {
-                    opening(future, this.timer.as_mut(), this.core, this.rules, cx)
-                }
+                } => pass(
+                    stream,
+                    this.timer.as_mut(),
+                    this.core,
+                    this.rules,
+                    this.carry,
+                    cx,
+                ),
+                StateProj::Open { stream, flow } => hold_or_release(
+                    stream,
+                    flow,
+                    this.timer.as_mut(),
+                    this.core,
+                    this.rules,
+                    this.carry,
+                    cx,
+                ),
+                StateProj::Start => Then::Become(
+                    match open(this.core, this.rules, this.carry, this.timer.as_mut()) {
+                        Ok(future) => State::Opening { future },
+                        Err(future) => State::Reopening { future },
+                    },
+                ),
+                StateProj::Opening { future } => opening(
+                    future,
+                    this.timer.as_mut(),
+                    this.core,
+                    this.rules,
+                    this.carry,
+                    cx,
+                ),
+                StateProj::Reopening { future } => opening(
+                    future,
+                    this.timer.as_mut(),
+                    this.core,
+                    this.rules,
+                    this.carry,
+                    cx,
+                ),
                 StateProj::Draining { held } => match held.pop_front() {
                     Some(item) => Then::Yield(Poll::Ready(Some(Ok(item)))),
                     None => {
@@ -308,7 +526,7 @@ where
                         Then::End(None)
                     }
                 },
-                StateProj::Waiting { wait } => waiting(wait, this.core, cx),
+                StateProj::Waiting { wait } => waiting(wait, this.core, this.carry, cx),
                 StateProj::Done => return Poll::Ready(None),
             };
             match then {
@@ -318,13 +536,19 @@ where
                     this.state.set(State::Done);
                     return Poll::Ready(last);
                 }
+                Then::Last(item) => {
+                    this.state.set(State::Draining {
+                        held: std::collections::VecDeque::new(),
+                    });
+                    return Poll::Ready(Some(item));
+                }
                 Then::Again => {}
             }
         }
     }
 }
 
-impl<R, O, Fut, H, W> fmt::Debug for RetryStream<R, O, Fut, H, W>
+impl<R, O, Fut, H, W, Re, ReFut> fmt::Debug for RetryStream<R, O, Fut, H, W, Re, ReFut>
 where
     R: Source,
     Fut: TryFuture,
@@ -334,8 +558,9 @@ where
         let state = match &self.state {
             State::Start => "start",
             State::Opening { .. } => "opening",
+            State::Reopening { .. } => "resuming",
             State::Open {
-                flow: Flow::Holding(_),
+                flow: Flow::Holding,
                 ..
             } => "holding",
             State::Open {

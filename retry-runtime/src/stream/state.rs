@@ -1,6 +1,7 @@
 //! The states of a [`RetryStream`](super::RetryStream), each with what it needs, and what the
 //! states share: the run, `open`, the rules and the attempt's nesting frame. Data only: the
-//! stream's builders and poll live in `retry_stream.rs`, an attempt's polls in `attempt.rs`.
+//! stream's builders and poll live in `retry_stream.rs`, an attempt's polls in `attempt.rs`,
+//! the cursor in `resume.rs`.
 
 use std::collections::VecDeque;
 use std::task::Poll;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use futures_core::{TryFuture, TryStream};
 
 use super::ended::EndedEarly;
-use super::hold::{Hold, Limits};
+use super::hold::Limits;
 use crate::engine::Run;
 use crate::nesting;
 use crate::timeout::TimedOut;
@@ -25,14 +26,16 @@ pub(super) type Yielded<Fut> = Result<Item<Fut>, GaveUp<<Fut as TryFuture>::Erro
 pin_project_lite::pin_project! {
     /// Where a [`RetryStream`] is, with what that place needs.
     #[project = StateProj]
-    pub(super) enum State<Fut, S, T, W, E> {
-        /// The next attempt is to be opened.
+    pub(super) enum State<Fut, ReFut, S, T, W, E> {
+        /// The next attempt is to be opened, or resumed.
         Start,
         /// `open`'s future is running.
         Opening { #[pin] future: Fut },
+        /// The resume function's future is running.
+        Reopening { #[pin] future: ReFut },
         /// The attempt's stream is open, and `flow` says how far it has got.
         Open { #[pin] stream: S, flow: Flow<T> },
-        /// The stream ended at its commit point: what it held, then the end.
+        /// The stream ended at its commit point, or is complete: what it held, then the end.
         Draining { held: VecDeque<T> },
         /// Waiting before the next attempt.
         Waiting { wait: Wait<W, E> },
@@ -43,8 +46,9 @@ pin_project_lite::pin_project! {
 
 /// How far an open stream has got.
 pub(super) enum Flow<T> {
-    /// Before the commit point: its items are held.
-    Holding(Hold<T>),
+    /// Before the commit point: its items are held (in the stream's hold, which a resume
+    /// keeps).
+    Holding,
     /// Committed: what was held is being delivered.
     Releasing(VecDeque<T>),
     /// Committed, and what was held delivered: items pass through.
@@ -61,6 +65,10 @@ pub(super) struct Rules<T, E, H> {
     pub(super) idle_timeout: Option<Duration>,
     pub(super) timed_out: Option<fn(TimedOut) -> E>,
     pub(super) ended_early: Option<fn(EndedEarly) -> E>,
+    /// A commit rule was given: a stream that ends before its commit point ended early.
+    pub(super) before_content: bool,
+    /// The item after which the stream is complete, if a rule says so.
+    pub(super) complete: Option<fn(&T) -> bool>,
     pub(super) restart: H,
 }
 
@@ -89,6 +97,8 @@ pub(super) enum Then<St, Y> {
     Become(St),
     /// End the stream with this last item (or none): it is done.
     End(Option<Y>),
+    /// Yield this item, the stream's complete one: the next poll ends it.
+    Last(Y),
     /// Go on in the same state (it changed inside).
     Again,
 }

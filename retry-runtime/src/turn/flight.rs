@@ -37,6 +37,18 @@ pub(crate) struct Flight {
 }
 
 /// A call's flight, if it runs inside a turn; `now` is read only then.
+/// What the attempt after a wait is, as a turn's report counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A retry of the call.
+    Retry,
+    /// A stream's restart after its commit point.
+    Restart,
+    /// A stream's resume from its cursor.
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
+    Resume,
+}
+
 #[inline]
 pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
     with_scope(|scope| {
@@ -95,18 +107,15 @@ impl Flight {
         self.scope.listener()
     }
 
-    /// The wait in progress ran to its end, and the next attempt is a retry, or a stream's
-    /// `restart`: counted in the report, the wait as the one chosen. Returns that wait, and
-    /// the failure it followed.
-    pub(crate) fn wait_ended(&mut self, restart: bool) -> Option<(Duration, Class)> {
+    /// The wait in progress ran to its end, and the next attempt is `next`: counted in the
+    /// report, the wait as the one chosen. Returns that wait, and the failure it followed.
+    pub(crate) fn wait_ended(&mut self, next: Next) -> Option<(Duration, Class)> {
         let (_, wanted, class) = self.waiting.take()?;
         self.waited = self.waited.saturating_add(wanted);
-        self.scope.write(|report| {
-            if restart {
-                report.add_restart();
-            } else {
-                report.add_retry(class);
-            }
+        self.scope.write(|report| match next {
+            Next::Retry => report.add_retry(class),
+            Next::Restart => report.add_restart(),
+            Next::Resume => report.add_resume(),
         });
         Some((wanted, class))
     }

@@ -38,6 +38,8 @@ pub struct TurnReport {
     /// Streams that reached their commit point, and those restarted after it.
     commits: u32,
     restarts: u32,
+    /// Streams resumed from their cursor.
+    resumes: u32,
     /// The working time of the calls not nested in another's attempt, each their whole
     /// elapsed time less their own waits...
     working: Duration,
@@ -91,6 +93,11 @@ impl TurnReport {
     /// A stream was restarted after its commit point: counted apart from retries.
     pub(super) fn add_restart(&mut self) {
         self.restarts = self.restarts.saturating_add(1);
+    }
+
+    /// A stream was resumed from its cursor: counted apart from retries and restarts.
+    pub(super) fn add_resume(&mut self) {
+        self.resumes = self.resumes.saturating_add(1);
     }
 
     /// A stream reached its commit point.
@@ -239,6 +246,14 @@ impl TurnReport {
         self.restarts
     }
 
+    /// Streams resumed from their cursor after a cut, a stall or an early close
+    /// ([`RetryStream::resume`](crate::RetryStream::resume)), each resume counted: apart from
+    /// [`retries`](Self::retries) and [`restarts`](Self::restarts), and in
+    /// [`attempts`](Self::attempts), since each is a request.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
     /// Retries made after a failure of `class`.
     pub fn retries_of(&self, class: Class) -> u32 {
         self.retries[class.index()]
@@ -290,6 +305,9 @@ impl fmt::Display for TurnReport {
         )?;
         if self.restarts > 0 {
             write!(f, "; {} stream restarts", self.restarts)?;
+        }
+        if self.resumes > 0 {
+            write!(f, "; {} stream resumes", self.resumes)?;
         }
         for record in &self.gave_up {
             write!(

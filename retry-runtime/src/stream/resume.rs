@@ -1,0 +1,320 @@
+//! Resumption: where a cut stream continues from ([`ResumeFrom`]), what a stream says of it
+//! ([`Resumable`]), and the cursor a [`RetryStream`](super::RetryStream) keeps across its
+//! attempts. No I/O: the stream's polls ask it whether an item is new and whether a failure
+//! resumes.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::class::Class;
+use crate::engine::Resuming;
+
+/// How long a resumed stream may stay silent before its first new item, unless
+/// [`idle_timeout`](super::RetryStream::idle_timeout) says otherwise: a minute, MCP's
+/// TypeScript SDK's default request timeout. A resume that brings nothing in that time is a
+/// failed attempt ([`Ending::NothingNew`](crate::Ending::NothingNew)).
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(retry_runtime::DEFAULT_RESUME_SILENCE, Duration::from_secs(60));
+/// ```
+pub const DEFAULT_RESUME_SILENCE: Duration = Duration::from_secs(60);
+
+/// Where a cut stream continues from: what the function given to
+/// [`RetryStream::resume`](super::RetryStream::resume) reopens it with.
+///
+/// ```
+/// use retry_runtime::ResumeFrom;
+/// use std::time::Duration;
+///
+/// let from = ResumeFrom::new(Some("42"), None, Some(Duration::from_millis(500)), 2);
+/// assert_eq!(from.last_event_id(), Some("42"));
+/// assert_eq!(from.sequence(), None);
+/// assert_eq!(from.reconnection_time(), Some(Duration::from_millis(500)));
+/// assert_eq!(from.attempt(), 2);
+/// assert_eq!(from.to_string(), "event 42");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeFrom {
+    last_event_id: Option<Arc<str>>,
+    sequence: Option<u64>,
+    reconnection_time: Option<Duration>,
+    attempt: u32,
+}
+
+impl ResumeFrom {
+    /// A resume point: the last event ID, the last sequence number, the server's
+    /// reconnection time and the attempt (from 1) the reopen is. For tests and examples.
+    pub fn new(
+        last_event_id: Option<&str>,
+        sequence: Option<u64>,
+        reconnection_time: Option<Duration>,
+        attempt: u32,
+    ) -> ResumeFrom {
+        ResumeFrom {
+            last_event_id: last_event_id.map(Arc::from),
+            sequence,
+            reconnection_time,
+            attempt,
+        }
+    }
+
+    /// The stream's last event ID (the SSE `id:` field, which persists across events): send
+    /// it back as the `Last-Event-ID` header. `None` if the stream gave none.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The sequence number of the last item the caller got (or that is held for it), from
+    /// [`RetryStream::cursor`](super::RetryStream::cursor): the Responses API's
+    /// `starting_after`.
+    pub fn sequence(&self) -> Option<u64> {
+        self.sequence
+    }
+
+    /// The reconnection time the server last asked for (the SSE `retry:` field); the wait
+    /// before this reopen was at least as long.
+    pub fn reconnection_time(&self) -> Option<Duration> {
+        self.reconnection_time
+    }
+
+    /// The attempt this reopen is, from 1 (the first request was attempt 1): it counts every
+    /// request, as the report's attempts do.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+/// `sequence N` if there is a sequence number, else `event ID`.
+impl fmt::Display for ResumeFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.sequence, &self.last_event_id) {
+            (Some(sequence), _) => write!(f, "sequence number {sequence}"),
+            (None, Some(id)) => write!(f, "event {id}"),
+            (None, None) => f.write_str("its start"),
+        }
+    }
+}
+
+/// A stream that can say where it could be resumed from: what the server told it (its last
+/// event ID and reconnection time), whether or not an event was dispatched with it.
+/// [`sse::Events`](crate::sse::Events) and `http::ModelEvents` implement it; a stream whose
+/// cursor is in its data implements it with the defaults and gives
+/// [`RetryStream::cursor`](super::RetryStream::cursor).
+///
+/// ```
+/// use retry_runtime::Resumable;
+///
+/// struct Sequenced;
+/// impl Resumable for Sequenced {}
+/// assert_eq!(Sequenced.last_event_id(), None);
+/// assert_eq!(Sequenced.reconnection_time(), None);
+/// ```
+pub trait Resumable {
+    /// The last event ID the server set (an `id:` field, in a dispatched event or not).
+    fn last_event_id(&self) -> Option<&str> {
+        None
+    }
+
+    /// The reconnection time the server last asked for (a `retry:` field).
+    fn reconnection_time(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The test streams carry no cursor of their own.
+#[cfg(any(test, feature = "test-util"))]
+impl<T> Resumable for crate::testing::StreamOf<T> {}
+
+/// How a [`RetryStream`](super::RetryStream) resumes (`reopen`, and how it reads a cursor
+/// from its stream `S` and items `T`), and its cursor.
+pub(super) struct Resume<S, T, Re> {
+    pub(super) reopen: Option<Re>,
+    pub(super) last_event_id: fn(&S) -> Option<&str>,
+    pub(super) reconnection_time: fn(&S) -> Option<Duration>,
+    pub(super) sequence: Option<fn(&T) -> Option<u64>>,
+    pub(super) silence: Duration,
+    pub(super) cursor: Cursor,
+}
+
+/// Where the stream is: its cursor and what the current attempt has brought.
+#[derive(Debug, Default)]
+pub(super) struct Cursor {
+    id: Option<Arc<str>>,
+    sequence: Option<u64>,
+    reconnect: Option<Duration>,
+    /// The current attempt is a resume.
+    resumed: bool,
+    /// The current attempt has brought an item the caller had not had.
+    fresh: bool,
+    /// The items at the start of a resumed attempt whose ID is the cursor's are replays.
+    replaying: bool,
+    /// The stream had delivered output when it was cut: its resume goes on delivering.
+    committed: bool,
+    /// The next attempt is a resume.
+    next_is_resume: bool,
+    /// The attempts made, and the time waited, when the ladder was last renewed.
+    renewed: (u32, Duration),
+}
+
+/// No cursor: the default reads.
+fn none<S>(_: &S) -> Option<&str> {
+    None
+}
+
+fn no_time<S>(_: &S) -> Option<Duration> {
+    None
+}
+
+impl<S, T, Re> Resume<S, T, Re> {
+    /// Not resumable: a cut is decided as today.
+    pub(super) fn off() -> Resume<S, T, Re> {
+        Resume {
+            reopen: None,
+            last_event_id: none,
+            reconnection_time: no_time,
+            sequence: None,
+            silence: DEFAULT_RESUME_SILENCE,
+            cursor: Cursor::default(),
+        }
+    }
+
+    /// Whether the stream resumes at all.
+    #[inline]
+    pub(super) fn is_on(&self) -> bool {
+        self.reopen.is_some()
+    }
+
+    /// Whether the current attempt is a resume that has brought nothing new yet.
+    pub(super) fn is_silent_resume(&self) -> bool {
+        self.cursor.resumed && !self.cursor.fresh
+    }
+
+    /// Whether the current attempt is a resume.
+    pub(super) fn is_resumed(&self) -> bool {
+        self.cursor.resumed
+    }
+
+    /// Whether the next attempt is a resume.
+    pub(super) fn next_is_resume(&self) -> bool {
+        self.cursor.next_is_resume
+    }
+
+    /// Whether the stream had delivered output before the cut the next attempt resumes.
+    pub(super) fn was_committed(&self) -> bool {
+        self.cursor.committed
+    }
+
+    /// The stream reached its commit point.
+    pub(super) fn committed(&mut self) {
+        self.cursor.committed = true;
+    }
+
+    /// An attempt begins: a resume, or (`false`) a fresh open, which starts from nothing.
+    pub(super) fn begin(&mut self, resumed: bool) {
+        let cursor = &mut self.cursor;
+        if !resumed {
+            *cursor = Cursor {
+                renewed: cursor.renewed,
+                ..Cursor::default()
+            };
+        }
+        cursor.resumed = resumed;
+        cursor.fresh = false;
+        cursor.replaying = resumed;
+        cursor.next_is_resume = false;
+    }
+
+    /// Whether `item`, which `stream` just gave, is new to the caller: an item at or below the
+    /// sequence cursor, or one replayed with the cursor's event ID at the start of a resume,
+    /// is not, and is dropped.
+    #[inline]
+    pub(super) fn is_new(&mut self, stream: &S, item: &T) -> bool {
+        let cursor = &mut self.cursor;
+        if let Some(sequence) = self.sequence {
+            if let Some(number) = sequence(item) {
+                if cursor.sequence.is_some_and(|last| number <= last) {
+                    return false;
+                }
+                cursor.sequence = Some(number);
+            }
+        } else if cursor.replaying {
+            let id = (self.last_event_id)(stream);
+            if id.is_some() && id == cursor.id.as_deref() {
+                return false;
+            }
+            cursor.replaying = false;
+        }
+        cursor.fresh = true;
+        true
+    }
+
+    /// What `stream` says of where it is, noted when its attempt ends: its last event ID and
+    /// reconnection time, kept from earlier attempts where it says nothing.
+    pub(super) fn note(&mut self, stream: &S) {
+        if !self.is_on() {
+            return;
+        }
+        let cursor = &mut self.cursor;
+        if let Some(id) = (self.last_event_id)(stream)
+            && cursor.id.as_deref() != Some(id)
+        {
+            cursor.id = Some(Arc::from(id));
+        }
+        if let Some(time) = (self.reconnection_time)(stream) {
+            cursor.reconnect = Some(time);
+        }
+    }
+
+    /// Whether a failure of `class` resumes: the stream has a cursor, and the failure is a
+    /// cut, a stall or an early close (or a failed reopen, whatever its class). A provider's
+    /// error event is the generation failing, and is decided as without a cursor.
+    pub(super) fn resumes(&self, class: Class, opened: bool) -> bool {
+        let cursor = &self.cursor;
+        self.is_on()
+            && (cursor.id.is_some() || cursor.sequence.is_some())
+            && (!opened && cursor.resumed || matches!(class, Class::Transport | Class::Timeout))
+    }
+
+    /// The cursor as a notice says it.
+    pub(super) fn text(&self) -> String {
+        self.from(0).to_string()
+    }
+
+    /// How the failure is decided, after `attempts` and `waited`: a resume that brought
+    /// something new renews the ladder, so its failure is the first of a new one.
+    pub(super) fn resuming<'a>(
+        &mut self,
+        attempts: u32,
+        waited: Duration,
+        text: &'a str,
+    ) -> Resuming<'a> {
+        let cursor = &mut self.cursor;
+        if cursor.fresh {
+            cursor.renewed = (attempts.saturating_sub(1), waited);
+        }
+        Resuming {
+            attempts_before: cursor.renewed.0,
+            waited_before: cursor.renewed.1,
+            reconnect: cursor.reconnect,
+            from: text,
+        }
+    }
+
+    /// The failure resumes: the next attempt reopens from the cursor.
+    pub(super) fn will_resume(&mut self) {
+        self.cursor.next_is_resume = true;
+    }
+
+    /// The resume point for `attempt`.
+    pub(super) fn from(&self, attempt: u32) -> ResumeFrom {
+        let cursor = &self.cursor;
+        ResumeFrom {
+            last_event_id: cursor.id.clone(),
+            sequence: cursor.sequence,
+            reconnection_time: cursor.reconnect,
+            attempt,
+        }
+    }
+}
