@@ -712,3 +712,5 @@ pub mod stream_headline;
 pub mod cutting_proxy;
 pub mod event_server;
 pub mod mcp_peer;
+
+pub mod mcp_client;

@@ -31,9 +31,11 @@ trait Clock
 enum Deadline
 const DEFAULT_HOLD_BYTES
 const DEFAULT_HOLD_ITEMS
+const DEFAULT_RESUME_SILENCE
 struct Draw
 enum DurationError
 struct EndedEarly
+enum Ending
 struct GaveUp
 mod http
 struct http::AsTransport
@@ -74,6 +76,7 @@ const meter::QUOTA_REFUSALS
 const meter::REASONS
 const meter::STREAM_COMMITS
 const meter::STREAM_RESTARTS
+const meter::STREAM_RESUMES
 const meter::WAIT_SECONDS
 mod notice
 enum notice::Action
@@ -96,6 +99,8 @@ struct redact::Redacted
 fn redact::set_rule
 mod reqwest_middleware
 struct reqwest_middleware::RetryMiddleware
+trait Resumable
+struct ResumeFrom
 attr retry
 struct Retry
 trait RetryAfter

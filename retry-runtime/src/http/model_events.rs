@@ -534,6 +534,16 @@ mod tests {
     }
 
     #[test]
+    fn in_raw_mode_an_mcp_priming_event_is_a_keep_alive_not_content_and_not_malformed() {
+        let body = "id: prime-1\nretry: 500\ndata: \n\n";
+        let items = items(model(body).raw());
+        assert_eq!(items.len(), 1);
+        let event = items[0].as_ref().expect("a keep-alive, not an error");
+        assert_eq!((event.data(), event.id()), ("", Some("prime-1")));
+        assert!(!crate::sse::is_content(event));
+    }
+
+    #[test]
     fn raw_mode_hands_on_text_and_done_but_not_error_events() {
         let body = "data: plain text\n\ndata: [DONE]\n\nevent: error\ndata: overloaded\n\n";
         let items = items(model(body).raw());

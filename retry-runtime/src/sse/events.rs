@@ -290,6 +290,57 @@ mod tests {
         assert_send_and_unpin::<Events<Chunks>>();
     }
 
+    /// The stream's resume point once `chunks` are read (and, if `cut`, the source fails).
+    fn resume_point(chunks: &[&str], cut: bool) -> (Option<String>, Option<Duration>) {
+        let source = Chunks::new(chunks.iter().map(|chunk| chunk.as_bytes()));
+        let source = if cut { source.then_cut() } else { source };
+        let mut events = decode(source);
+        drain(&mut events);
+        (
+            events.last_event_id().map(str::to_owned),
+            events.reconnection_time(),
+        )
+    }
+
+    #[test]
+    fn an_id_only_block_sets_the_last_event_id_at_its_blank_line() {
+        let (id, _) = resume_point(&["id: 1\ndata: a\n\nid: 2\n\n"], true);
+        assert_eq!(id.as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn an_id_in_a_block_cut_before_its_blank_line_is_not_the_last_event_id() {
+        let (id, _) = resume_point(&["id: 1\ndata: a\n\nid: 2\ndata: b\n"], true);
+        assert_eq!(id.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn an_id_holding_a_nul_leaves_the_last_event_id_as_it_was() {
+        let (id, _) = resume_point(&["id: 1\n\nid: a\0b\n\n"], true);
+        assert_eq!(id.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn an_empty_id_resets_the_last_event_id() {
+        let (id, _) = resume_point(&["id: 1\n\nid\n\n"], true);
+        assert_eq!(id, None);
+    }
+
+    #[test]
+    fn the_reconnection_time_comes_from_any_retry_line_of_digits_dispatched_or_not() {
+        let (_, retry) = resume_point(&["retry: 500\n\nretry: 7x\ndata: a\n\nretry: 800\n"], true);
+        assert_eq!(retry, Some(Duration::from_millis(800)));
+    }
+
+    #[test]
+    fn the_resume_point_is_kept_after_a_clean_end() {
+        let (id, retry) = resume_point(&["id: 9\nretry: 10\ndata: a\n\n"], false);
+        assert_eq!(
+            (id.as_deref(), retry),
+            (Some("9"), Some(Duration::from_millis(10)))
+        );
+    }
+
     #[test]
     fn a_source_that_never_ends_an_event_is_read_to_the_cap_plus_one_chunk() {
         let cap = 64 * 1024;

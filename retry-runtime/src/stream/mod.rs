@@ -1,11 +1,16 @@
 //! A retried stream (feature `stream`): [`Retry::stream`] opens a stream and retries it until
-//! its commit point, the first item that is content, and never after.
+//! its commit point, the first item that is content, and never replays it after.
 //!
 //! The commit point is gRPC's, moved from the response head (which model APIs send at once) to
 //! the first content: before it, the stream's items are held, not delivered, and a failure is
 //! retried exactly as [`Retry::run`] retries one; at it, the held items are delivered in order
 //! and the stream passes through; after it, a failure ends the stream with
 //! [`StopReason::Committed`](crate::StopReason::Committed), because a retry would repeat what the caller has already seen.
+//!
+//! A stream that can be continued where it was cut (its events carry IDs, or its items a
+//! sequence number) is [resumed](RetryStream::resume) instead, before the commit point and
+//! after it: the reopen asks for what follows the cursor, so nothing is repeated and the first
+//! request is never sent again.
 
 mod attempt;
 mod ended;
