@@ -345,6 +345,31 @@ mod streams {
             ])
         );
     }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_resumed_stream_counts_its_resume_apart_from_restarts() {
+        let recorder = DebuggingRecorder::new();
+        let _local = metrics::set_default_local_recorder(&recorder);
+        let stream = FETCH
+            .stream(|_| async { Ok::<_, Cut>(testing::stream_of(vec![Ok(1), Err(Cut)])) })
+            .cursor(|n: &u64| Some(*n))
+            .resume(|_| async { Ok(testing::stream_of(vec![Ok(2)])) });
+
+        let (items, _) = testing::scope(testing::collect(stream)).await;
+
+        assert_eq!(items.len(), 2);
+        assert_eq!(
+            read(&recorder),
+            expect(&[
+                ("retry_attempts_total{class=ok,op=fetch}", 1),
+                ("retry_attempts_total{class=transport,op=fetch}", 1),
+                ("retry_calls_total{op=fetch,outcome=after_retries}", 1),
+                ("retry_stream_commits_total{op=fetch}", 1),
+                ("retry_stream_resumes_total{op=fetch}", 1),
+                ("retry_wait_seconds{op=fetch}", 1),
+            ])
+        );
+    }
 }
 
 mod labels {

@@ -288,10 +288,33 @@ async fn read_inside(server: &EventServer) -> Delivered {
     let http = client();
     let url = server.url();
     let stream = Retry::new(&Policy::AVAILABILITY)
+        .named("model")
         .stream(|_| send(http.post(&url)))
         .complete_when(is_stop)
         .resume(|from| send(get(&http, &url, &from)));
     testing::collect(stream).await
+}
+
+#[tokio::test]
+async fn a_stall_after_content_is_a_timeout_which_availability_does_not_resume() {
+    let server = EventServer::start([vec![with_id("1", &delta("a")), Part::Stall]]).await;
+    let http = client();
+    let url = server.url();
+    let stream = Retry::new(&Policy::AVAILABILITY)
+        .stream(|_| send(http.post(&url)))
+        .idle_timeout(Duration::from_millis(200))
+        .resume(|from| send(get(&http, &url, &from)));
+    let (delivered, _) = testing::scope(testing::collect(stream)).await;
+    let Some(Err(gave_up)) = delivered.last() else {
+        panic!("the stream ends in a give-up: {delivered:?}")
+    };
+    assert_eq!(
+        gave_up.reason(),
+        StopReason::NotRetried {
+            class: Class::Timeout
+        }
+    );
+    assert_eq!((server.count("POST"), server.count("GET")), (1, 0));
 }
 
 #[tokio::test]

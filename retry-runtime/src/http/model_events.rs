@@ -214,7 +214,64 @@ where
 /// - An event with empty data is handed on, not an error.
 ///
 /// After an error, or `[DONE]`, the stream gives `None`. It is `Send`, `Unpin` and
-/// `'static`.
+/// `'static`. It is [`Resumable`]: its last event ID and the server's `retry:` are kept
+/// after a cut, for [`RetryStream::resume`](crate::RetryStream::resume). An MCP `tools/call`
+/// resumed with a `GET` and `Last-Event-ID`, and the Responses API's background stream
+/// resumed with `starting_after`:
+///
+/// ```no_run
+/// use retry_runtime::http::{ModelEvents, ResponseExt, StreamError};
+/// use retry_runtime::sse::{self, Event};
+/// use retry_runtime::{Classify, EndedEarly, Policy, Retry};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum Failed {
+///     #[error(transparent)] #[classify(from)] Http(#[from] retry_runtime::http::HttpError),
+///     #[error(transparent)] #[classify(from)] Request(#[from] reqwest::Error),
+///     #[error(transparent)] #[classify(from)] Stream(#[from] StreamError),
+///     #[error(transparent)] #[classify(from)] Ended(#[from] EndedEarly),
+/// }
+///
+/// async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, Failed> {
+///     Ok(request.send().await?.check_status().await?.events().raw())
+/// }
+///
+/// fn is_response(event: &Event) -> bool {
+///     event.data().contains(r#""result""#) || event.data().contains(r#""error""#)
+/// }
+///
+/// fn sequence_number(event: &Event) -> Option<u64> {
+///     serde_json::from_str::<serde_json::Value>(event.data()).ok()?["sequence_number"].as_u64()
+/// }
+///
+/// # async fn example(http: reqwest::Client, url: String, call: String, session: String) {
+/// // MCP: the POST's stream, resumed from its last event ID.
+/// let tool_call = Retry::new(&Policy::AVAILABILITY)
+///     .stream(|_| send(http.post(&url).header("mcp-session-id", &session).body(call.clone())))
+///     .commit_when(|event: &Event| !event.data().trim().is_empty())
+///     .complete_when(is_response)
+///     .resume(|from| {
+///         let get = http.get(&url).header("mcp-session-id", &session);
+///         send(match from.last_event_id() {
+///             Some(id) => get.header("last-event-id", id),
+///             None => get,
+///         })
+///     });
+/// # drop(tool_call);
+///
+/// // The Responses API in background mode: the cursor is in the data.
+/// let response = Retry::new(&Policy::AVAILABILITY)
+///     .stream(|_| send(http.post("https://api.openai.com/v1/responses").body(call.clone())))
+///     .commit_when(sse::is_content)
+///     .cursor(sequence_number)
+///     .complete_when(|event: &Event| event.event() == "response.completed")
+///     .resume(|from| {
+///         let after = from.sequence().unwrap_or_default();
+///         send(http.get(format!("https://api.openai.com/v1/responses/resp_1?stream=true&starting_after={after}")))
+///     });
+/// # drop(response);
+/// # }
+/// ```
 ///
 /// ```
 /// use futures_core::Stream;
