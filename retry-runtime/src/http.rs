@@ -10,16 +10,19 @@
 //! | body error type `overloaded_error` | `Unavailable` (with its hint), whatever the status |
 //! | body type or code `insufficient_quota`, `billing_hard_limit_reached`, `billing_not_active` | `QuotaExhausted`: no wait clears it |
 //! | 400 or 413 whose body is `context_length_exceeded` or "prompt is too long" | `Definitive`, and [`HttpError::is_context_overflow`] says so |
-//! | 502, 503, 504, 529 | `Unavailable`, with the `Retry-After` hint |
-//! | 429 | `RateLimited`, with the `Retry-After` hint |
+//! | a Google `QuotaFailure` or `ErrorInfo` naming a per-day quota (`...PerDay...`) | `QuotaExhausted`: it resets at midnight Pacific time, and no ladder outlasts it, whatever `retryDelay` says |
+//! | 502, 503, 504, 529 | `Unavailable`, with the hint |
+//! | 429 | `RateLimited`, with the hint (Vertex's shared-capacity 429, with no details, too) |
 //! | 403 with `x-ratelimit-remaining: 0` | `QuotaExhausted`: its reset outlives any backoff |
 //! | 408 | `Timeout` |
 //! | 500 and other 5xx but 501 and 505 | `ServerError`: may be the request's fault |
 //! | 501, 505 | `Definitive`: the server will never do this |
 //! | every other status (400, 401, 403, 404, 409, 413, 422, ...) | `Definitive`: an answer |
 //!
-//! A hint is `retry-after-ms` (milliseconds), else `Retry-After` (seconds, or an HTTP date); a
-//! hint of zero, or a date now or past, is no hint.
+//! A hint is `retry-after-ms` (milliseconds), else `Retry-After` (seconds, or an HTTP date),
+//! else Google's `RetryInfo.retryDelay` in the body (a protobuf duration, `"36s"`); a hint of
+//! zero, or a date now or past, is no hint. [`HttpError::hint_source`] says which it was. A
+//! Google envelope wrapped in a one-element array (`[{"error": {...}}]`) is read the same.
 //!
 //! ## Inside a stream
 //!
@@ -32,12 +35,13 @@
 //!
 //! | what the error event says | class |
 //! |---|---|
-//! | `overloaded_error` | `Unavailable`, with no hint |
+//! | `overloaded_error`, Google's `UNAVAILABLE` | `Unavailable`, with no hint but `RetryInfo`'s |
 //! | `insufficient_quota`, `billing_hard_limit_reached`, `billing_not_active`, `enforced_spend_limit_reached` | `QuotaExhausted`: no wait clears it |
+//! | a Google per-day `QuotaFailure` or `ErrorInfo` | `QuotaExhausted` |
 //! | `context_length_exceeded` or "prompt is too long" | `Definitive`, and [`HttpError::is_context_overflow`] says so |
-//! | `rate_limit_error`, `rate_limit_exceeded` | `RateLimited`, with no hint |
-//! | `api_error`, `server_error` | `ServerError`: may be the request's fault |
-//! | `invalid_request_error` | `Definitive`: an answer |
+//! | `rate_limit_error`, `rate_limit_exceeded`, Google's `RESOURCE_EXHAUSTED` | `RateLimited`, with `RetryInfo`'s hint if any (Gemini's `streamGenerateContent?alt=sse` sends the envelope as `data:`) |
+//! | `api_error`, `server_error`, Google's `INTERNAL` | `ServerError`: may be the request's fault |
+//! | `invalid_request_error`, Google's `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `PERMISSION_DENIED`, `NOT_FOUND` | `Definitive`: an answer |
 //! | any other type or code, or none | `ServerError`: the far side failed mid-answer |
 //!
 //! ```
@@ -57,6 +61,7 @@
 //! ```
 
 mod error;
+mod google;
 mod headers;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 mod model_events;
@@ -106,6 +111,8 @@ pub(crate) enum BodySays {
     QuotaRefused,
     /// The prompt does not fit the model's context.
     ContextOverflow,
+    /// A Google quota counted per day is spent.
+    DailyQuota,
     /// An error event inside a stream: rate limited (`rate_limit_error`, `rate_limit_exceeded`).
     StreamRateLimited,
     /// An error event inside a stream: the far side failed (`api_error`, `server_error`).
@@ -114,6 +121,18 @@ pub(crate) enum BodySays {
     StreamInvalidRequest,
     /// An error event inside a stream whose type the table does not know, or that has none.
     StreamUnknown,
+}
+
+/// Where an [`HttpError`]'s hint came from ([`HttpError::hint_source`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HintSource {
+    /// The `retry-after-ms` header (OpenAI's and Anthropic's), in milliseconds.
+    RetryAfterMs,
+    /// The `Retry-After` header: seconds, or an HTTP date.
+    RetryAfter,
+    /// Google's `google.rpc.RetryInfo.retryDelay`, in the body.
+    RetryInfo,
 }
 
 /// Which row of [the one table](crate::http) decided a class, so a person can be told why a
@@ -143,6 +162,8 @@ pub enum Rule {
     ContextOverflow,
     /// A 403 with `x-ratelimit-remaining: 0`.
     QuotaSpent,
+    /// A Google `QuotaFailure` or `ErrorInfo` names a per-day quota.
+    DailyQuota,
     /// The status alone.
     Status,
     /// An error event inside a stream says `rate_limit_error` or `rate_limit_exceeded`.
@@ -164,6 +185,7 @@ impl Rule {
             Rule::QuotaRefused => "provider_quota_refused",
             Rule::ContextOverflow => "provider_context_overflow",
             Rule::QuotaSpent => "x_ratelimit_remaining",
+            Rule::DailyQuota => "google_daily_quota",
             Rule::Status => "status",
             Rule::StreamRateLimited => "stream_rate_limited",
             Rule::StreamServerError => "stream_server_error",
@@ -203,6 +225,7 @@ pub(crate) const fn decide(
             return (Class::Unavailable { retry_after: hint }, Rule::Overloaded);
         }
         BodySays::QuotaRefused => return (Class::QuotaExhausted, Rule::QuotaRefused),
+        BodySays::DailyQuota => return (Class::QuotaExhausted, Rule::DailyQuota),
         BodySays::ContextOverflow => return (Class::Definitive, Rule::ContextOverflow),
         // An error inside a stream always says one of these, so its 200 is never a row.
         BodySays::StreamRateLimited => {

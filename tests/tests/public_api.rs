@@ -42,6 +42,7 @@ struct http::AsTransport
 fn http::classify_response
 fn http::classify_status
 trait http::ClassifyError
+enum http::HintSource
 struct http::HttpError
 struct http::ModelEvents
 fn http::parse_retry_after

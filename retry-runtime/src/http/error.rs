@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use super::{BodySays, Rule, decide, headers};
+use super::google::{self, Details};
+use super::{BodySays, HintSource, Rule, decide, headers};
 use crate::class::{Class, Classify};
 
 /// The most of an error body an [`HttpError`] keeps.
@@ -61,6 +62,9 @@ struct Response {
     error_type: Option<String>,
     error_code: Option<String>,
     says: BodySays,
+    hint_source: Option<HintSource>,
+    /// The quota a Google `QuotaFailure` or `ErrorInfo` named.
+    quota_id: Option<String>,
     url: Option<String>,
     /// An error event inside a stream whose head was a success.
     in_stream: bool,
@@ -75,8 +79,18 @@ impl HttpError {
         let body = String::from_utf8_lossy(body).into_owned();
         let provider = ProviderError::read(&body, Place::Response);
         let says = provider.says(status);
-        let retry_after = headers::retry_after(headers, SystemTime::now());
-        HttpError::keep(status, headers, retry_after, body, provider, says, false)
+        // A header's hint first; Google's `RetryInfo` where there is none.
+        let (retry_after, hint_source) = match headers::retry_after(headers, SystemTime::now()) {
+            Some(hint) => (Some(hint), Some(headers::hint_source(headers))),
+            None => provider.retry_info(),
+        };
+        let kept = HttpError::keep(status, headers, retry_after, body, provider, says, false);
+        kept.with_hint_source(hint_source)
+    }
+
+    fn with_hint_source(mut self, source: Option<HintSource>) -> HttpError {
+        self.0.hint_source = source;
+        self
     }
 
     /// An error event inside a stream whose head (`status`, `headers`) was a success, from
@@ -114,7 +128,10 @@ impl HttpError {
         let says = provider.says_in_stream();
         let body = &event_data[..event_data.len().min(SNIPPET_LIMIT)];
         let body = String::from_utf8_lossy(body).into_owned();
-        HttpError::keep(status, headers, None, body, provider, says, true)
+        // The event's own hint: Google's `RetryInfo`, never the head's headers.
+        let (retry_after, hint_source) = provider.retry_info();
+        let kept = HttpError::keep(status, headers, retry_after, body, provider, says, true);
+        kept.with_hint_source(hint_source)
     }
 
     fn keep(
@@ -138,6 +155,8 @@ impl HttpError {
             error_type: provider.error_type,
             error_code: provider.code,
             says,
+            hint_source: None,
+            quota_id: provider.google.quota_id,
             url: None,
             in_stream,
         }))
@@ -172,6 +191,45 @@ impl HttpError {
     /// (or zero), and for an error inside a stream, whose head's hint was not about it.
     pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
+    }
+
+    /// Where [`retry_after`](HttpError::retry_after)'s hint came from: `retry-after-ms`,
+    /// `Retry-After`, or Google's `RetryInfo.retryDelay` in the body; `None` with no hint.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use retry_runtime::http::{HintSource, HttpError};
+    /// use std::time::Duration;
+    ///
+    /// let body = br#"{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [
+    ///     {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "36.5s"}]}}"#;
+    /// let error = HttpError::new(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), body);
+    /// assert_eq!(error.retry_after(), Some(Duration::from_millis(36_500)));
+    /// assert_eq!(error.hint_source(), Some(HintSource::RetryInfo));
+    /// ```
+    pub fn hint_source(&self) -> Option<HintSource> {
+        self.0.hint_source
+    }
+
+    /// The quota a Google error names (a `QuotaFailure` violation's `quotaId`, or an
+    /// `ErrorInfo`'s `quota_limit`), for people to read: a per-day one, if any is.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use retry_runtime::http::HttpError;
+    /// use retry_runtime::{Class, Classify};
+    ///
+    /// let body = br#"[{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [
+    ///     {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+    ///         {"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},
+    ///     {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "36s"}]}}]"#;
+    /// let error = HttpError::new(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), body);
+    /// assert_eq!(error.quota_id(), Some("GenerateRequestsPerDayPerProjectPerModel-FreeTier"));
+    /// // Spent for the day: no wait clears it, whatever the retryDelay says.
+    /// assert_eq!(error.classify(), Class::QuotaExhausted);
+    /// ```
+    pub fn quota_id(&self) -> Option<&str> {
+        self.0.quota_id.as_deref()
     }
 
     /// The start of the body (at most 4 KiB, lossy UTF-8). Neither `Display` nor `Debug`
@@ -237,7 +295,13 @@ impl HttpError {
     fn decide(&self) -> (Class, Rule) {
         if self.0.in_stream {
             // The head's headers said nothing about this event: only its body is read.
-            return decide(self.0.status.as_u16(), None, None, false, self.0.says);
+            return decide(
+                self.0.status.as_u16(),
+                None,
+                self.0.retry_after,
+                false,
+                self.0.says,
+            );
         }
         decide(
             self.0.status.as_u16(),
@@ -286,6 +350,8 @@ impl fmt::Debug for HttpError {
             .field("error_type", &self.0.error_type)
             .field("error_code", &self.0.error_code)
             .field("retry_after", &self.0.retry_after)
+            .field("hint_source", &self.0.hint_source)
+            .field("quota_id", &self.0.quota_id)
             .field("class", &self.classify())
             .field("in_stream", &self.0.in_stream)
             .field("body_bytes", &self.0.body.len())
@@ -296,12 +362,16 @@ impl fmt::Debug for HttpError {
 impl std::error::Error for HttpError {}
 
 /// What a JSON error body says: OpenAI's `{"error": {"type", "code", "message"}}`,
-/// Anthropic's `{"type": "error", "error": {"type", "message"}}`, or a flat object.
+/// Anthropic's `{"type": "error", "error": {"type", "message"}}`, Google's `{"error": {"code",
+/// "status", "message", "details"}}` (alone or in a one-element array), or a flat object.
 #[derive(Debug, Default)]
 struct ProviderError {
     error_type: Option<String>,
     code: Option<String>,
     message: Option<String>,
+    /// Google's canonical status: `RESOURCE_EXHAUSTED`, `UNAVAILABLE`, ...
+    status: Option<String>,
+    google: Details,
 }
 
 /// Where a body came from: a stream's event may also be Responses' `response.failed`.
@@ -313,11 +383,18 @@ enum Place {
 
 impl ProviderError {
     fn read(body: &str, place: Place) -> ProviderError {
-        if !body.trim_start().starts_with('{') {
+        let start = body.trim_start();
+        if !start.starts_with('{') && !start.starts_with('[') {
             return ProviderError::default();
         }
-        let Ok(Value::Object(top)) = serde_json::from_str::<Value>(body) else {
-            return ProviderError::default();
+        // Some Google endpoints wrap the envelope in a one-element array.
+        let top = match serde_json::from_str::<Value>(body) {
+            Ok(Value::Object(top)) => top,
+            Ok(Value::Array(mut items)) if !items.is_empty() => match items.swap_remove(0) {
+                Value::Object(top) => top,
+                _ => return ProviderError::default(),
+            },
+            _ => return ProviderError::default(),
         };
         let failed_response = match (place, top.get("response")) {
             (Place::Stream, Some(Value::Object(response))) => match response.get("error") {
@@ -341,7 +418,24 @@ impl ProviderError {
             error_type: text("type").filter(|kind| kind != "error" && kind != "response.failed"),
             code: text("code"),
             message: text("message"),
+            status: text("status"),
+            google: google::read(object),
         }
+    }
+
+    /// Google's `RetryInfo` hint, and that it is one.
+    fn retry_info(&self) -> (Option<Duration>, Option<HintSource>) {
+        match self.google.retry_delay.filter(|delay| !delay.is_zero()) {
+            Some(delay) => (Some(delay), Some(HintSource::RetryInfo)),
+            None => (None, None),
+        }
+    }
+
+    /// Google's canonical status is one of `statuses`.
+    fn status_is(&self, statuses: &[&str]) -> bool {
+        self.status
+            .as_deref()
+            .is_some_and(|status| statuses.contains(&status))
     }
 
     fn says(&self, status: StatusCode) -> BodySays {
@@ -352,6 +446,8 @@ impl ProviderError {
             BodySays::Overloaded
         } else if QUOTA_REFUSALS.iter().any(|marker| is(marker)) {
             BodySays::QuotaRefused
+        } else if self.google.per_day {
+            BodySays::DailyQuota
         } else if matches!(status.as_u16(), 400 | 413)
             && (is("context_length_exceeded") || self.says_prompt_too_long())
         {
@@ -369,17 +465,28 @@ impl ProviderError {
                 self.error_type.as_deref() == Some(*marker) || self.code.as_deref() == Some(*marker)
             })
         };
-        if is(&["overloaded_error"]) {
+        if is(&["overloaded_error"]) || self.status_is(&["UNAVAILABLE"]) {
             BodySays::Overloaded
         } else if is(&QUOTA_REFUSALS) || is(&["enforced_spend_limit_reached"]) {
             BodySays::QuotaRefused
+        } else if self.google.per_day {
+            BodySays::DailyQuota
         } else if is(&["context_length_exceeded"]) || self.says_prompt_too_long() {
             BodySays::ContextOverflow
-        } else if is(&["rate_limit_error", "rate_limit_exceeded"]) {
+        } else if is(&["rate_limit_error", "rate_limit_exceeded"])
+            || self.status_is(&["RESOURCE_EXHAUSTED"])
+        {
             BodySays::StreamRateLimited
-        } else if is(&["api_error", "server_error"]) {
+        } else if is(&["api_error", "server_error"]) || self.status_is(&["INTERNAL"]) {
             BodySays::StreamServerError
-        } else if is(&["invalid_request_error"]) {
+        } else if is(&["invalid_request_error"])
+            || self.status_is(&[
+                "INVALID_ARGUMENT",
+                "FAILED_PRECONDITION",
+                "PERMISSION_DENIED",
+                "NOT_FOUND",
+            ])
+        {
             BodySays::StreamInvalidRequest
         } else {
             BodySays::StreamUnknown

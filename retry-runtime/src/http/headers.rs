@@ -37,6 +37,18 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
         .filter(|hint| !hint.is_zero())
 }
 
+/// Which header [`retry_after`] read a hint from: `retry-after-ms` if it gave one.
+pub(super) fn hint_source(headers: &HeaderMap) -> super::HintSource {
+    let millis = headers
+        .get("retry-after-ms")
+        .and_then(|v| parse_millis(v.as_bytes()))
+        .filter(|hint| !hint.is_zero());
+    match millis {
+        Some(_) => super::HintSource::RetryAfterMs,
+        None => super::HintSource::RetryAfter,
+    }
+}
+
 /// Parse one `Retry-After` value: delay-seconds (a decimal fraction is read too, as the
 /// official clients read it) or an HTTP date. Any bytes are accepted; what is not a valid
 /// value gives `None`. A date in the past gives zero, which [`retry_after`] reads as no hint.
