@@ -369,3 +369,12 @@ impl Classify for tokio::time::error::Elapsed {
         Class::Timeout
     }
 }
+
+/// Whether a quota's name says it is counted per day, so that it resets at midnight and no
+/// ladder outlasts it: Google's `GenerateRequestsPerDayPerProjectPerModel-FreeTier`,
+/// `GenerateContentInputTokensPerModelPerDay`, or a `requests_per_day`.
+#[cfg(any(feature = "http", feature = "tonic"))]
+pub(crate) fn is_per_day(quota: &str) -> bool {
+    let lower = quota.to_ascii_lowercase();
+    lower.contains("perday") || lower.contains("per_day")
+}

@@ -91,6 +91,9 @@ mod expansion;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub mod grpc;
 pub mod ladder;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod layer;

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::class::is_per_day;
+
 /// What a Google error object's `details` say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Details {
@@ -17,13 +19,6 @@ pub(super) struct Details {
     pub(super) quota_id: Option<String>,
     /// The quota named resets with the day (`...PerDay...`): no ladder outlasts it.
     pub(super) per_day: bool,
-}
-
-/// Whether a quota's name says it is counted per day: `GenerateRequestsPerDayPerProjectPerModel-FreeTier`,
-/// `GenerateContentInputTokensPerModelPerDay`, `requests_per_day`.
-fn is_per_day(quota: &str) -> bool {
-    let lower = quota.to_ascii_lowercase();
-    lower.contains("perday") || lower.contains("per_day")
 }
 
 /// The details of a Google error object (`{"code", "status", "message", "details": [...]}`).
