@@ -1,4 +1,5 @@
-//! `backoff explain`: what the library makes of one HTTP response, and why.
+//! `backoff explain`: what the library makes of one HTTP response, or one gRPC status, and
+//! why.
 //!
 //! The class comes from `retry_runtime::http`'s one table ([`HttpError`]), the retry decision,
 //! the wait and the rule from [`ladder::decide`], the engine's own decision. Nothing here
@@ -11,7 +12,8 @@ use std::time::Duration;
 
 use clap::Args;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use retry_runtime::http::{HttpError, Rule};
+use retry_runtime::grpc::{self, Pushback};
+use retry_runtime::http::{HintSource, HttpError, Rule};
 use retry_runtime::ladder::{self, Decision, Failure, Step, Why};
 use retry_runtime::{Class, Classify, Draw, Policy, StopReason};
 
@@ -23,8 +25,12 @@ use crate::output::{self, format_wait, json_ms};
 #[derive(Debug, Args)]
 pub(crate) struct Explain {
     /// The response's status, like 429.
-    #[arg(long, value_parser = parse_status, allow_negative_numbers = true)]
-    status: StatusCode,
+    #[arg(long, value_parser = parse_status, allow_negative_numbers = true, required_unless_present = "grpc", conflicts_with = "grpc")]
+    status: Option<StatusCode>,
+    /// A gRPC status code instead of an HTTP response, by name or number (`UNAVAILABLE`,
+    /// `14`); its `grpc-retry-pushback-ms` is read from `--header`.
+    #[arg(long, value_name = "CODE", value_parser = parse_grpc_code)]
+    grpc: Option<i32>,
     /// A response header as `Name: value`, like `--header 'Retry-After: 30'`; repeat the flag
     /// for more.
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
@@ -40,10 +46,13 @@ pub(crate) struct Explain {
     attempt: u32,
     #[command(flatten)]
     draw: DrawArgs,
-    /// Print one JSON object instead: `status`; `class` (the class's name); `retry_after_ms`
-    /// (the server's hint, or null); `class_rule`, the table's row that decided the class
-    /// (`x_should_retry`, `provider_overloaded`, `provider_quota_refused`,
-    /// `provider_context_overflow`, `x_ratelimit_remaining` or `status`); `error_type` and
+    /// Print one JSON object instead: `status` (null for `--grpc`); `grpc_code` (its name, or
+    /// null); `class` (the class's name); `retry_after_ms` (the server's hint, or null);
+    /// `hint_source` (`retry_after_ms`, `retry_after`, `retry_info`, or null); `quota_id`
+    /// (the quota a Google error names, or null); `class_rule`, the table's row that decided
+    /// the class (`x_should_retry`, `provider_overloaded`, `provider_quota_refused`,
+    /// `provider_context_overflow`, `google_daily_quota`, `x_ratelimit_remaining`, `status`,
+    /// `grpc_code` or `grpc_retry_pushback_ms`); `error_type` and
     /// `error_code` (from the body, or null); `context_overflow`; `policy`; `attempt`;
     /// `attempts` (the policy's); `retried`; `rule`, what decided the outcome (`hint`,
     /// `cap`, `ladder` or `rate_limit_once` for a retry; `max_hint` or `max_total` for a hint
@@ -56,9 +65,18 @@ pub(crate) struct Explain {
     json: bool,
 }
 
+/// What was explained: an HTTP response, or a gRPC status with its pushback.
+enum Answer {
+    Http(HttpError),
+    Grpc {
+        code: i32,
+        pushback: Option<Pushback>,
+    },
+}
+
 /// Everything `explain` reports, computed once for both forms.
 struct Explanation {
-    error: HttpError,
+    answer: Answer,
     class: Class,
     policy: Policy,
     attempt: u32,
@@ -89,9 +107,22 @@ impl Explain {
         for (name, value) in &self.headers {
             headers.append(name.clone(), value.clone());
         }
-        let body = self.read_body()?;
-        let error = HttpError::new(self.status, &headers, &body);
-        let class = error.classify();
+        let (answer, class) = match (self.grpc, self.status) {
+            (Some(code), _) => {
+                let pushback = headers
+                    .get(grpc::PUSHBACK)
+                    .map(|value| grpc::parse_pushback(value.as_bytes()));
+                let class = grpc::classify_code(code, pushback.map(Pushback::hint), false);
+                (Answer::Grpc { code, pushback }, class)
+            }
+            (None, status) => {
+                let body = self.read_body()?;
+                let status = status.unwrap_or(StatusCode::OK);
+                let error = HttpError::new(status, &headers, &body);
+                let class = error.classify();
+                (Answer::Http(error), class)
+            }
+        };
         let decided = ladder::decide(&policy, Failure::new(self.attempt, class));
         let decision = decided.with_draw(self.draw.fixed().unwrap_or(Draw::IDEAL));
         let wait_at = |draw| decided.with_draw(draw).step.wait().unwrap_or_default();
@@ -103,7 +134,7 @@ impl Explain {
             )
         });
         Ok(Explanation {
-            error,
+            answer,
             class,
             policy,
             attempt: self.attempt,
@@ -136,8 +167,19 @@ impl Explanation {
     /// The ladder's rule by name; for an answer, the table's row that made it one.
     fn rule_name(&self) -> &'static str {
         match self.decision.step {
-            Step::Stop(StopReason::Definitive) => self.error.rule().name(),
+            Step::Stop(StopReason::Definitive) => self.class_rule_name(),
             _ => self.decision.rule.name(),
+        }
+    }
+
+    /// The table's row that decided the class, by name.
+    fn class_rule_name(&self) -> &'static str {
+        match &self.answer {
+            Answer::Http(error) => error.rule().name(),
+            Answer::Grpc {
+                pushback: Some(_), ..
+            } => "grpc_retry_pushback_ms",
+            Answer::Grpc { .. } => "grpc_code",
         }
     }
 
@@ -155,14 +197,21 @@ impl Explanation {
             ),
             _ => (None, None, None, None),
         };
+        let (status, grpc_code, error) = match &self.answer {
+            Answer::Http(error) => (Some(error.status().as_u16()), None, Some(error)),
+            Answer::Grpc { code, .. } => (None, grpc::code_name(*code), None),
+        };
         serde_json::json!({
-            "status": self.error.status().as_u16(),
+            "status": status,
+            "grpc_code": grpc_code,
             "class": self.class.name(),
             "retry_after_ms": self.class.retry_after().map(json_ms),
-            "class_rule": self.error.rule().name(),
-            "error_type": self.error.error_type(),
-            "error_code": self.error.error_code(),
-            "context_overflow": self.error.is_context_overflow(),
+            "hint_source": error.and_then(HttpError::hint_source).map(hint_source_name),
+            "quota_id": error.and_then(HttpError::quota_id),
+            "class_rule": self.class_rule_name(),
+            "error_type": error.and_then(HttpError::error_type),
+            "error_code": error.and_then(HttpError::error_code),
+            "context_overflow": error.is_some_and(HttpError::is_context_overflow),
             "policy": self.policy.name(),
             "attempt": self.attempt,
             "attempts": self.policy.attempts(),
@@ -177,7 +226,14 @@ impl Explanation {
     }
 
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
-        writeln!(out, "response: {}", self.error)?;
+        match &self.answer {
+            Answer::Http(error) => writeln!(out, "response: {error}")?,
+            Answer::Grpc { code, .. } => writeln!(
+                out,
+                "response: gRPC status {} ({code})",
+                grpc::code_name(*code).unwrap_or("?")
+            )?,
+        }
         writeln!(out, "class: {}", self.class)?;
         writeln!(out, "class decided by: {}", self.class_rule_text())?;
         write!(
@@ -209,7 +265,21 @@ impl Explanation {
     }
 
     fn class_rule_text(&self) -> String {
-        let error = &self.error;
+        let error = match &self.answer {
+            Answer::Http(error) => error,
+            Answer::Grpc {
+                pushback: Some(Pushback::Stop),
+                ..
+            } => {
+                return "grpc-retry-pushback-ms: a negative or malformed value, which A6 says means do not retry".into();
+            }
+            Answer::Grpc { code, .. } => {
+                return format!(
+                    "the gRPC code {} ({code}), by the status-code table",
+                    grpc::code_name(*code).unwrap_or("?")
+                );
+            }
+        };
         match error.rule() {
             Rule::ShouldRetry => {
                 let said = error
@@ -230,6 +300,10 @@ impl Explanation {
                 "the body: the prompt does not fit the model's context, an answer to route to your own recovery".into()
             }
             Rule::QuotaSpent => "x-ratelimit-remaining: 0 on a 403: a spent quota".into(),
+            Rule::DailyQuota => format!(
+                "Google's details name the per-day quota `{}`: it resets at midnight Pacific time, past any ladder",
+                error.quota_id().unwrap_or("?")
+            ),
             Rule::Status => format!("the status {}", error.status().as_u16()),
             other => other.name().into(),
         }
@@ -243,11 +317,15 @@ impl Explanation {
             .map_or_else(|| "?".into(), |own| format_wait(own, false));
         match (self.decision.rule, self.decision.step) {
             (Why::Hint, _) => format!(
-                "the hint: the server asked for {} s, longer than the policy's own {own} s",
+                "the hint: the server asked for {} s ({}), longer than the policy's own {own} s",
                 self.class
                     .retry_after()
-                    .map_or_else(|| "?".into(), |hint| format_wait(hint, false))
+                    .map_or_else(|| "?".into(), |hint| format_wait(hint, false)),
+                self.hint_text()
             ),
+            (Why::MaxHint, _) if self.class.retry_after() == Some(Duration::MAX) => {
+                "the server's pushback: it asked not to be retried".into()
+            }
             (Why::MaxHint, _) => format!(
                 "the maximum hint: the policy honours a Retry-After of at most {} s",
                 format_wait(self.policy.max_retry_after(), false)
@@ -281,6 +359,34 @@ impl Explanation {
             _ => format!("the ladder: rung {} of the policy's waits", self.attempt),
         }
     }
+}
+
+impl Explanation {
+    /// Where the hint came from, in words.
+    fn hint_text(&self) -> &'static str {
+        match &self.answer {
+            Answer::Grpc { .. } => "grpc-retry-pushback-ms",
+            Answer::Http(error) => match error.hint_source() {
+                Some(HintSource::RetryAfterMs) => "retry-after-ms",
+                Some(HintSource::RetryInfo) => "Google's RetryInfo.retryDelay",
+                _ => "Retry-After",
+            },
+        }
+    }
+}
+
+fn hint_source_name(source: HintSource) -> &'static str {
+    match source {
+        HintSource::RetryAfterMs => "retry_after_ms",
+        HintSource::RetryInfo => "retry_info",
+        _ => "retry_after",
+    }
+}
+
+fn parse_grpc_code(text: &str) -> Result<i32, String> {
+    grpc::parse_code(text).ok_or_else(|| {
+        format!("`{text}` is not a gRPC status code; use a name or a number from 0 to 16, like UNAVAILABLE or 14")
+    })
 }
 
 fn parse_status(text: &str) -> Result<StatusCode, String> {

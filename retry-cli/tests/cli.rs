@@ -688,7 +688,7 @@ fn explain_in_words_says_the_class_the_wait_and_why() {
          class decided by: the status 429\n\
          policy transient, attempt 1 of 5: retried\n\
          wait: 30.000 s ideal; a random draw gives 30.000 to 30.999 s\n\
-         decided by: the hint: the server asked for 30.000 s, longer than the policy's own 1.000 s\n"
+         decided by: the hint: the server asked for 30.000 s (Retry-After), longer than the policy's own 1.000 s\n"
     );
     let drawn = backoff(&["explain", "--status", "503", "--draw", "0.5"]);
     assert!(
@@ -846,7 +846,10 @@ fn explain_json_has_stable_fields_and_documents_them() {
         "context_overflow",
         "error_code",
         "error_type",
+        "grpc_code",
+        "hint_source",
         "policy",
+        "quota_id",
         "retried",
         "retry_after_ms",
         "rule",
@@ -1259,4 +1262,107 @@ fn the_cli_leaks_no_configuration() {
             assert!(!text.contains("Box::leak"), "{} leaks", path.display());
         }
     }
+}
+
+// explain: a Gemini body and a gRPC status code, read by the same tables as the library.
+
+fn explain_json_args(args: &[&str]) -> Value {
+    let output = backoff(args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&stdout(&output)).expect("explain --json prints one JSON object")
+}
+
+const GEMINI_PER_DAY: &str = r#"{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+  "details": [
+    {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+      {"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},
+    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "36s"}]}}"#;
+
+#[test]
+fn explain_reads_a_gemini_per_day_quota_as_quota_exhausted_by_its_rule() {
+    let body = std::env::temp_dir().join(format!("backoff-gemini-{}.json", std::process::id()));
+    std::fs::write(&body, GEMINI_PER_DAY).unwrap();
+    let got = explain_json_args(&[
+        "explain",
+        "--status",
+        "429",
+        "--body",
+        body.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(got["class"], "quota_exhausted");
+    assert_eq!(got["class_rule"], "google_daily_quota");
+    assert_eq!(
+        got["quota_id"],
+        "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+    );
+    assert_eq!(got["retried"], false);
+}
+
+#[test]
+fn explain_reads_a_gemini_per_minute_retry_delay_as_the_hint() {
+    let body =
+        std::env::temp_dir().join(format!("backoff-gemini-minute-{}.json", std::process::id()));
+    std::fs::write(
+        &body,
+        GEMINI_PER_DAY
+            .replace("PerDay", "PerMinute")
+            .replace("36s", "2s"),
+    )
+    .unwrap();
+    let got = explain_json_args(&[
+        "explain",
+        "--status",
+        "429",
+        "--body",
+        body.to_str().unwrap(),
+        "--no-jitter",
+        "--json",
+    ]);
+    assert_eq!(got["class"], "rate_limited");
+    assert_eq!(got["hint_source"], "retry_info");
+    assert_eq!(got["rule"], "hint");
+    assert_eq!(got["wait_ms"], 2000);
+}
+
+#[test]
+fn explain_takes_a_grpc_code_and_its_pushback() {
+    let got = explain_json_args(&[
+        "explain",
+        "--grpc",
+        "UNAVAILABLE",
+        "--header",
+        "grpc-retry-pushback-ms: 1500",
+        "--no-jitter",
+        "--json",
+    ]);
+    assert_eq!(got["grpc_code"], "UNAVAILABLE");
+    assert_eq!(got["class"], "unavailable");
+    assert_eq!(got["wait_ms"], 1500);
+    let stopped = explain_json_args(&[
+        "explain",
+        "--grpc",
+        "14",
+        "--header",
+        "grpc-retry-pushback-ms: -1",
+        "--json",
+    ]);
+    assert_eq!(stopped["retried"], false);
+    assert_eq!(stopped["class_rule"], "grpc_retry_pushback_ms");
+    let aborted = explain_json_args(&["explain", "--grpc", "aborted", "--json"]);
+    assert_eq!(
+        (aborted["class"].as_str(), aborted["rule"].as_str()),
+        (Some("definitive"), Some("grpc_code"))
+    );
+}
+
+#[test]
+fn explain_refuses_an_unknown_grpc_code_and_says_what_to_give() {
+    let output = backoff(&["explain", "--grpc", "busy"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("a name or a number from 0 to 16"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -141,6 +141,8 @@ impl Class {
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.retry_after() {
+            // A hint of forever: the far side asked not to be retried (gRPC's negative pushback).
+            Some(Duration::MAX) => write!(f, "{} (do not retry)", self.name()),
             Some(hint) => write!(f, "{} (retry after {} ms)", self.name(), hint.as_millis()),
             None => f.write_str(self.name()),
         }

@@ -138,7 +138,9 @@ mod tests {
 
     #[test]
     fn every_code_has_its_class() {
-        let classes: Vec<Class> = (0..=16).map(|code| classify_code(code, None, false)).collect();
+        let classes: Vec<Class> = (0..=16)
+            .map(|code| classify_code(code, None, false))
+            .collect();
         let retried: Vec<i32> = (0..=16)
             .filter(|&code| classify_code(code, None, false).is_transient())
             .collect();
@@ -148,7 +150,10 @@ mod tests {
 
     #[test]
     fn a_pushback_of_digits_waits_and_anything_else_stops() {
-        assert_eq!(parse_pushback(b" 250 "), Pushback::Wait(Duration::from_millis(250)));
+        assert_eq!(
+            parse_pushback(b" 250 "),
+            Pushback::Wait(Duration::from_millis(250))
+        );
         for stop in [&b"-1"[..], b"", b"1.5", b"soon", b"-0"] {
             assert_eq!(parse_pushback(stop), Pushback::Stop, "{stop:?}");
         }

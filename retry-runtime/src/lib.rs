@@ -88,12 +88,12 @@ mod deadline;
 mod draw;
 mod engine;
 mod expansion;
-#[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub mod http;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub mod ladder;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod layer;

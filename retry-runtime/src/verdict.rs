@@ -100,6 +100,9 @@ impl fmt::Display for StopReason {
                 wanted.as_millis(),
                 remaining.as_millis()
             ),
+            StopReason::RetryAfterTooLong { wanted, .. } if *wanted == Duration::MAX => {
+                f.write_str("the far side asked not to be retried")
+            }
             StopReason::RetryAfterTooLong { wanted, max } => write!(
                 f,
                 "the far side asked to wait {} ms, longer than the policy allows ({} ms)",

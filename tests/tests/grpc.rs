@@ -99,7 +99,11 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        *self.script.calls.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        *self
+            .script
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) += 1;
         let next = self
             .script
             .statuses
@@ -171,17 +175,27 @@ async fn serve(statuses: Vec<Answer>) -> Peer {
     }
 }
 
-async fn check(peer: &Peer) -> (Result<tonic::Response<HealthCheckResponse>, retry_runtime::GaveUp<Status>>, testing::Recorded) {
+async fn check(
+    peer: &Peer,
+) -> (
+    Result<tonic::Response<HealthCheckResponse>, retry_runtime::GaveUp<Status>>,
+    testing::Recorded,
+) {
     let client = peer.client.clone();
-    testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| {
-        client.clone().check(HealthCheckRequest::default()).await
-    }))
+    testing::scope(
+        Retry::new(&Policy::AVAILABILITY)
+            .run(async |_| client.clone().check(HealthCheckRequest::default()).await),
+    )
     .await
 }
 
 #[tokio::test]
 async fn unavailable_twice_then_ok_is_three_calls() {
-    let peer = serve(vec![Answer::Fail(Status::unavailable("down")), Answer::Fail(Status::unavailable("down"))]).await;
+    let peer = serve(vec![
+        Answer::Fail(Status::unavailable("down")),
+        Answer::Fail(Status::unavailable("down")),
+    ])
+    .await;
     let (result, recorded) = check(&peer).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(peer.script.calls(), 3);
@@ -190,7 +204,10 @@ async fn unavailable_twice_then_ok_is_three_calls() {
 
 #[tokio::test]
 async fn invalid_argument_is_one_call() {
-    let peer = serve(vec![Answer::Fail(Status::invalid_argument("no such field"))]).await;
+    let peer = serve(vec![Answer::Fail(Status::invalid_argument(
+        "no such field",
+    ))])
+    .await;
     let (result, _) = check(&peer).await;
     assert_eq!(result.unwrap_err().reason(), StopReason::Definitive);
     assert_eq!(peer.script.calls(), 1);
@@ -210,7 +227,11 @@ async fn a_pushback_of_1500_ms_waits_at_least_that() {
     let (result, recorded) = check(&peer).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(peer.script.calls(), 2);
-    assert!(recorded.waits()[0] >= Duration::from_millis(1500), "{:?}", recorded.waits());
+    assert!(
+        recorded.waits()[0] >= Duration::from_millis(1500),
+        "{:?}",
+        recorded.waits()
+    );
 }
 
 #[tokio::test]
@@ -218,7 +239,11 @@ async fn a_negative_pushback_stops_after_one_call() {
     let peer = serve(vec![Answer::Fail(pushed_back("-1"))]).await;
     let (result, recorded) = check(&peer).await;
     let gave_up = result.unwrap_err();
-    assert!(matches!(gave_up.reason(), StopReason::RetryAfterTooLong { .. }), "{:?}", gave_up.reason());
+    assert!(
+        matches!(gave_up.reason(), StopReason::RetryAfterTooLong { .. }),
+        "{:?}",
+        gave_up.reason()
+    );
     assert!(gave_up.is_undetermined(), "a pushback is no answer");
     assert_eq!(peer.script.calls(), 1);
     assert!(recorded.waits().is_empty());
@@ -244,7 +269,11 @@ async fn resource_exhausted_with_retry_info_waits_its_delay() {
     let peer = serve(vec![Answer::Fail(status)]).await;
     let (result, recorded) = check(&peer).await;
     assert!(result.is_ok(), "{result:?}");
-    assert!(recorded.waits()[0] >= Duration::from_secs(2), "{:?}", recorded.waits());
+    assert!(
+        recorded.waits()[0] >= Duration::from_secs(2),
+        "{:?}",
+        recorded.waits()
+    );
 }
 
 #[tokio::test]
@@ -271,7 +300,11 @@ async fn a_watch_that_fails_before_its_first_message_is_retried_and_after_it_end
         items
     })
     .await;
-    assert_eq!(peer.script.calls(), 2, "the failure before the first message was retried");
+    assert_eq!(
+        peer.script.calls(),
+        2,
+        "the failure before the first message was retried"
+    );
     assert!(items[0].is_ok());
     let Some(Err(gave_up)) = items.last() else {
         panic!("the cut after the first message ends the stream: {items:?}")
@@ -281,13 +314,19 @@ async fn a_watch_that_fails_before_its_first_message_is_retried_and_after_it_end
 }
 
 #[retry(policy = "availability")]
-async fn check_health(client: &HealthClient<Channel>) -> Result<tonic::Response<HealthCheckResponse>, Status> {
+async fn check_health(
+    client: &HealthClient<Channel>,
+) -> Result<tonic::Response<HealthCheckResponse>, Status> {
     client.clone().check(HealthCheckRequest::default()).await
 }
 
 #[tokio::test]
 async fn the_attribute_on_a_tonic_client_method_retries_unavailable() {
-    let peer = serve(vec![Answer::Fail(Status::unavailable("down")), Answer::Fail(Status::invalid_argument("bad"))]).await;
+    let peer = serve(vec![
+        Answer::Fail(Status::unavailable("down")),
+        Answer::Fail(Status::invalid_argument("bad")),
+    ])
+    .await;
     let (result, recorded) = testing::scope(check_health(&peer.client)).await;
     assert_eq!(result.unwrap_err().code(), Code::InvalidArgument);
     assert_eq!(peer.script.calls(), 2);

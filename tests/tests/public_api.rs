@@ -37,6 +37,13 @@ enum DurationError
 struct EndedEarly
 enum Ending
 struct GaveUp
+mod grpc
+fn grpc::classify_code
+fn grpc::code_name
+fn grpc::parse_code
+fn grpc::parse_pushback
+const grpc::PUSHBACK
+enum grpc::Pushback
 mod http
 struct http::AsTransport
 fn http::classify_response

@@ -58,8 +58,8 @@ fn names_a_daily_quota(status: &tonic::Status) -> bool {
                 &violation.subject,
                 &violation.description,
             ]
-                .iter()
-                .any(|name| is_per_day(name))
+            .iter()
+            .any(|name| is_per_day(name))
         })
     });
     in_failure

@@ -415,7 +415,10 @@ impl ProviderError {
         ProviderError {
             // Anthropic's envelope says `"type": "error"`, which names no kind, as a
             // Responses event's own type does not.
-            error_type: text("type").filter(|kind| kind != "error" && kind != "response.failed"),
+            // Google's envelope names its kind in `status` (`RESOURCE_EXHAUSTED`).
+            error_type: text("type")
+                .filter(|kind| kind != "error" && kind != "response.failed")
+                .or_else(|| text("status")),
             code: text("code"),
             message: text("message"),
             status: text("status"),
