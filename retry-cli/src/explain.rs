@@ -112,7 +112,7 @@ impl Explain {
                 let pushback = headers
                     .get(grpc::PUSHBACK)
                     .map(|value| grpc::parse_pushback(value.as_bytes()));
-                let class = grpc::classify_code(code, pushback.map(Pushback::hint), false);
+                let class = grpc::classify_status(code, pushback, None, false);
                 (Answer::Grpc { code, pushback }, class)
             }
             (None, status) => {

@@ -87,6 +87,44 @@ pub const fn classify_code(code: i32, hint: Option<Duration>, per_day_quota: boo
     }
 }
 
+/// The class of a gRPC status: its `code`, A6's `pushback` if the server sent one, the
+/// `RetryInfo` delay in its details, and whether they name a per-day quota. The pushback comes
+/// first; a "do not retry" one (negative or malformed) stops any code the table would retry:
+/// one without a hint of its own (`INTERNAL`, `UNKNOWN`, `DEADLINE_EXCEEDED`) then reads as
+/// `Unavailable` with a hint of forever, so every policy stops, the verdict undetermined.
+///
+/// ```
+/// use retry_runtime::grpc::{self, Pushback};
+/// use retry_runtime::Class;
+/// use std::time::Duration;
+///
+/// assert_eq!(grpc::classify_status(13, Some(Pushback::Stop), None, false), Class::Unavailable { retry_after: Some(Duration::MAX) });
+/// assert_eq!(grpc::classify_status(3, Some(Pushback::Stop), None, false), Class::Definitive);
+/// let hinted = grpc::classify_status(8, None, Some(Duration::from_secs(2)), false);
+/// assert_eq!(hinted, Class::RateLimited { retry_after: Some(Duration::from_secs(2)) });
+/// ```
+pub const fn classify_status(
+    code: i32,
+    pushback: Option<Pushback>,
+    retry_info: Option<Duration>,
+    per_day_quota: bool,
+) -> Class {
+    let hint = match pushback {
+        Some(pushback) => Some(pushback.hint()),
+        None => retry_info,
+    };
+    let class = classify_code(code, hint, per_day_quota);
+    match (pushback, class) {
+        (
+            Some(Pushback::Stop),
+            Class::ServerError | Class::Timeout | Class::Transport | Class::InvalidOutput,
+        ) => Class::Unavailable {
+            retry_after: Some(Duration::MAX),
+        },
+        _ => class,
+    }
+}
+
 /// A code's name, as the status-code doc spells it: `UNAVAILABLE`; `None` past 16.
 ///
 /// ```

@@ -332,3 +332,20 @@ async fn the_attribute_on_a_tonic_client_method_retries_unavailable() {
     assert_eq!(peer.script.calls(), 2);
     assert_eq!(recorded.waits().len(), 1);
 }
+
+#[tokio::test]
+async fn a_negative_pushback_stops_an_internal_error_that_transient_would_retry() {
+    let mut status = Status::internal("broken");
+    status
+        .metadata_mut()
+        .insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
+    let peer = serve(vec![Answer::Fail(status)]).await;
+    let client = peer.client.clone();
+    let (result, _) = testing::scope(
+        Retry::new(&Policy::TRANSIENT)
+            .run(async |_| client.clone().check(HealthCheckRequest::default()).await),
+    )
+    .await;
+    assert!(result.unwrap_err().is_undetermined());
+    assert_eq!(peer.script.calls(), 1);
+}

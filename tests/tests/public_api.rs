@@ -39,6 +39,7 @@ enum Ending
 struct GaveUp
 mod grpc
 fn grpc::classify_code
+fn grpc::classify_status
 fn grpc::code_name
 fn grpc::parse_code
 fn grpc::parse_pushback

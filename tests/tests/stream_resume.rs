@@ -418,3 +418,100 @@ async fn the_responses_api_script_resumes_with_starting_after_three_and_each_del
         server.seen()[1]
     );
 }
+
+#[tokio::test]
+async fn a_resume_that_brings_only_a_priming_event_each_time_is_no_progress_and_gives_up() {
+    let policy = Policy::AVAILABILITY;
+    // Each reopen: a priming event with a fresh id (not content), then a clean close.
+    let primed =
+        (0..10).map(|n| vec![Part::Bytes(format!("id: prime-{n}\nretry: 10\ndata: \n\n"))]);
+    let server = EventServer::start(
+        std::iter::once(vec![with_id("1", &delta("a")), Part::Cut]).chain(primed),
+    )
+    .await;
+    let (delivered, _) = read(&server, &policy).await;
+    let Some(Err(gave_up)) = delivered.last() else {
+        panic!("the stream ends in a give-up: {delivered:?}")
+    };
+    assert!(
+        matches!(gave_up.reason(), StopReason::Exhausted { .. }),
+        "{:?}",
+        gave_up.reason()
+    );
+    assert_eq!(server.count("GET") as u32, policy.attempts() - 1);
+}
+
+mod paused {
+    //! On tokio's paused clock, with scripted bodies: a resumed stream's own timers.
+
+    use std::io;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use retry_runtime::sse::{self, DecodeError, Event};
+    use retry_runtime::{Classify, EndedEarly, Policy, Retry, TimedOut, testing};
+
+    #[derive(Debug, thiserror::Error, Classify)]
+    enum Failed {
+        #[error(transparent)]
+        #[classify(transport)]
+        Decode(#[from] DecodeError<io::Error>),
+        #[error(transparent)]
+        #[classify(from)]
+        Ended(#[from] EndedEarly),
+        #[error(transparent)]
+        #[classify(from)]
+        TimedOut(#[from] TimedOut),
+    }
+
+    type Body = sse::Events<
+        std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, io::Error>> + Send>>,
+    >;
+
+    /// `first`, then a pause of `pause` (tokio's time), then `then`, then the end (or a cut).
+    fn body(first: &'static str, pause: Duration, then: &'static str, cut: bool) -> Body {
+        let parts = futures_util::stream::unfold(0, move |step| async move {
+            match step {
+                0 => Some((Ok(Bytes::from(first)), 1)),
+                1 if pause.is_zero() && then.is_empty() && cut => Some((
+                    Err(io::Error::new(io::ErrorKind::ConnectionReset, "cut")),
+                    3,
+                )),
+                1 => {
+                    // backoff-lint: allow(a scripted server's pause in a test body, on tokio's paused clock)
+                    tokio::time::sleep(pause).await;
+                    Some((Ok(Bytes::from(then)), 2))
+                }
+                _ => None,
+            }
+        });
+        sse::decode(Box::pin(parts))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resumed_stream_that_has_brought_content_is_not_cut_by_the_resumes_silence_bound() {
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .timeout(Duration::from_secs(30))
+            .stream(|_| async {
+                Ok::<_, Failed>(body("id: 1\ndata: a\n\n", Duration::ZERO, "", true))
+            })
+            .complete_when(|event: &Event| event.data() == "done")
+            .resume(|_| async {
+                // Content at once, then two minutes of quiet (a long tool call), then the end.
+                Ok(body(
+                    "id: 2\ndata: b\n\n",
+                    Duration::from_secs(120),
+                    "id: 3\ndata: done\n\n",
+                    false,
+                ))
+            });
+        let (items, _) = testing::scope(testing::collect(stream)).await;
+        let data: Vec<_> = items
+            .iter()
+            .map(|item| item.as_ref().map(|event| event.data().to_owned()))
+            .collect();
+        assert!(data.iter().all(Result::is_ok), "{items:?}");
+        let data: Vec<String> = data.into_iter().map(Result::unwrap).collect();
+        assert_eq!(data, ["a", "b", "done"]);
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tonic_types::StatusExt;
 
-use super::{PUSHBACK, classify_code, parse_pushback};
+use super::{PUSHBACK, classify_status, parse_pushback};
 use crate::class::{Class, Classify, is_per_day};
 
 /// By the gRPC table: the code, A6's pushback (first) or `RetryInfo` as the hint, and a
@@ -34,14 +34,16 @@ impl Classify for tonic::Status {
         let pushback = self
             .metadata()
             .get(PUSHBACK)
-            .map(|value| parse_pushback(value.as_bytes()).hint());
-        let retry_info = || {
-            self.get_details_retry_info()
+            .map(|value| parse_pushback(value.as_bytes()));
+        // The details are decoded only where no pushback outranks them.
+        let retry_info: Option<Duration> = match pushback {
+            Some(_) => None,
+            None => self
+                .get_details_retry_info()
                 .and_then(|info| info.retry_delay)
-                .filter(|delay| !delay.is_zero())
+                .filter(|delay| !delay.is_zero()),
         };
-        let hint: Option<Duration> = pushback.or_else(retry_info);
-        classify_code(code, hint, names_a_daily_quota(self))
+        classify_status(code, pushback, retry_info, names_a_daily_quota(self))
     }
 }
 

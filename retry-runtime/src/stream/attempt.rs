@@ -14,7 +14,7 @@ use futures_core::{TryFuture, TryStream};
 
 use super::ended::EndedEarly;
 use super::hold::Hold;
-use super::resume::{Resume, ResumeFrom};
+use super::resume::{Resume, ResumeFrom, Taken};
 use super::state::{Core, Flow, Item, Rules, State, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
@@ -92,6 +92,30 @@ fn arm<R, T, E, H, S, Re>(
         (None, false) => None,
     };
     timer.arm(fixed, idle);
+}
+
+/// A resume's first content: its silence bound gives way to the stream's own timers, the
+/// attempt's up to the commit point, the idle bound and the turn after it.
+fn resumed_progress<R, T, E, H, S, Re>(
+    run: &Run<R>,
+    rules: &Rules<T, E, H>,
+    resume: &Resume<S, T, Re>,
+    timer: Pin<&mut Timer>,
+) where
+    R: Source,
+{
+    match (rules.timed_out, rules.idle_timeout) {
+        (Some(_), idle) if !resume.was_committed() => {
+            timer.arm(attempt_bound(run, rules.commit_timeout), idle);
+        }
+        (Some(_), Some(idle)) => {
+            timer.arm(
+                turn::expiry().map(|at| (at, TimeoutBound::Turn)),
+                Some(idle),
+            );
+        }
+        _ => timer.arm(None, None),
+    }
 }
 
 /// When an attempt must have committed: the sooner of the attempt timeout and
@@ -309,6 +333,7 @@ fn holding<R, O, S, E, H, Re>(
     cx: &mut Context<'_>,
 ) -> Held<S::Ok, E>
 where
+    R: Source,
     S: TryStream,
     S::Error: Into<E>,
 {
@@ -317,15 +342,21 @@ where
         let failure = match polled {
             Poll::Ready(Some(Ok(item))) => {
                 timer.as_mut().item();
+                let content = (rules.commit)(&item);
                 let resume = &mut carry.resume;
-                if resume.is_on() && !resume.is_new(&stream, &item) {
-                    continue;
+                if resume.is_on() {
+                    match resume.take(&stream, &item, content) {
+                        Taken::Replay => continue,
+                        Taken::New {
+                            first_progress: true,
+                        } => resumed_progress(&core.run, rules, resume, timer.as_mut()),
+                        Taken::New { .. } => {}
+                    }
                 }
                 if rules.complete.is_some_and(|complete| complete(&item)) {
                     carry.hold.keep(item);
                     return Held::Ended;
                 }
-                let content = (rules.commit)(&item);
                 let hold = &mut carry.hold;
                 if content && hold.is_empty() {
                     return Held::Passed(item);
@@ -392,15 +423,21 @@ where
     <Fut::Ok as TryStream>::Error: Into<Fut::Error>,
     Fut::Error: Classify + fmt::Display,
 {
-    let mut stream = stream;
+    let (mut stream, mut timer) = (stream, timer);
     let failure = match stream.as_mut().try_poll_next(cx) {
         Poll::Ready(Some(Ok(item))) => {
             if timer.is_armed() {
-                timer.item();
+                timer.as_mut().item();
             }
             let resume = &mut carry.resume;
-            if resume.is_on() && !resume.is_new(&stream, &item) {
-                return Then::Again;
+            if resume.is_on() {
+                match resume.take(&stream, &item, (rules.commit)(&item)) {
+                    Taken::Replay => return Then::Again,
+                    Taken::New {
+                        first_progress: true,
+                    } => resumed_progress(&core.run, rules, resume, timer.as_mut()),
+                    Taken::New { .. } => {}
+                }
             }
             if rules.complete.is_some_and(|complete| complete(&item)) {
                 return Then::Last(Ok(item));

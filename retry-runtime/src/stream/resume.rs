@@ -127,6 +127,16 @@ pub trait Resumable {
 #[cfg(any(test, feature = "test-util"))]
 impl<T> Resumable for crate::testing::StreamOf<T> {}
 
+/// What an item is to the caller ([`Resume::take`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Taken {
+    /// Delivered (or held) before: dropped.
+    Replay,
+    /// New; `first_progress` if it is a resume's first content, after which the resume's
+    /// silence bound gives way to the stream's own timers.
+    New { first_progress: bool },
+}
+
 /// How a [`RetryStream`](super::RetryStream) resumes (`reopen`, and how it reads a cursor
 /// from its stream `S` and items `T`), and its cursor.
 pub(super) struct Resume<S, T, Re> {
@@ -146,7 +156,7 @@ pub(super) struct Cursor {
     reconnect: Option<Duration>,
     /// The current attempt is a resume.
     resumed: bool,
-    /// The current attempt has brought an item the caller had not had.
+    /// The current attempt has brought content the caller had not had: progress.
     fresh: bool,
     /// The items at the start of a resumed attempt whose ID is the cursor's are replays.
     replaying: bool,
@@ -226,28 +236,30 @@ impl<S, T, Re> Resume<S, T, Re> {
         cursor.next_is_resume = false;
     }
 
-    /// Whether `item`, which `stream` just gave, is new to the caller: an item at or below the
-    /// sequence cursor, or one replayed with the cursor's event ID at the start of a resume,
-    /// is not, and is dropped.
+    /// What `item`, which `stream` just gave, is to the caller: a replay to drop (an item at or
+    /// below the sequence cursor, or one replayed with the cursor's event ID at the start of a
+    /// resume), or new. A new item that is `content` (by the commit rule: a priming event or a
+    /// keep-alive is not) is progress, which renews the ladder; the first in a resume says so.
     #[inline]
-    pub(super) fn is_new(&mut self, stream: &S, item: &T) -> bool {
+    pub(super) fn take(&mut self, stream: &S, item: &T, content: bool) -> Taken {
         let cursor = &mut self.cursor;
         if let Some(sequence) = self.sequence {
             if let Some(number) = sequence(item) {
                 if cursor.sequence.is_some_and(|last| number <= last) {
-                    return false;
+                    return Taken::Replay;
                 }
                 cursor.sequence = Some(number);
             }
         } else if cursor.replaying {
             let id = (self.last_event_id)(stream);
             if id.is_some() && id == cursor.id.as_deref() {
-                return false;
+                return Taken::Replay;
             }
             cursor.replaying = false;
         }
-        cursor.fresh = true;
-        true
+        let first_progress = content && !cursor.fresh && cursor.resumed;
+        cursor.fresh |= content;
+        Taken::New { first_progress }
     }
 
     /// What `stream` says of where it is, noted when its attempt ends: its last event ID and
