@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::class::Class;
 use crate::engine::Resuming;
 
-/// How long a resumed stream may stay silent before its first new item, unless
+/// How long a resumed stream may stay silent before its first new content, unless
 /// [`idle_timeout`](super::RetryStream::idle_timeout) says otherwise: a minute, MCP's
 /// TypeScript SDK's default request timeout. A resume that brings nothing in that time is a
 /// failed attempt ([`Ending::NothingNew`](crate::Ending::NothingNew)).

@@ -307,8 +307,9 @@ where
     ///   cursor, so `Committed` after the commit point.
     /// - **The wait** is the ladder's, with the server's latest `retry:` value as a floor, as
     ///   a `Retry-After` is: bounded by `max_retry_after`, the total allowance and the turn.
-    /// - **Progress renews the ladder**: a resume that brings a new item starts it again from
-    ///   its first rung. One that brings nothing new (it ends, or stays silent for the
+    /// - **Progress renews the ladder**: a resume that brings new content (an item the
+    ///   commit rule calls content; a priming event or a keep-alive is not) starts it again
+    ///   from its first rung. One that brings nothing new (it ends, or stays silent for the
     ///   [idle timeout](Self::idle_timeout), by default [`DEFAULT_RESUME_SILENCE`](crate::DEFAULT_RESUME_SILENCE))
     ///   is a failed attempt, [`EndedEarly`] with [`Ending::NothingNew`](crate::Ending::NothingNew):
     ///   a wedged server costs at most the policy's attempts.
