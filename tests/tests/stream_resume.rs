@@ -515,3 +515,30 @@ mod paused {
         assert_eq!(data, ["a", "b", "done"]);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_holds_a_resumable_stream_spawns_on_a_multi_thread_runtime() {
+    let server = EventServer::start([
+        vec![with_id("1", &delta("a")), Part::Cut],
+        vec![with_id("2", STOP)],
+    ])
+    .await;
+    let url = server.url();
+    let task = tokio::spawn(async move {
+        let http = client();
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .stream(|_| send(http.post(&url)))
+            .complete_when(is_stop)
+            .resume(|from| send(get(&http, &url, &from)));
+        // The task holds the pinned stream across its awaits, as a harness's loop does.
+        let mut stream = std::pin::pin!(stream);
+        let mut delivered = Vec::new();
+        while let Some(item) = futures_util::StreamExt::next(&mut stream).await {
+            delivered.push(item);
+        }
+        delivered
+    });
+    let delivered: Delivered = task.await.expect("the spawned task completes");
+    assert_eq!(texts(&delivered), [delta("a"), STOP.to_owned()]);
+    assert_eq!((server.count("POST"), server.count("GET")), (1, 1));
+}

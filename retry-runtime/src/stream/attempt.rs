@@ -94,6 +94,31 @@ fn arm<R, T, E, H, S, Re>(
     timer.arm(fixed, idle);
 }
 
+/// Whether `item` (`content` or not) is a replay to drop; a resume's first content hands the
+/// attempt's timer back to the stream's own bounds.
+fn is_replay<R, T, E, H, S, Re>(
+    run: &Run<R>,
+    rules: &Rules<T, E, H>,
+    resume: &mut Resume<S, T, Re>,
+    timer: Pin<&mut Timer>,
+    stream: &S,
+    item: &T,
+    content: bool,
+) -> bool
+where
+    R: Source,
+{
+    match resume.take(stream, item, content) {
+        Taken::Replay => true,
+        Taken::New { first_progress } => {
+            if first_progress {
+                resumed_progress(run, rules, resume, timer);
+            }
+            false
+        }
+    }
+}
+
 /// A resume's first content: its silence bound gives way to the stream's own timers, the
 /// attempt's up to the commit point, the idle bound and the turn after it.
 fn resumed_progress<R, T, E, H, S, Re>(
@@ -344,14 +369,18 @@ where
                 timer.as_mut().item();
                 let content = (rules.commit)(&item);
                 let resume = &mut carry.resume;
-                if resume.is_on() {
-                    match resume.take(&stream, &item, content) {
-                        Taken::Replay => continue,
-                        Taken::New {
-                            first_progress: true,
-                        } => resumed_progress(&core.run, rules, resume, timer.as_mut()),
-                        Taken::New { .. } => {}
-                    }
+                if resume.is_on()
+                    && is_replay(
+                        &core.run,
+                        rules,
+                        resume,
+                        timer.as_mut(),
+                        &stream,
+                        &item,
+                        content,
+                    )
+                {
+                    continue;
                 }
                 if rules.complete.is_some_and(|complete| complete(&item)) {
                     carry.hold.keep(item);
@@ -431,12 +460,17 @@ where
             }
             let resume = &mut carry.resume;
             if resume.is_on() {
-                match resume.take(&stream, &item, (rules.commit)(&item)) {
-                    Taken::Replay => return Then::Again,
-                    Taken::New {
-                        first_progress: true,
-                    } => resumed_progress(&core.run, rules, resume, timer.as_mut()),
-                    Taken::New { .. } => {}
+                let content = (rules.commit)(&item);
+                if is_replay(
+                    &core.run,
+                    rules,
+                    resume,
+                    timer.as_mut(),
+                    &stream,
+                    &item,
+                    content,
+                ) {
+                    return Then::Again;
                 }
             }
             if rules.complete.is_some_and(|complete| complete(&item)) {
