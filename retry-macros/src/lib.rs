@@ -129,7 +129,8 @@ use proc_macro::TokenStream;
 /// - `#[retry]` written twice on one function ("merge the keys into one `#[retry(...)]`");
 /// - no return type, or one that is visibly not a `Result` (`Option<T>`, `u32`, a tuple: on
 ///   the return type), or one that uses `impl Trait`; an alias that turns out not to be a
-///   `Result` is rustc's "mismatched types" on the alias;
+///   `Result` is rustc's "mismatched types" on the alias. An `impl Stream` (or `TryStream`)
+///   is told that a stream is retried with `Retry::stream`, not by `#[retry]`;
 /// - an error type that does not implement `Classify` or `Display`: one message each, on the
 ///   `E` of `Result<T, E>` (or on the return type when an alias hides it), naming your type
 ///   and the trait. An `E` that cannot implement `Classify` outside `retry-runtime`

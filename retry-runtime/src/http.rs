@@ -60,6 +60,8 @@
 //! assert_eq!(refused.classify(), Class::QuotaExhausted);
 //! ```
 
+#[cfg(feature = "reqwest")]
+mod call_error;
 mod error;
 mod google;
 mod headers;
@@ -81,6 +83,9 @@ use ::http::{HeaderMap, StatusCode};
 
 use crate::class::{Class, Classify};
 
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub use call_error::CallError;
 pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
 #[cfg(all(feature = "sse", feature = "reqwest"))]

@@ -177,6 +177,13 @@ pub use turn::run::Turn;
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;
+// Named by rustc's messages about a stream's rules and timeouts, likewise.
+#[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+#[doc(hidden)]
+pub use stream::HoldsEndedEarly;
+#[doc(hidden)]
+pub use timeout::HoldsStreamTimeout;
 // Named by rustc's message about an error type without `Display`, likewise.
 #[doc(hidden)]
 pub use expansion::Reportable;

@@ -8,8 +8,8 @@
 //! | item | what |
 //! |---|---|
 //! | [`decode`], [`Events`], [`DecodeError`], [`DEFAULT_MAX_EVENT_SIZE`] | any stream of byte chunks as a stream of events |
-//! | [`Event`] | one event: type, data, last event ID, reconnection time |
-//! | [`is_content`] | whether an event commits a model's stream (the providers' preambles do not) |
+//! | [`Event`] | one event: type, data, last event ID, reconnection time; the text it adds ([`Event::text`]), its data as JSON ([`Event::json`]) |
+//! | [`is_content`], [`AsEvent`] | whether an event commits a model's stream (the providers' preambles do not) |
 //!
 //! The decoder is this crate's own: `eventsource-stream` buffers a line or an event without
 //! bound, fails on invalid UTF-8 rather than decoding it with replacement, and drops an event
@@ -70,12 +70,13 @@
 
 mod content;
 mod decoder;
+mod delta;
 mod event;
 mod events;
 #[cfg(test)]
 pub(crate) mod test_source;
 
-pub use content::is_content;
+pub use content::{AsEvent, is_content};
 #[cfg(feature = "reqwest")]
 pub(crate) use decoder::Decoder;
 pub use event::Event;

@@ -124,6 +124,25 @@ impl<E: From<TimedOut>> HoldsTimedOut for E {
     }
 }
 
+/// An error type that can hold a [`TimedOut`], asked for by a stream's `commit_timeout` and
+/// `idle_timeout`, so a missing `From` is reported there, with the fix. Not public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`commit_timeout` and `idle_timeout` need an error type that can hold a `retry_runtime::TimedOut`, and `{Self}` cannot",
+    label = "`{Self}` does not implement `From<retry_runtime::TimedOut>`",
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] TimedOut(#[from] retry_runtime::TimedOut)`), or use `retry_runtime::http::CallError`, which holds it"
+)]
+pub trait HoldsStreamTimeout {
+    /// The error of a stream that ran out of time.
+    fn hold(timed_out: TimedOut) -> Self;
+}
+
+impl<E: From<TimedOut>> HoldsStreamTimeout for E {
+    fn hold(timed_out: TimedOut) -> Self {
+        E::from(timed_out)
+    }
+}
+
 /// An attempt that timed out is an `std::io::Error` of kind `TimedOut`, holding the
 /// [`TimedOut`]: a function returning `std::io::Result<T>` can take a `timeout`.
 ///

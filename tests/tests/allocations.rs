@@ -190,3 +190,34 @@ fn one_retry_of_an_annotated_function_allocates_at_most_once() {
     assert_eq!(result, Some(Ok(2)));
     assert!(counted.count_total <= 1, "{counted:?}");
 }
+
+/// A delta's text with no escape is borrowed from the event's data: reading it allocates
+/// nothing, for each provider's shape (issue 34).
+#[test]
+fn reading_a_deltas_text_without_escapes_allocates_nothing() {
+    use retry_runtime::sse::Event;
+    let events = [
+        Event::new(
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#,
+        ),
+        Event::new(
+            "",
+            r#"{"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#,
+        ),
+        Event::new(
+            "response.output_text.delta",
+            r#"{"type":"response.output_text.delta","sequence_number":4,"delta":"Hello"}"#,
+        ),
+        Event::new(
+            "",
+            r#"{"candidates":[{"content":{"parts":[{"text":"Hello"}],"role":"model"},"index":0}]}"#,
+        ),
+    ];
+    for event in &events {
+        let counted = allocation_counter::measure(|| {
+            assert_eq!(std::hint::black_box(event.text()).as_deref(), Some("Hello"));
+        });
+        assert_eq!(counted.count_total, 0, "{}: {counted:?}", event.data());
+    }
+}

@@ -47,6 +47,7 @@ const grpc::PUSHBACK
 enum grpc::Pushback
 mod http
 struct http::AsTransport
+enum http::CallError
 fn http::classify_response
 fn http::classify_status
 trait http::ClassifyError
@@ -115,6 +116,7 @@ struct Retry
 trait RetryAfter
 struct RetryStream
 mod sse
+trait sse::AsEvent
 fn sse::decode
 enum sse::DecodeError
 const sse::DEFAULT_MAX_EVENT_SIZE

@@ -3,8 +3,9 @@
 //! incremental compilation, where rustc printed some of our errors once that a user saw twice.
 //!
 //! Each source below must fail with each of its errors printed once, and no message may name
-//! `__private` or a file of this workspace. The scratch crate and its target directory live
-//! in `target/user-check`, so the dependencies are built once, not on every run.
+//! `__private` or a file of this workspace but at a public signature (`internal_named`). The
+//! scratch crate and its target directory live in `target/user-check`, so the dependencies are
+//! built once, not on every run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +17,10 @@ const SOURCES: &[&str] = &[
     "moves_argument.rs",
     "not_result_alias.rs",
     "quota_const.rs",
+    "retry_on_stream_fn.rs",
+    "stream_commit_timeout_without_timed_out.rs",
+    "stream_commit_when_without_ended_early.rs",
+    "stream_is_content_on_strings.rs",
 ];
 
 fn workspace() -> PathBuf {
@@ -33,7 +38,8 @@ fn scratch_crate() -> PathBuf {
     let runtime = workspace().join("retry-runtime");
     let manifest = format!(
         "[package]\nname = \"user-check\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nretry-runtime = {{ path = {:?} }}\n\
+         [dependencies]\nretry-runtime = {{ path = {:?}, features = [\"sse\", \"reqwest\", \"test-util\"] }}\n\
+         futures-core = \"0.3\"\n\
          tokio = {{ version = \"1\", default-features = false, features = [\"macros\", \"rt\"] }}\n\n\
          [workspace]\n",
         runtime.display().to_string()
@@ -118,12 +124,10 @@ fn each_mistake_is_one_message_in_the_users_terms_under_incremental_cargo_check(
                     ));
                 }
             }
-            for internal in ["__private", "retry-runtime/src", "retry-macros/src"] {
-                if stderr.contains(internal) {
-                    problems.push(format!(
-                        "{source} ({round} check): names `{internal}`:\n{stderr}"
-                    ));
-                }
+            if let Some(internal) = retry_ui_tests::internal_named(&stderr) {
+                problems.push(format!(
+                    "{source} ({round} check): names `{internal}`:\n{stderr}"
+                ));
             }
         }
     }

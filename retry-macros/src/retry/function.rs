@@ -192,11 +192,18 @@ fn check(sig: &Signature, stmts: &TokenStream) -> syn::Result<Type> {
     {
         // Each attempt's output is annotated with the return type, where `impl Trait` is
         // not allowed; saying so here beats rustc's message about a `let` the user never wrote.
-        errors.push(Error::new(
-            impl_token.span(),
+        // A stream is the one case where naming the type is the wrong advice: retrying the
+        // call that opens it would never retry the stream's own failures.
+        let message = if impl_token.stream {
+            "`#[retry]` retries a call, not a stream: it would retry opening this stream and \
+             never what fails inside it; return the stream from a plain `async fn` and retry it \
+             with `Retry::stream(open)`, which retries until the stream's first content \
+             (`.commit_when(sse::is_content)`) and never replays what it delivered"
+        } else {
             "`#[retry]` cannot retry a function whose return type uses `impl Trait`: each \
-             attempt's output is typed with it; name the type, or box it",
-        ));
+             attempt's output is typed with it; name the type, or box it"
+        };
+        errors.push(Error::new(impl_token.keyword.span(), message));
     }
     errors.finish()?;
     output.ok_or_else(|| no_return_type(sig))
@@ -358,13 +365,40 @@ pub(crate) fn contains_ident(tokens: TokenStream, test: &dyn Fn(&Ident) -> bool)
     })
 }
 
-/// The first `impl` keyword in a type, nested groups included.
-fn find_impl(tokens: TokenStream) -> Option<Ident> {
-    tokens.into_iter().find_map(|token| match token {
-        TokenTree::Ident(ident) if ident == "impl" => Some(ident),
-        TokenTree::Group(group) => find_impl(group.stream()),
-        _ => None,
-    })
+/// An `impl Trait` in a return type: its keyword, and whether the trait is a stream.
+struct ImplTrait {
+    keyword: Ident,
+    /// The trait's name ends in `Stream` (`Stream`, `TryStream`, `futures::Stream<...>`).
+    stream: bool,
+}
+
+/// The first `impl` keyword in a type, nested groups included, and the trait it names.
+fn find_impl(tokens: TokenStream) -> Option<ImplTrait> {
+    let mut tokens = tokens.into_iter();
+    while let Some(token) = tokens.next() {
+        match token {
+            TokenTree::Ident(keyword) if keyword == "impl" => {
+                // The trait's path: idents and `::`, up to its generics or the next bound.
+                let mut name = None;
+                for token in tokens.by_ref() {
+                    match token {
+                        TokenTree::Ident(ident) => name = Some(ident),
+                        TokenTree::Punct(punct) if punct.as_char() == ':' => {}
+                        _ => break,
+                    }
+                }
+                let stream = name.is_some_and(|name| name.to_string().ends_with("Stream"));
+                return Some(ImplTrait { keyword, stream });
+            }
+            TokenTree::Group(group) => {
+                if let Some(found) = find_impl(group.stream()) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn no_return_type(sig: &Signature) -> Error {

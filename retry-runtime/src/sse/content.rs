@@ -32,6 +32,32 @@ const DELTA_OUTPUT: [&str; 7] = [
     "reasoning",
 ];
 
+/// What [`is_content`] reads: an [`Event`]. The rule is generic over it so that
+/// `commit_when(sse::is_content)` on a stream whose items are not events is one error that
+/// says so, not a mismatch between two function types.
+///
+/// ```
+/// use retry_runtime::sse::{AsEvent, Event};
+///
+/// let event = Event::new("ping", "{}");
+/// assert_eq!(event.as_event().event(), "ping");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`sse::is_content` reads server-sent events, and this stream's items are `{Self}`",
+    label = "a commit rule for `sse::Event`s, given items of type `{Self}`",
+    note = "use `sse::is_content` on a stream of `sse::Event`s (`ResponseExt::events()`, `sse::decode`), or give `commit_when` a rule of your own for `{Self}`: `.commit_when(|item: &{Self}| ...)`"
+)]
+pub trait AsEvent {
+    /// The event to read.
+    fn as_event(&self) -> &Event;
+}
+
+impl AsEvent for Event {
+    fn as_event(&self) -> &Event {
+        self
+    }
+}
+
 /// Whether this event carries content, so that a stream that delivered it is committed (a
 /// retry would repeat what the caller has seen): the rule for
 /// `Retry::stream(...).commit_when(sse::is_content)`.
@@ -69,7 +95,8 @@ const DELTA_OUTPUT: [&str; 7] = [
 /// let text = r#"{"choices":[{"index":0,"delta":{"content":"Hi"}}]}"#;
 /// assert!(is_content(&Event::new("", text)));
 /// ```
-pub fn is_content(event: &Event) -> bool {
+pub fn is_content<T: AsEvent + ?Sized>(event: &T) -> bool {
+    let event = event.as_event();
     match event.event() {
         "message" => {}
         name => return !PREAMBLES.contains(&name),

@@ -1,7 +1,10 @@
 //! [`Event`]: one dispatched server-sent event.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
+
+use super::delta;
 
 /// One server-sent event: its type, its data, the stream's last event ID and reconnection
 /// time as of this event.
@@ -112,5 +115,61 @@ impl Event {
     /// ```
     pub fn size(&self) -> usize {
         self.data.len() + self.event.len() + self.id.as_deref().map_or(0, str::len)
+    }
+
+    /// The text this event adds to a model's reply, for each provider
+    /// [`is_content`](super::is_content) knows, or `None` if it adds none:
+    ///
+    /// | provider | event | text |
+    /// |---|---|---|
+    /// | Anthropic | `content_block_delta` whose `delta.type` is `text_delta` | `delta.text` |
+    /// | OpenAI chat | a chunk | the first choice's `delta.content`; an empty string (the first chunk's) is none |
+    /// | OpenAI Responses | `response.output_text.delta` | `delta` |
+    /// | Gemini | a chunk | the first candidate's `content.parts[].text`, joined; thought parts left out |
+    ///
+    /// A nameless event is read by its data's `"type"`, as `is_content` reads it. Tool-call
+    /// arguments, reasoning and refusals are not text: read them with [`json`](Event::json).
+    /// The data is parsed once, and only for an event that can carry text; the text is
+    /// borrowed from it unless it holds an escape (`\n`, `\"`, `\u00e9`) or Gemini sent
+    /// several parts.
+    ///
+    /// ```
+    /// use retry_runtime::sse::Event;
+    /// use std::borrow::Cow;
+    ///
+    /// let anthropic = Event::new(
+    ///     "content_block_delta",
+    ///     r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+    /// );
+    /// assert!(matches!(anthropic.text(), Some(Cow::Borrowed("Hi"))));
+    ///
+    /// let first_chunk = Event::new("", r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#);
+    /// assert_eq!(first_chunk.text(), None);
+    ///
+    /// let escaped = Event::new("", r#"{"choices":[{"index":0,"delta":{"content":"a\nb"}}]}"#);
+    /// assert_eq!(escaped.text().as_deref(), Some("a\nb"));
+    /// ```
+    pub fn text(&self) -> Option<Cow<'_, str>> {
+        delta::text(self.event(), self.data())
+    }
+
+    /// The event's data as JSON, into any type that deserializes from it, borrowing from the
+    /// data where the type borrows: for what [`text`](Event::text) does not read.
+    ///
+    /// ```
+    /// use retry_runtime::sse::Event;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Usage { output_tokens: u32 }
+    /// #[derive(serde::Deserialize)]
+    /// struct MessageDelta { usage: Usage }
+    ///
+    /// let event = Event::new("message_delta", r#"{"type":"message_delta","usage":{"output_tokens":15}}"#);
+    /// let delta: MessageDelta = event.json().unwrap();
+    /// assert_eq!(delta.usage.output_tokens, 15);
+    /// assert!(event.json::<u32>().is_err());
+    /// ```
+    pub fn json<'a, T: serde::Deserialize<'a>>(&'a self) -> serde_json::Result<T> {
+        serde_json::from_str(self.data())
     }
 }

@@ -102,6 +102,26 @@ impl fmt::Display for EndedEarly {
 
 impl Error for EndedEarly {}
 
+/// An error type that can hold an [`EndedEarly`]: every type that implements
+/// `From<EndedEarly>`. The stream's rules that let it end early ask for it, so a missing
+/// `From` is reported at the rule, with the fix. Not public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a stream that can end early (`commit_when`, `complete_when`, `resume`) needs an error type that can hold a `retry_runtime::EndedEarly`, and `{Self}` cannot",
+    label = "`{Self}` does not implement `From<retry_runtime::EndedEarly>`",
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Ended(#[from] retry_runtime::EndedEarly)`), or use `retry_runtime::http::CallError`, which holds it"
+)]
+pub trait HoldsEndedEarly {
+    /// The error of a stream that ended early.
+    fn hold(ended: EndedEarly) -> Self;
+}
+
+impl<E: From<EndedEarly>> HoldsEndedEarly for E {
+    fn hold(ended: EndedEarly) -> Self {
+        E::from(ended)
+    }
+}
+
 impl Classify for EndedEarly {
     fn classify(&self) -> Class {
         Class::Transport

@@ -33,7 +33,7 @@ use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
 
-pub use ended::{EndedEarly, Ending};
+pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 pub(crate) use hold::Hold;
 #[cfg(feature = "sse")]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_core::{Stream, TryFuture, TryStream};
 
 use super::attempt::{Carry, hold_or_release, open, opening, pass, waiting};
-use super::ended::EndedEarly;
+use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
 use super::resume::{Resumable, Resume, ResumeFrom};
 use super::state::{Core, Flow, Item, Rules, State, StateProj, Then, Yielded};
@@ -21,7 +21,7 @@ use crate::class::Classify;
 use crate::clock::{Clock, TokioSleep};
 use crate::engine::{Run, Source};
 use crate::nesting;
-use crate::timeout::TimedOut;
+use crate::timeout::{HoldsStreamTimeout, TimedOut};
 
 pin_project_lite::pin_project! {
     /// The stream [`Retry::stream`](crate::Retry::stream) returns: retried until its commit
@@ -140,7 +140,7 @@ where
     /// knows the model providers' preambles.
     ///
     /// A stream that ends before its commit point is then a failure too, so the error type
-    /// must hold an [`EndedEarly`].
+    /// must hold an [`EndedEarly`](crate::EndedEarly).
     ///
     /// ```
     /// use retry_runtime::{testing, Class, Classify, EndedEarly, Policy, Retry};
@@ -175,10 +175,10 @@ where
     /// ```
     pub fn commit_when(mut self, is_content: fn(&Item<Fut>) -> bool) -> Self
     where
-        Fut::Error: From<EndedEarly>,
+        Fut::Error: HoldsEndedEarly,
     {
         self.rules.commit = is_content;
-        self.rules.ended_early = Some(Fut::Error::from);
+        self.rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
         self.rules.before_content = true;
         self
     }
@@ -266,10 +266,10 @@ where
     /// literal budget, as an attempt timeout is.
     pub fn commit_timeout(mut self, timeout: Duration) -> Self
     where
-        Fut::Error: From<TimedOut>,
+        Fut::Error: HoldsStreamTimeout,
     {
         self.rules.commit_timeout = Some(timeout);
-        self.rules.timed_out = Some(Fut::Error::from);
+        self.rules.timed_out = Some(<Fut::Error as HoldsStreamTimeout>::hold);
         self
     }
 
@@ -279,10 +279,10 @@ where
     /// [`StopReason::Committed`](crate::StopReason::Committed), as any error does.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self
     where
-        Fut::Error: From<TimedOut>,
+        Fut::Error: HoldsStreamTimeout,
     {
         self.rules.idle_timeout = Some(timeout);
-        self.rules.timed_out = Some(Fut::Error::from);
+        self.rules.timed_out = Some(<Fut::Error as HoldsStreamTimeout>::hold);
         self
     }
 }
@@ -311,14 +311,14 @@ where
     ///   commit rule calls content; a priming event or a keep-alive is not) starts it again
     ///   from its first rung. One that brings nothing new (it ends, or stays silent for the
     ///   [idle timeout](Self::idle_timeout), by default [`DEFAULT_RESUME_SILENCE`](crate::DEFAULT_RESUME_SILENCE))
-    ///   is a failed attempt, [`EndedEarly`] with [`Ending::NothingNew`](crate::Ending::NothingNew):
+    ///   is a failed attempt, [`EndedEarly`](crate::EndedEarly) with [`Ending::NothingNew`](crate::Ending::NothingNew):
     ///   a wedged server costs at most the policy's attempts.
     /// - **Never twice**: items held before the commit point stay held across a resume, and
     ///   what was delivered is not delivered again. An item replayed with the cursor's event
     ///   ID at the start of a resume is dropped, as is, with a sequence cursor, any item at or
     ///   below it.
     ///
-    /// The error type holds an [`EndedEarly`]; the stream says where it is through
+    /// The error type holds an [`EndedEarly`](crate::EndedEarly); the stream says where it is through
     /// [`Resumable`] ([`sse::Events`](crate::sse::Events) and `http::ModelEvents` do).
     ///
     /// ```
@@ -359,7 +359,7 @@ where
         Re2: FnMut(ResumeFrom) -> ReFut2,
         ReFut2: Future<Output = Result<Fut::Ok, Fut::Error>>,
         Fut::Ok: Resumable,
-        Fut::Error: From<EndedEarly>,
+        Fut::Error: HoldsEndedEarly,
     {
         let RetryStream {
             timer,
@@ -368,7 +368,7 @@ where
             carry,
             ..
         } = self;
-        rules.ended_early = Some(Fut::Error::from);
+        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
         let Resume {
             sequence, silence, ..
         } = carry.resume;
@@ -416,7 +416,7 @@ where
     /// The stream is complete at the first item for which `is_complete` is true (MCP's
     /// JSON-RPC response, Anthropic's `message_stop`, the Responses API's
     /// `response.completed`): it ends after that item, even if the server keeps the connection
-    /// open. A clean end before it is an [`EndedEarly`] with
+    /// open. A clean end before it is an [`EndedEarly`](crate::EndedEarly) with
     /// [`Ending::BeforeComplete`](crate::Ending::BeforeComplete): a graceful close, which a
     /// [resumable](Self::resume) stream resumes, and any other stream treats as a failure
     /// (retried before its commit point, `Committed` after it).
@@ -448,10 +448,10 @@ where
     /// ```
     pub fn complete_when(mut self, is_complete: fn(&Item<Fut>) -> bool) -> Self
     where
-        Fut::Error: From<EndedEarly>,
+        Fut::Error: HoldsEndedEarly,
     {
         self.rules.complete = Some(is_complete);
-        self.rules.ended_early = Some(Fut::Error::from);
+        self.rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
         self
     }
 }
