@@ -1,50 +1,30 @@
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ResponseExt, StreamError};
-use retry_runtime::{Classify, EndedEarly, GaveUp, Policy, Retry, sse};
-use std::pin::pin;
+use retry_runtime::http::{CallError, ResponseExt};
+use retry_runtime::{GaveUp, Policy, Retry, Turn, sse};
+use std::{pin::pin, time::Duration};
 
-#[derive(Debug, thiserror::Error, Classify)]
-pub enum StreamFailure {
-    #[error(transparent)]
-    #[classify(from)] // the head said no: a status, with its Retry-After
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    #[classify(from)] // no head: refused, reset, timed out
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[classify(from)] // after the head: an error event, a cut, a malformed frame
-    Stream(#[from] StreamError),
-    #[error(transparent)]
-    #[classify(from)] // a preamble, then the end
-    Ended(#[from] EndedEarly),
-}
-
-/// The reply's text: an `overloaded_error` before the first text is retried, and the caller
-/// sees one attempt's events only.
+/// The reply's text. An `overloaded_error` before the first text is retried, and the person
+/// waiting is told; the caller sees one attempt's text only. `None` if the turn ran out.
 pub async fn stream_reply(
     http: &reqwest::Client,
     url: &str,
     prompt: &str,
-) -> Result<String, GaveUp<StreamFailure>> {
-    let mut events = pin!(
-        Retry::new(&Policy::AVAILABILITY)
+) -> Option<Result<String, GaveUp<CallError>>> {
+    let turn = Turn::new(Duration::from_secs(180)).on_notice(|notice| eprintln!("{notice}"));
+    let reply = async {
+        let events = Retry::new(&Policy::AVAILABILITY)
             .named("model")
-            .stream(|_attempt| {
-                let request = http.post(url).body(prompt.to_owned());
-                async move {
-                    let response = request.send().await?.check_status().await?;
-                    Ok::<_, StreamFailure>(response.events())
-                }
+            .stream(|_attempt| async move {
+                let response = http.post(url).body(prompt.to_owned()).send().await?;
+                Ok::<_, CallError>(response.check_status().await?.events())
             })
             .commit_when(sse::is_content)
-    );
-    let mut text = String::new();
-    while let Some(event) = events.next().await {
-        let event = event?;
-        if event.event() == "content_block_delta" {
-            let delta: serde_json::Value = serde_json::from_str(event.data()).unwrap_or_default();
-            text.push_str(delta["delta"]["text"].as_str().unwrap_or_default());
+            .commit_timeout(Duration::from_secs(30));
+        let (mut events, mut text) = (pin!(events), String::new());
+        while let Some(event) = events.next().await {
+            text.push_str(&event?.text().unwrap_or_default());
         }
-    }
-    Ok(text)
+        Ok(text)
+    };
+    turn.run(reply).await.0.into_finished()
 }

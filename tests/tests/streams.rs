@@ -5,33 +5,14 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ModelEvents, ResponseExt, StreamError};
+use retry_runtime::http::{CallError, HttpError, ModelEvents, ResponseExt};
 use retry_runtime::turn::TurnOutcome;
-use retry_runtime::{
-    Class, Classify, EndedEarly, GaveUp, Policy, Retry, StopReason, TimedOut, TimeoutBound, Turn,
-    sse, testing,
-};
+use retry_runtime::{Class, GaveUp, Policy, Retry, StopReason, TimeoutBound, Turn, sse, testing};
 use retry_tests::event_server::{EventServer, Part};
 use retry_tests::stream_headline::stream_reply;
 
-#[derive(Debug, thiserror::Error, Classify)]
-enum Failure {
-    #[error(transparent)]
-    #[classify(from)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    #[classify(from)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[classify(from)]
-    Stream(#[from] StreamError),
-    #[error(transparent)]
-    #[classify(from)]
-    Ended(#[from] EndedEarly),
-    #[error(transparent)]
-    #[classify(from)]
-    TimedOut(#[from] TimedOut),
-}
+/// The ready-made error: every failure a model stream can end with.
+type Failure = CallError;
 
 fn anthropic(name: &str, data: &str) -> Part {
     Part::event(name, data)
@@ -156,9 +137,30 @@ async fn the_readmes_stream_example_recovers_from_an_overloaded_event() {
     ])
     .await;
     let http = reqwest::Client::new();
-    let (text, _) = testing::scope(stream_reply(&http, &server.url(), "hi")).await;
-    assert_eq!(text.unwrap(), "Hello");
+    let (text, recorded) = testing::scope(stream_reply(&http, &server.url(), "hi")).await;
+    assert_eq!(text.expect("the turn finished").unwrap(), "Hello");
+    assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
     assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn the_readmes_stream_example_reads_openais_chat_chunks_without_the_empty_first_one() {
+    let chunk = |delta: &str| {
+        Part::data(&format!(
+            r#"{{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#
+        ))
+    };
+    let server = EventServer::start([vec![
+        chunk(r#"{"role":"assistant","content":""}"#),
+        chunk(r#"{"content":"Hi"}"#),
+        chunk(r#"{"content":" \"there\"\n"}"#),
+        Part::data("[DONE]"),
+    ]])
+    .await;
+    let http = reqwest::Client::new();
+    let (text, _) = testing::scope(stream_reply(&http, &server.url(), "hi")).await;
+    assert_eq!(text.expect("the turn finished").unwrap(), "Hi \"there\"\n");
+    assert_eq!(server.requests(), 1);
 }
 
 #[tokio::test]
@@ -400,7 +402,7 @@ async fn the_readmes_stream_example_runs_in_a_spawned_task() {
         testing::scope(stream_reply(&http, &url, "hi")).await
     });
     let (text, recorded) = task.await.expect("the task runs to its end");
-    assert_eq!(text.unwrap(), "Hello");
+    assert_eq!(text.expect("the turn finished").unwrap(), "Hello");
     assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
     assert_eq!(server.requests(), 2);
 }

@@ -1,0 +1,276 @@
+//! The README's dependency lines, as a newcomer copies them: each ```toml block named by its
+//! first line (`# streams`) is built, with exactly its lines, in a crate of its own together
+//! with the ```rust block after it. The crates live in `target/install-check`; the runtime
+//! comes from this workspace through `[patch.crates-io]`, the only line the harness adds, and
+//! the workspace's lock file pins the same versions the other tests use. The feature table
+//! below the blocks is checked against the runtime's manifest.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const README: &str = include_str!("../../README.md");
+const MANIFEST: &str = include_str!("../../retry-runtime/Cargo.toml");
+
+/// The named blocks this file builds; a block the README adds must be added here.
+const BUILT: [&str; 8] = [
+    "the attribute only",
+    "HTTP and model APIs",
+    "streams",
+    "async-openai",
+    "reqwest-middleware",
+    "metrics",
+    "test-util",
+    "the stream example",
+];
+
+/// A dependency block: its name, its lines, and the snippet after it.
+struct Block {
+    name: String,
+    toml: String,
+    rust: String,
+}
+
+fn fenced<'a>(text: &'a str, fence: &str) -> Option<(&'a str, &'a str)> {
+    let start = text.find(fence)? + fence.len();
+    let end = start + text[start..].find("\n```")?;
+    Some((&text[start..=end], &text[end + 4..]))
+}
+
+fn blocks(readme: &str) -> Vec<Block> {
+    let mut found = Vec::new();
+    let mut rest = readme;
+    while let Some((toml, after)) = fenced(rest, "```toml\n") {
+        let name = toml.lines().next().unwrap_or_default();
+        let name = name.strip_prefix("# ").unwrap_or(name).to_owned();
+        let (rust, after) = fenced(after, "```rust\n").expect("a ```rust block after each ```toml");
+        found.push(Block {
+            name,
+            toml: toml.to_owned(),
+            rust: rust.to_owned(),
+        });
+        rest = after;
+    }
+    found
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests is inside the workspace")
+        .to_path_buf()
+}
+
+fn write_if_changed(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a file in a folder")).expect("make the folder");
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).expect("write the scratch crate");
+    }
+}
+
+/// Build the block named `name` in a crate of its own, with its snippet as the library (or,
+/// for dev-dependencies, as an integration test), and fail with cargo's messages if it does
+/// not build.
+fn builds(name: &str) {
+    let block = blocks(README)
+        .into_iter()
+        .find(|block| block.name == name)
+        .unwrap_or_else(|| panic!("README.md has no ```toml block named `# {name}`"));
+    let slug: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let root = workspace().join("target/install-check");
+    let dir = root.join(&slug);
+    let runtime = workspace().join("retry-runtime");
+    let manifest = format!(
+        "[package]\nname = \"install-{slug}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         {}\n[patch.crates-io]\nretry-runtime = {{ path = {:?} }}\n\n[workspace]\n",
+        block.toml,
+        runtime.display().to_string()
+    );
+    write_if_changed(&dir.join("Cargo.toml"), &manifest);
+    let lock = std::fs::read_to_string(workspace().join("Cargo.lock")).expect("Cargo.lock");
+    if !dir.join("Cargo.lock").exists() {
+        write_if_changed(&dir.join("Cargo.lock"), &lock);
+    }
+    let as_test =
+        block.toml.contains("[dev-dependencies]") && !block.toml.contains("[dependencies]");
+    if as_test {
+        write_if_changed(&dir.join("src/lib.rs"), "");
+        write_if_changed(&dir.join("tests/snippet.rs"), &block.rust);
+    } else {
+        write_if_changed(&dir.join("src/lib.rs"), &block.rust);
+    }
+    let output = Command::new(env!("CARGO"))
+        .args(["test", "--no-run", "--quiet", "--color=never"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        // Builds only: debug info would take most of the time and the space.
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_TEST_DEBUG", "0")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    assert!(
+        output.status.success(),
+        "the README's `# {name}` block does not build its snippet:\n{}\n{}",
+        manifest,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_attribute_only_line_builds_its_snippet() {
+    builds("the attribute only");
+}
+
+#[test]
+fn the_http_and_model_api_lines_build_their_snippet() {
+    builds("HTTP and model APIs");
+}
+
+#[test]
+fn the_stream_lines_build_their_snippet() {
+    builds("streams");
+}
+
+#[test]
+fn the_async_openai_lines_build_the_layer() {
+    builds("async-openai");
+}
+
+#[test]
+fn the_reqwest_middleware_lines_build_the_middleware() {
+    builds("reqwest-middleware");
+}
+
+#[test]
+fn the_metrics_lines_build_their_snippet() {
+    builds("metrics");
+}
+
+#[test]
+fn the_test_util_dev_dependency_builds_its_test() {
+    builds("test-util");
+}
+
+#[test]
+fn the_stream_examples_lines_build_it_as_printed() {
+    builds("the stream example");
+}
+
+#[test]
+fn every_dependency_block_in_the_readme_is_built_by_a_test_here() {
+    let named: Vec<String> = blocks(README).into_iter().map(|block| block.name).collect();
+    assert_eq!(
+        named, BUILT,
+        "a ```toml block in README.md and the tests here differ"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The feature table
+// ---------------------------------------------------------------------------------------------
+
+/// Each feature of the manifest and what it turns on: other features, and `dep:` crates by name.
+fn manifest_features(manifest: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let manifest: toml::Table = toml::from_str(manifest).expect("the manifest parses");
+    let features = manifest["features"].as_table().expect("a [features] table");
+    features
+        .iter()
+        .filter(|(name, _)| *name != "default")
+        .map(|(name, enables)| {
+            let enables = enables.as_array().expect("a feature is a list");
+            let pulls = enables
+                .iter()
+                .filter_map(|entry| entry.as_str())
+                .map(|entry| entry.strip_prefix("dep:").unwrap_or(entry).to_owned())
+                .collect();
+            (name.clone(), pulls)
+        })
+        .collect()
+}
+
+/// The README's feature table: each row's feature, and the names its last column gives.
+fn table_features(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let install = &readme[readme.find("## Install").expect("an Install section")..];
+    let install = &install[..install[3..].find("\n## ").expect("a section after it")];
+    install
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let name = cells[0].trim().trim_matches('`').to_owned();
+            let pulls = cells.last().expect("a last column");
+            // Before a colon is what it pulls; after it, a remark.
+            let pulls = pulls.split(':').next().unwrap_or_default();
+            let names = pulls
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect();
+            (name, names)
+        })
+        .collect()
+}
+
+/// What is out of step between the manifest's features and the README's table.
+fn out_of_step(manifest: &str, readme: &str) -> Vec<String> {
+    let (wanted, shown) = (manifest_features(manifest), table_features(readme));
+    let mut problems = Vec::new();
+    for (feature, pulls) in &wanted {
+        match shown.get(feature) {
+            None => problems.push(format!(
+                "feature `{feature}` has no row in README.md's table"
+            )),
+            Some(listed) if listed != pulls => problems.push(format!(
+                "feature `{feature}` pulls in {pulls:?}, and its row says {listed:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for feature in shown
+        .keys()
+        .filter(|feature| !wanted.contains_key(*feature))
+    {
+        problems.push(format!(
+            "README.md's table has a row for `{feature}`, which the manifest lacks"
+        ));
+    }
+    problems
+}
+
+#[test]
+fn the_feature_table_has_a_row_for_each_feature_naming_what_it_pulls_in() {
+    let problems = out_of_step(MANIFEST, README);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_feature_added_to_the_manifest_without_a_row_is_reported() {
+    let manifest = MANIFEST.replace("[features]\n", "[features]\nbrand-new = [\"dep:bytes\"]\n");
+    assert_eq!(
+        out_of_step(&manifest, README),
+        ["feature `brand-new` has no row in README.md's table"]
+    );
+}
+
+#[test]
+fn a_feature_whose_row_misnames_what_it_pulls_in_is_reported() {
+    let readme = README.replace("| `futures-core` |", "| `futures-util` |");
+    let problems = out_of_step(MANIFEST, &readme);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("feature `stream` pulls in"),
+        "{problems:?}"
+    );
+}
