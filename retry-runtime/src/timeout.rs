@@ -130,7 +130,7 @@ impl<E: From<TimedOut>> HoldsTimedOut for E {
 #[diagnostic::on_unimplemented(
     message = "`commit_timeout` and `idle_timeout` need an error type that can hold a `retry_runtime::TimedOut`, and `{Self}` cannot",
     label = "`{Self}` does not implement `From<retry_runtime::TimedOut>`",
-    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] TimedOut(#[from] retry_runtime::TimedOut)`), or use `retry_runtime::http::CallError`, which holds it"
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] TimedOut(#[from] retry_runtime::TimedOut)`), or use `retry_runtime::http::CallError` (feature `reqwest`), which holds it"
 )]
 pub trait HoldsStreamTimeout {
     /// The error of a stream that ran out of time.

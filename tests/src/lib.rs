@@ -709,6 +709,10 @@ pub mod headline;
 #[allow(missing_docs)]
 pub mod stream_headline;
 
+/// The README's own error wrapping the ready-made one (`README.md`, "Retrying a stream").
+#[allow(missing_docs)] // shown in the README as a user writes it, with line comments
+pub mod agent_error;
+
 pub mod cutting_proxy;
 pub mod event_server;
 pub mod mcp_peer;

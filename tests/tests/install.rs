@@ -1,6 +1,7 @@
 //! The README's dependency lines, as a newcomer copies them: each ```toml block named by its
 //! first line (`# streams`) is built, with exactly its lines, in a crate of its own together
-//! with the ```rust block after it. The crates live in `target/install-check`; the runtime
+//! with the ```rust block after it (run, for a block of dev-dependencies: its snippet is a
+//! test). The crates live in cargo's test scratch folder (`target/tmp`); the runtime
 //! comes from this workspace through `[patch.crates-io]`, the only line the harness adds, and
 //! the workspace's lock file pins the same versions the other tests use. The feature table
 //! below the blocks is checked against the runtime's manifest.
@@ -12,18 +13,6 @@ use std::process::Command;
 const README: &str = include_str!("../../README.md");
 const MANIFEST: &str = include_str!("../../retry-runtime/Cargo.toml");
 
-/// The named blocks this file builds; a block the README adds must be added here.
-const BUILT: [&str; 8] = [
-    "the attribute only",
-    "HTTP and model APIs",
-    "streams",
-    "async-openai",
-    "reqwest-middleware",
-    "metrics",
-    "test-util",
-    "the stream example",
-];
-
 /// A dependency block: its name, its lines, and the snippet after it.
 struct Block {
     name: String,
@@ -31,8 +20,11 @@ struct Block {
     rust: String,
 }
 
+/// The block opened by `fence` at the start of `text`'s first fence, and what follows it;
+/// `None` if `text` has no fence, or its first is another kind.
 fn fenced<'a>(text: &'a str, fence: &str) -> Option<(&'a str, &'a str)> {
-    let start = text.find(fence)? + fence.len();
+    let opened = text.find("```")?;
+    let start = opened + text[opened..].strip_prefix(fence).map(|_| fence.len())?;
     let end = start + text[start..].find("\n```")?;
     Some((&text[start..=end], &text[end + 4..]))
 }
@@ -40,10 +32,13 @@ fn fenced<'a>(text: &'a str, fence: &str) -> Option<(&'a str, &'a str)> {
 fn blocks(readme: &str) -> Vec<Block> {
     let mut found = Vec::new();
     let mut rest = readme;
-    while let Some((toml, after)) = fenced(rest, "```toml\n") {
+    while let Some(at) = rest.find("```toml\n") {
+        let (toml, after) = fenced(&rest[at..], "```toml\n").expect("a closed ```toml block");
         let name = toml.lines().next().unwrap_or_default();
         let name = name.strip_prefix("# ").unwrap_or(name).to_owned();
-        let (rust, after) = fenced(after, "```rust\n").expect("a ```rust block after each ```toml");
+        // The snippet is the very next fenced block, prose only between.
+        let (rust, after) = fenced(after, "```rust\n")
+            .unwrap_or_else(|| panic!("the block after `# {name}` is not a ```rust block"));
         found.push(Block {
             name,
             toml: toml.to_owned(),
@@ -86,7 +81,7 @@ fn builds(name: &str) {
             }
         })
         .collect();
-    let root = workspace().join("target/install-check");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install-check");
     let dir = root.join(&slug);
     let runtime = workspace().join("retry-runtime");
     let manifest = format!(
@@ -96,10 +91,9 @@ fn builds(name: &str) {
         runtime.display().to_string()
     );
     write_if_changed(&dir.join("Cargo.toml"), &manifest);
+    // The workspace's lock, each time: the versions the other tests use.
     let lock = std::fs::read_to_string(workspace().join("Cargo.lock")).expect("Cargo.lock");
-    if !dir.join("Cargo.lock").exists() {
-        write_if_changed(&dir.join("Cargo.lock"), &lock);
-    }
+    write_if_changed(&dir.join("Cargo.lock"), &lock);
     let as_test =
         block.toml.contains("[dev-dependencies]") && !block.toml.contains("[dependencies]");
     if as_test {
@@ -108,8 +102,13 @@ fn builds(name: &str) {
     } else {
         write_if_changed(&dir.join("src/lib.rs"), &block.rust);
     }
+    // A test's snippet runs; a library's builds, with its tests (none).
+    let mut args = vec!["test", "--quiet", "--color=never"];
+    if !as_test {
+        args.push("--no-run");
+    }
     let output = Command::new(env!("CARGO"))
-        .args(["test", "--no-run", "--quiet", "--color=never"])
+        .args(args)
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", root.join("target"))
         // Builds only: debug info would take most of the time and the space.
@@ -127,44 +126,29 @@ fn builds(name: &str) {
     );
 }
 
-#[test]
-fn the_attribute_only_line_builds_its_snippet() {
-    builds("the attribute only");
+/// One test for each named block, and the list of them: a block the README adds without a
+/// test here fails the check below.
+macro_rules! each_block_builds {
+    ($($test:ident: $name:literal,)*) => {
+        const BUILT: &[&str] = &[$($name),*];
+        $(
+            #[test]
+            fn $test() {
+                builds($name);
+            }
+        )*
+    };
 }
 
-#[test]
-fn the_http_and_model_api_lines_build_their_snippet() {
-    builds("HTTP and model APIs");
-}
-
-#[test]
-fn the_stream_lines_build_their_snippet() {
-    builds("streams");
-}
-
-#[test]
-fn the_async_openai_lines_build_the_layer() {
-    builds("async-openai");
-}
-
-#[test]
-fn the_reqwest_middleware_lines_build_the_middleware() {
-    builds("reqwest-middleware");
-}
-
-#[test]
-fn the_metrics_lines_build_their_snippet() {
-    builds("metrics");
-}
-
-#[test]
-fn the_test_util_dev_dependency_builds_its_test() {
-    builds("test-util");
-}
-
-#[test]
-fn the_stream_examples_lines_build_it_as_printed() {
-    builds("the stream example");
+each_block_builds! {
+    the_attribute_only_line_builds_its_snippet: "the attribute only",
+    the_http_and_model_api_lines_build_their_snippet: "HTTP and model APIs",
+    the_stream_lines_build_their_snippet: "streams",
+    the_async_openai_lines_build_the_layer: "async-openai",
+    the_reqwest_middleware_lines_build_the_middleware: "reqwest-middleware",
+    the_metrics_lines_build_their_snippet: "metrics",
+    the_test_util_dev_dependency_builds_and_passes_its_test: "test-util",
+    the_stream_examples_lines_build_it_as_printed: "the stream example",
 }
 
 #[test]
@@ -202,7 +186,7 @@ fn manifest_features(manifest: &str) -> BTreeMap<String, BTreeSet<String>> {
 /// The README's feature table: each row's feature, and the names its last column gives.
 fn table_features(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
     let install = &readme[readme.find("## Install").expect("an Install section")..];
-    let install = &install[..install[3..].find("\n## ").expect("a section after it")];
+    let install = &install[..3 + install[3..].find("\n## ").expect("a section after it")];
     install
         .lines()
         .filter(|line| line.starts_with("| `"))
@@ -210,8 +194,8 @@ fn table_features(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
             let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
             let name = cells[0].trim().trim_matches('`').to_owned();
             let pulls = cells.last().expect("a last column");
-            // Before a colon is what it pulls; after it, a remark.
-            let pulls = pulls.split(':').next().unwrap_or_default();
+            // Before a colon and a space is what it pulls; after it, a remark.
+            let pulls = pulls.split(": ").next().unwrap_or_default();
             let names = pulls
                 .split('`')
                 .skip(1)

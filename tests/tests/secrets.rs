@@ -284,3 +284,34 @@ async fn a_give_up_in_anyhow_prints_no_secret_and_its_error_once_in_every_form()
     let gave_up = reported.downcast::<GaveUp<reqwest::Error>>().unwrap();
     assert!(gave_up.error().url().unwrap().as_str().contains(KEY));
 }
+
+/// The ready-made `http::CallError`, made by `?` from a refused request whose URL carries a
+/// password, a key and a fragment, shows none of them: not in its text, its `Debug` or its
+/// sources (issue 34).
+#[tokio::test]
+async fn the_ready_made_call_error_keeps_no_secret_of_a_refused_requests_url() {
+    async fn call(url: &str) -> Result<String, retry_runtime::http::CallError> {
+        Ok(reqwest::get(url).await?.text().await?)
+    }
+    let refused = refused_url();
+    let address = refused.trim_start_matches("http://").trim_end_matches('/');
+    let url = format!("http://user:pw-{TOKEN}@{address}/v1/models?key={KEY}#{TOKEN}");
+    let error = call(&url).await.expect_err("nothing listens there");
+    assert_eq!(error.classify(), Class::Transport);
+    let mut shown = vec![error.to_string(), format!("{error:?}")];
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        shown.extend([cause.to_string(), format!("{cause:?}")]);
+        source = cause.source();
+    }
+    for text in &shown {
+        for secret in [KEY, TOKEN, "pw-", "key="] {
+            assert!(!text.contains(secret), "`{secret}` in {text}");
+        }
+    }
+    assert!(
+        shown[0].contains(&format!("{address}/v1/models")),
+        "{}",
+        shown[0]
+    );
+}

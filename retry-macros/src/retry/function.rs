@@ -365,29 +365,48 @@ pub(crate) fn contains_ident(tokens: TokenStream, test: &dyn Fn(&Ident) -> bool)
     })
 }
 
-/// An `impl Trait` in a return type: its keyword, and whether the trait is a stream.
+/// An `impl Trait` in a return type: its keyword, and whether a bound is a stream.
 struct ImplTrait {
     keyword: Ident,
-    /// The trait's name ends in `Stream` (`Stream`, `TryStream`, `futures::Stream<...>`).
+    /// A bound names `Stream`, `TryStream` or `FusedStream` (`futures::Stream<...>`,
+    /// `impl Send + Stream`).
     stream: bool,
 }
 
-/// The first `impl` keyword in a type, nested groups included, and the trait it names.
+/// The traits whose `impl` is a stream, by the last segment of their path.
+const STREAMS: [&str; 3] = ["Stream", "TryStream", "FusedStream"];
+
+/// The first `impl` keyword in a type, nested groups included, and whether it names a stream.
 fn find_impl(tokens: TokenStream) -> Option<ImplTrait> {
-    let mut tokens = tokens.into_iter();
+    let mut tokens = tokens.into_iter().peekable();
     while let Some(token) = tokens.next() {
         match token {
             TokenTree::Ident(keyword) if keyword == "impl" => {
-                // The trait's path: idents and `::`, up to its generics or the next bound.
-                let mut name = None;
-                for token in tokens.by_ref() {
+                // The bounds, up to the `,` or `>` that ends the type: each bound's last
+                // segment before its generics (a `<...>` is punctuation here, so the
+                // idents inside it are skipped by tracking its depth).
+                let (mut depth, mut last, mut stream) = (0usize, None::<Ident>, false);
+                while let Some(token) = tokens.peek() {
                     match token {
-                        TokenTree::Ident(ident) => name = Some(ident),
-                        TokenTree::Punct(punct) if punct.as_char() == ':' => {}
-                        _ => break,
+                        TokenTree::Punct(punct)
+                            if depth == 0 && matches!(punct.as_char(), ',' | '>' | ';' | '=') =>
+                        {
+                            break;
+                        }
+                        TokenTree::Punct(punct) if punct.as_char() == '<' => depth += 1,
+                        TokenTree::Punct(punct) if punct.as_char() == '>' => depth -= 1,
+                        TokenTree::Punct(punct) if depth == 0 && punct.as_char() == '+' => {
+                            stream |= last
+                                .take()
+                                .is_some_and(|name| STREAMS.iter().any(|s| name == s));
+                        }
+                        TokenTree::Ident(ident) if depth == 0 => last = Some(ident.clone()),
+                        TokenTree::Group(_) if depth == 0 => break,
+                        _ => {}
                     }
+                    tokens.next();
                 }
-                let stream = name.is_some_and(|name| name.to_string().ends_with("Stream"));
+                stream |= last.is_some_and(|name| STREAMS.iter().any(|s| name == s));
                 return Some(ImplTrait { keyword, stream });
             }
             TokenTree::Group(group) => {
@@ -499,5 +518,41 @@ pub(crate) fn error_type(output: &Type) -> Option<&Type> {
     match types.as_slice() {
         [_, error] => Some(error),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_a_stream(ty: &str) -> Option<bool> {
+        let ty: Type = syn::parse_str(ty).expect("a type");
+        find_impl(ty.to_token_stream()).map(|found| found.stream)
+    }
+
+    #[test]
+    fn an_impl_of_a_stream_trait_is_a_stream_whatever_its_path_and_other_bounds() {
+        for ty in [
+            "Result<impl Stream<Item = u32>, E>",
+            "Result<impl futures::Stream<Item = Result<Event, E>>, E>",
+            "Result<impl Send + TryStream, E>",
+            "Result<impl 'static + Stream + Unpin, E>",
+            "Result<impl FusedStream<Item = u8> + Send, E>",
+        ] {
+            assert_eq!(names_a_stream(ty), Some(true), "{ty}");
+        }
+    }
+
+    #[test]
+    fn an_impl_of_another_trait_is_not_a_stream() {
+        for ty in [
+            "Result<impl UpStream, E>",
+            "Result<impl Display, E>",
+            "Result<impl Fn(u32) -> Stream, E>",
+            "Result<impl Iterator<Item = Stream>, E>",
+        ] {
+            assert_eq!(names_a_stream(ty), Some(false), "{ty}");
+        }
+        assert_eq!(names_a_stream("Result<Pin<Box<dyn Stream>>, E>"), None);
     }
 }

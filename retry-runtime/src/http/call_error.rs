@@ -7,12 +7,12 @@ use super::HttpError;
 #[cfg(feature = "sse")]
 use super::StreamError;
 use crate::class::{Class, Classify};
-#[cfg(feature = "sse")]
+#[cfg(feature = "stream")]
 use crate::stream::EndedEarly;
 use crate::timeout::TimedOut;
 
-/// Every failure a call to an HTTP or model API can end with, classified (features `http` and
-/// `reqwest`; the stream's variants with `sse`): the error type of a `#[retry]` function or of
+/// Every failure a call to an HTTP or model API can end with, classified (feature `reqwest`;
+/// `Stream` with `sse`, `Ended` with `stream`): the error type of a `#[retry]` function or of
 /// [`Retry::stream`](crate::Retry::stream) when there is nothing of your own to add.
 ///
 /// Each variant is what the library already classifies, and `?` converts each (`From`):
@@ -26,9 +26,9 @@ use crate::timeout::TimedOut;
 /// | `TimedOut` | an attempt's `timeout`, a stream's `commit_timeout` or `idle_timeout` | `Timeout` |
 ///
 /// It prints and reports its source as the error it holds does (as thiserror's
-/// `#[error(transparent)]`). It keeps no secret: a `Status` keeps its URL without the query,
-/// as [`HttpError`] does, and a `Transport` error's URL loses its query, fragment and
-/// userinfo here, so a key in `?key=` is never printed.
+/// `#[error(transparent)]`). It keeps no secret when made by `From` (as `?` makes it): a
+/// `Status` keeps its URL without the query, as [`HttpError`] does, and a `Transport`
+/// error's URL loses its query, fragment and userinfo, so a key in `?key=` is never printed.
 ///
 /// To add failures of your own, wrap it in your own `#[derive(Classify)]` enum, a
 /// `#[classify(from)]` variant beside yours.
@@ -53,13 +53,14 @@ use crate::timeout::TimedOut;
 pub enum CallError {
     /// The response's status said no, with what it said: [`ResponseExt::check_status`](super::ResponseExt::check_status).
     Status(HttpError),
-    /// No response, or its body failed: refused, reset, timed out, cut off, not JSON.
+    /// No response, or its body failed: refused, reset, timed out, cut off, not JSON. Made
+    /// by `From`, its URL has no query, fragment or userinfo.
     Transport(reqwest::Error),
     /// After the `200` head: a provider's error event, a cut, a malformed or oversized frame.
     #[cfg(feature = "sse")]
     Stream(StreamError),
-    /// A stream that ended cleanly where it should not have.
-    #[cfg(feature = "sse")]
+    /// A stream that ended cleanly where it should not have (feature `stream`).
+    #[cfg(feature = "stream")]
     Ended(EndedEarly),
     /// An attempt, or a stream's wait for its commit point or its next item, ran out of time.
     TimedOut(TimedOut),
@@ -98,7 +99,7 @@ impl CallError {
             CallError::Transport(error) => error,
             #[cfg(feature = "sse")]
             CallError::Stream(error) => error,
-            #[cfg(feature = "sse")]
+            #[cfg(feature = "stream")]
             CallError::Ended(error) => error,
             CallError::TimedOut(error) => error,
         }
@@ -112,7 +113,7 @@ impl Classify for CallError {
             CallError::Transport(error) => error.classify(),
             #[cfg(feature = "sse")]
             CallError::Stream(error) => error.classify(),
-            #[cfg(feature = "sse")]
+            #[cfg(feature = "stream")]
             CallError::Ended(error) => error.classify(),
             CallError::TimedOut(error) => error.classify(),
         }
@@ -158,7 +159,7 @@ impl From<StreamError> for CallError {
     }
 }
 
-#[cfg(feature = "sse")]
+#[cfg(feature = "stream")]
 impl From<EndedEarly> for CallError {
     fn from(error: EndedEarly) -> CallError {
         CallError::Ended(error)

@@ -36,16 +36,23 @@ const DELTA_OUTPUT: [&str; 7] = [
 /// `commit_when(sse::is_content)` on a stream whose items are not events is one error that
 /// says so, not a mismatch between two function types.
 ///
+/// It is implemented for an `Event` and the references and pointers to one (`&Event`,
+/// `Box`, `Arc`, `Rc`), so `is_content(&event)` reads through them as a plain `&Event`
+/// parameter would.
+///
 /// ```
-/// use retry_runtime::sse::{AsEvent, Event};
+/// use retry_runtime::sse::{AsEvent, Event, is_content};
+/// use std::sync::Arc;
 ///
 /// let event = Event::new("ping", "{}");
 /// assert_eq!(event.as_event().event(), "ping");
+/// let events = vec![Arc::new(Event::new("content_block_delta", "{}"))];
+/// assert!(events.iter().all(|event| is_content(event)));
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`sse::is_content` reads server-sent events, and this stream's items are `{Self}`",
-    label = "a commit rule for `sse::Event`s, given items of type `{Self}`",
-    note = "use `sse::is_content` on a stream of `sse::Event`s (`ResponseExt::events()`, `sse::decode`), or give `commit_when` a rule of your own for `{Self}`: `.commit_when(|item: &{Self}| ...)`"
+    message = "`sse::is_content` reads server-sent events, and `{Self}` is not one",
+    label = "a rule for `sse::Event`s, given `{Self}`",
+    note = "use `sse::is_content` on a stream of `sse::Event`s (`ResponseExt::events()`, `sse::decode`); on a stream of other items, give `commit_when` a rule of your own: `.commit_when(|item: &{Self}| ...)`"
 )]
 pub trait AsEvent {
     /// The event to read.
@@ -53,6 +60,30 @@ pub trait AsEvent {
 }
 
 impl AsEvent for Event {
+    fn as_event(&self) -> &Event {
+        self
+    }
+}
+
+impl AsEvent for &Event {
+    fn as_event(&self) -> &Event {
+        self
+    }
+}
+
+impl AsEvent for Box<Event> {
+    fn as_event(&self) -> &Event {
+        self
+    }
+}
+
+impl AsEvent for std::sync::Arc<Event> {
+    fn as_event(&self) -> &Event {
+        self
+    }
+}
+
+impl AsEvent for std::rc::Rc<Event> {
     fn as_event(&self) -> &Event {
         self
     }

@@ -49,18 +49,31 @@ struct Fields<'a> {
     /// Anthropic's object, the Responses API's string.
     #[serde(borrow)]
     delta: Option<Delta<'a>>,
-    /// OpenAI chat: the first choice's `delta.content`.
+    /// OpenAI chat: choice 0's `delta.content`.
     #[serde(borrow)]
     choices: Option<First<Choice<'a>>>,
-    /// Gemini: the first candidate's `content.parts[].text`.
+    /// Gemini: candidate 0's `content.parts[].text`.
     #[serde(borrow)]
     candidates: Option<First<Candidate<'a>>>,
 }
 
+/// An element of `choices` or `candidates`, which says which answer it belongs to: with
+/// `n > 1`, each chunk may carry another one's.
+trait Indexed {
+    fn index(&self) -> Option<u64>;
+}
+
 #[derive(Deserialize)]
 struct Choice<'a> {
+    index: Option<u64>,
     #[serde(borrow)]
     delta: Option<ChatDelta<'a>>,
+}
+
+impl Indexed for Choice<'_> {
+    fn index(&self) -> Option<u64> {
+        self.index
+    }
 }
 
 #[derive(Deserialize)]
@@ -71,8 +84,15 @@ struct ChatDelta<'a> {
 
 #[derive(Deserialize)]
 struct Candidate<'a> {
+    index: Option<u64>,
     #[serde(borrow)]
     content: Option<Content<'a>>,
+}
+
+impl Indexed for Candidate<'_> {
+    fn index(&self) -> Option<u64> {
+        self.index
+    }
 }
 
 #[derive(Deserialize)]
@@ -160,19 +180,27 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
     }
 }
 
-/// The first element of an array, the rest skipped unread (no `Vec` is built).
+/// The element of an array that belongs to answer 0 (its `index` is 0, or it has none), the
+/// rest skipped unread once it is found (no `Vec` is built).
 struct First<T>(Option<T>);
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+impl<'de, T: Deserialize<'de> + Indexed> Deserialize<'de> for First<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Seq<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Seq<T> {
+        impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for Seq<T> {
             type Value = First<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array")
             }
             fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<First<T>, S::Error> {
-                let first = seq.next_element()?;
+                let mut first = None;
+                while first.is_none() {
+                    match seq.next_element::<T>()? {
+                        Some(element) if element.index().unwrap_or(0) == 0 => first = Some(element),
+                        Some(_) => {}
+                        None => return Ok(First(None)),
+                    }
+                }
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(First(first))
             }
@@ -292,6 +320,14 @@ mod tests {
         let expected = [None, Some("Hi"), Some(" there"), None, None];
         assert_eq!(texts, expected.map(|text| text.map(str::to_owned)));
         assert!(borrowed("", OPENAI_CHAT[1]));
+    }
+
+    #[test]
+    fn with_several_choices_only_choice_zeros_text_is_the_text() {
+        let second = r#"{"choices":[{"index":1,"delta":{"content":"B"}}]}"#;
+        let both = r#"{"choices":[{"index":1,"delta":{"content":"B"}},{"index":0,"delta":{"content":"A"}}]}"#;
+        assert_eq!(text("", second), None);
+        assert_eq!(text("", both).as_deref(), Some("A"));
     }
 
     #[test]

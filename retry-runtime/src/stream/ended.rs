@@ -109,7 +109,7 @@ impl Error for EndedEarly {}
 #[diagnostic::on_unimplemented(
     message = "a stream that can end early (`commit_when`, `complete_when`, `resume`) needs an error type that can hold a `retry_runtime::EndedEarly`, and `{Self}` cannot",
     label = "`{Self}` does not implement `From<retry_runtime::EndedEarly>`",
-    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Ended(#[from] retry_runtime::EndedEarly)`), or use `retry_runtime::http::CallError`, which holds it"
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Ended(#[from] retry_runtime::EndedEarly)`), or use `retry_runtime::http::CallError` (features `reqwest` and `stream`), which holds it"
 )]
 pub trait HoldsEndedEarly {
     /// The error of a stream that ended early.
