@@ -1,45 +1,91 @@
-//! Issue 20's performance row, in one process and one run: `cargo bench -p retry-bench --bench
-//! stream`.
+//! Issue 35's table, in one process and one run: `cargo bench -p retry-bench --bench stream`.
 //!
-//! 100,000 Anthropic-style `content_block_delta` events from memory (16 KiB chunks, every
-//! item ready at once, polled with a no-op waker: no runtime, no I/O), read to the end:
+//! The input is about 50 MB of Anthropic-style events from memory (a message's `message_start`,
+//! `content_block_start`, `ping`, 60 `content_block_delta`s of text of 1 to 40 bytes, some
+//! with escapes, `content_block_stop`, `message_delta` and `message_stop`, over and over), cut
+//! into chunks of 1 to 16 KiB (a fixed seed) that share one buffer, every chunk ready at once
+//! and polled with a no-op waker: no runtime, no I/O. Each contender reads it to the end:
 //!
-//! - **decoder alone**: `sse::decode` over the chunks;
-//! - **through `Retry::stream`**: the same decoder opened by `Retry::stream(..)
-//!   .commit_when(sse::is_content)`, so every event but the first passes through after the
-//!   commit point.
+//! - **`sse::decode`**, this crate's decoder;
+//! - **inside `Retry::stream`**: the same decoder opened by `Retry::stream(..)
+//!   .commit_when(sse::is_content)`, every event after the first content passing through;
+//! - **eventsource-stream** 0.2.3 (`.eventsource()`), what async-openai uses;
+//! - **sse-stream** 0.3.0 (`SseByteStream::new`, its fast path for byte streams, with its
+//!   default features `memchr` and `simdutf8`).
 //!
-//! The table shows, of criterion's samples, the fastest sample's time per event, their ratio,
-//! and the allocations per event of each (counted with `allocation-counter`, whose counting
-//! allocator serves this whole binary, so both pay the same per allocation).
+//! Three runs, each reading with every contender in turn (three reads each, the fastest
+//! kept), so a slow moment of the machine falls on all of them; the table gives the median
+//! run's MB/s, its time against this crate's, and the allocations per event of one read
+//! (counted with `allocation-counter`, whose counting allocator serves this whole binary, so
+//! every contender pays the same per allocation).
 
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use criterion::Criterion;
+use eventsource_stream::Eventsource;
 use futures_core::Stream;
 use retry_runtime::{Class, Classify, EndedEarly, Policy, Retry, sse};
 
-const EVENTS: usize = 100_000;
-const CHUNK: usize = 16 * 1024;
-const SAMPLES: usize = 30;
+/// About this many bytes of events.
+const BODY: usize = 50_000_000;
+const RUNS: usize = 3;
+const READS_PER_RUN: usize = 3;
 
-/// The body: `EVENTS` events, cut into `CHUNK`-byte chunks that share one buffer.
-fn chunks() -> Vec<Bytes> {
-    let mut body = String::new();
-    for i in 0..EVENTS {
-        body.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"token ");
-        body.push_str(&(i % 1000).to_string());
+/// One message's events, its text deltas of varying length.
+fn message(body: &mut String, seed: &mut u64) {
+    body.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n");
+    body.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+    body.push_str("event: ping\ndata: {\"type\": \"ping\"}\n\n");
+    for _ in 0..60 {
+        let length = 1 + (next(seed) % 40) as usize;
+        let text: String = (0..length)
+            .map(|i| match (next(seed) % 50, i) {
+                (0, _) => "\\n",
+                (1, _) => "\\\"",
+                (n, _) => ["a", "b", "c", " ", "e", "t"][(n % 6) as usize],
+            })
+            .collect();
+        body.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
+        body.push_str(&text);
         body.push_str("\"}}\n\n");
     }
+    body.push_str(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    );
+    body.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":15}}\n\n");
+    body.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
+/// A small fixed-seed generator (xorshift), so every run reads the same input.
+fn next(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// The body, and its chunks of 1 to 16 KiB sharing one buffer.
+fn chunks() -> (usize, Vec<Bytes>) {
+    let mut seed = 0x9E37_79B9_7F4A_7C15;
+    let mut body = String::with_capacity(BODY + 64 * 1024);
+    while body.len() < BODY {
+        message(&mut body, &mut seed);
+    }
+    let length = body.len();
     let body = Bytes::from(body);
-    (0..body.len())
-        .step_by(CHUNK)
-        .map(|start| body.slice(start..(start + CHUNK).min(body.len())))
-        .collect()
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < length {
+        let size = 1024 + (next(&mut seed) % (15 * 1024 + 1)) as usize;
+        let end = (start + size).min(length);
+        chunks.push(body.slice(start..end));
+        start = end;
+    }
+    (length, chunks)
 }
 
 /// The chunks as a byte stream, each ready at once.
@@ -113,84 +159,115 @@ fn through_retry_stream(chunks: Vec<Bytes>) -> usize {
     drain(stream)
 }
 
-struct Row {
+fn eventsource_stream(chunks: Vec<Bytes>) -> usize {
+    drain(Chunks(chunks.into_iter()).eventsource())
+}
+
+fn sse_stream(chunks: Vec<Bytes>) -> usize {
+    drain(sse_stream::SseByteStream::new(Chunks(chunks.into_iter())))
+}
+
+struct Contender {
     name: &'static str,
-    fastest_ns_per_event: f64,
+    read: fn(Vec<Bytes>) -> usize,
+    /// The fastest read of each run.
+    runs: Vec<Duration>,
     allocations_per_event: f64,
 }
 
-fn measure(
-    criterion: &mut Criterion,
-    name: &'static str,
-    read: fn(Vec<Bytes>) -> usize,
-    input: &[Bytes],
-) -> Row {
-    assert_eq!(read(input.to_vec()), EVENTS, "{name} reads every event");
-    let counted = allocation_counter::measure(|| {
-        black_box(read(input.to_vec()));
-    });
-    // The input's own copy (one `Vec` of `Bytes`) is made inside the count: take it off.
-    let input_copy = allocation_counter::measure(|| {
-        black_box(input.to_vec());
-    });
-    let mut fastest = f64::MAX;
-    let mut group = criterion.benchmark_group("stream");
-    group.sample_size(SAMPLES);
-    group.bench_function(name, |b| {
-        b.iter_custom(|iterations| {
-            let mut total = std::time::Duration::ZERO;
-            for _ in 0..iterations {
-                let batch = input.to_vec();
-                let started = std::time::Instant::now();
-                black_box(read(batch));
-                total += started.elapsed();
-            }
-            let per_event = total.as_nanos() as f64 / (iterations as f64 * EVENTS as f64);
-            fastest = fastest.min(per_event);
-            total
-        });
-    });
-    group.finish();
-    Row {
-        name,
-        fastest_ns_per_event: fastest,
-        allocations_per_event: (counted.count_total - input_copy.count_total) as f64
-            / EVENTS as f64,
+impl Contender {
+    fn median(&self) -> Duration {
+        let mut runs = self.runs.clone();
+        runs.sort();
+        runs[runs.len() / 2]
     }
 }
 
 fn main() {
-    let input = chunks();
+    let (length, input) = chunks();
     // One read, for an instruction count: `STREAM_BENCH_ONCE=alone valgrind --tool=callgrind ...`.
     if let Ok(which) = std::env::var("STREAM_BENCH_ONCE") {
-        let read = if which == "alone" {
-            decoder_alone
-        } else {
-            through_retry_stream
+        let read = match which.as_str() {
+            "alone" => decoder_alone,
+            "through" => through_retry_stream,
+            "eventsource" => eventsource_stream,
+            _ => sse_stream,
         };
         println!("{}", read(input));
         return;
     }
-    let mut criterion = Criterion::default().configure_from_args();
-    let alone = measure(&mut criterion, "decoder alone", decoder_alone, &input);
-    let through = measure(
-        &mut criterion,
-        "through Retry::stream",
-        through_retry_stream,
-        &input,
+    let mut contenders = [
+        ("sse::decode", decoder_alone as fn(Vec<Bytes>) -> usize),
+        (
+            "inside Retry::stream, commit_when(sse::is_content)",
+            through_retry_stream,
+        ),
+        ("eventsource-stream 0.2.3", eventsource_stream),
+        ("sse-stream 0.3.0", sse_stream),
+    ]
+    .map(|(name, read)| Contender {
+        name,
+        read,
+        runs: Vec::new(),
+        allocations_per_event: 0.0,
+    });
+    let events = decoder_alone(input.clone());
+    let input_copy = allocation_counter::measure(|| {
+        black_box(input.clone());
+    });
+    for contender in &mut contenders {
+        assert_eq!(
+            (contender.read)(input.clone()),
+            events,
+            "{} reads every event",
+            contender.name
+        );
+        let counted = allocation_counter::measure(|| {
+            black_box((contender.read)(input.clone()));
+        });
+        contender.allocations_per_event =
+            (counted.count_total - input_copy.count_total) as f64 / events as f64;
+    }
+    for _ in 0..RUNS {
+        for contender in &mut contenders {
+            let fastest = (0..READS_PER_RUN)
+                .map(|_| {
+                    let batch = input.clone();
+                    let started = Instant::now();
+                    black_box((contender.read)(batch));
+                    started.elapsed()
+                })
+                .min()
+                .expect("at least one read");
+            contender.runs.push(fastest);
+        }
+    }
+    let ours = contenders[0].median();
+    let megabytes = length as f64 / 1e6;
+    println!();
+    println!(
+        "{megabytes:.1} MB, {events} events, {} chunks of 1 to 16 KiB; median of {RUNS} runs (fastest of {READS_PER_RUN} reads each)",
+        input.len()
     );
     println!();
     println!(
-        "| {EVENTS} events, after commit | ns per event (fastest sample) | ratio | allocations per event |"
+        "| decoder | MB/s | time, x `sse::decode` | allocations per event | MB/s of each run |"
     );
-    println!("|---|---:|---:|---:|");
-    for row in [&alone, &through] {
+    println!("|---|---:|---:|---:|---|");
+    for contender in &contenders {
+        let median = contender.median();
+        let each: Vec<String> = contender
+            .runs
+            .iter()
+            .map(|run| format!("{:.0}", megabytes / run.as_secs_f64()))
+            .collect();
         println!(
-            "| {} | {:.1} | {:.3}x | {:.3} |",
-            row.name,
-            row.fastest_ns_per_event,
-            row.fastest_ns_per_event / alone.fastest_ns_per_event,
-            row.allocations_per_event,
+            "| {} | {:.0} | {:.2} | {:.3} | {} |",
+            contender.name,
+            megabytes / median.as_secs_f64(),
+            median.as_secs_f64() / ours.as_secs_f64(),
+            contender.allocations_per_event,
+            each.join(", "),
         );
     }
 }

@@ -221,3 +221,122 @@ fn reading_a_deltas_text_without_escapes_allocates_nothing() {
         assert_eq!(counted.count_total, 0, "{}: {counted:?}", event.data());
     }
 }
+
+/// The chunks of a body as an always-ready byte stream that makes each chunk as it is asked
+/// for, as a network body does: it holds nothing itself.
+struct Chunks<F>(F);
+
+impl<F: FnMut() -> Option<bytes::Bytes> + Unpin> futures_core::Stream for Chunks<F> {
+    type Item = Result<bytes::Bytes, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Ready((self.0)().map(Ok))
+    }
+}
+
+/// Every item of `stream`, polled with a no-op waker (the source is always ready).
+fn drain_events<S: futures_core::Stream + Unpin>(mut stream: S) -> Vec<S::Item> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut items = Vec::new();
+    while let std::task::Poll::Ready(Some(item)) =
+        std::pin::Pin::new(&mut stream).poll_next(&mut cx)
+    {
+        items.push(item);
+    }
+    items
+}
+
+/// One chunk of `body`, shared already, so that slicing it allocates nothing (a body from
+/// hyper arrives shared).
+fn one_shared_chunk(body: String) -> Chunks<impl FnMut() -> Option<bytes::Bytes> + Unpin> {
+    let chunk = bytes::Bytes::from(body);
+    drop(chunk.clone());
+    let mut once = Some(chunk);
+    Chunks(move || once.take())
+}
+
+/// An event of one `data:` line, with its type and ID, is sliced from its chunk: decoding it
+/// allocates nothing, and a comment or a keep-alive nothing either (issue 35).
+#[test]
+fn decoding_an_event_of_one_data_line_allocates_nothing() {
+    use retry_runtime::sse;
+    let mut body = String::new();
+    for i in 0..1000 {
+        body.push_str(&format!(
+            ": keep-alive\nevent: content_block_delta\nid: {i}\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"token {i}\"}}}}\n\n"
+        ));
+    }
+    let source = one_shared_chunk(body);
+    let mut events = Vec::with_capacity(1000);
+    let counted = allocation_counter::measure(|| {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut stream = std::pin::pin!(sse::decode(source));
+        while let std::task::Poll::Ready(Some(event)) =
+            futures_core::Stream::poll_next(stream.as_mut(), &mut cx)
+        {
+            events.push(event.expect("an event"));
+        }
+    });
+    assert_eq!(events.len(), 1000);
+    assert_eq!(events[999].id(), Some("999"));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+/// An event of several data lines is joined in the decoder's buffer and copied out once.
+#[test]
+fn decoding_an_event_of_several_data_lines_allocates_once_for_it() {
+    use retry_runtime::sse;
+    let body = "data: a\ndata: b\ndata: c\n\n".repeat(1000);
+    let source = one_shared_chunk(body);
+    let mut events = Vec::with_capacity(1000);
+    let counted = allocation_counter::measure(|| {
+        events = drain_events(Box::pin(sse::decode(source)));
+    });
+    assert_eq!(events.len(), 1000);
+    assert_eq!(
+        events[0].as_ref().map(|event| event.data()).ok(),
+        Some("a\nb\nc")
+    );
+    // The vector of events, the box, the joining buffer once, and one copy an event.
+    assert!(counted.count_total <= 1000 + 3 + 12, "{counted:?}");
+}
+
+/// A line that never ends is refused at the cap, having held at most the cap, the chunks in
+/// flight (the decoder's one, and the next the source makes before the last is dropped) and
+/// the decoder's 16 KiB segment of the line it carries (100 MiB offered, 16 KiB at a time).
+#[test]
+fn a_line_of_a_hundred_mebibytes_with_no_newline_holds_at_most_the_cap_and_the_chunks() {
+    use retry_runtime::sse::{self, DEFAULT_MAX_EVENT_SIZE, DecodeError};
+    const CHUNK: usize = 16 * 1024;
+    let mut offered = 0;
+    let source = Chunks(move || {
+        (offered < 100 << 20).then(|| {
+            offered += CHUNK;
+            let mut chunk = vec![b'x'; CHUNK];
+            if offered == CHUNK {
+                chunk[..6].copy_from_slice(b"data: ");
+            }
+            bytes::Bytes::from(chunk)
+        })
+    });
+    let mut items = Vec::new();
+    let counted = allocation_counter::measure(|| {
+        items = drain_events(sse::decode(source));
+    });
+    assert!(matches!(
+        items[..],
+        [Err(DecodeError::TooLarge {
+            limit: DEFAULT_MAX_EVENT_SIZE
+        })]
+    ));
+    let bound = (DEFAULT_MAX_EVENT_SIZE + 2 * CHUNK + 16 * 1024) as u64;
+    eprintln!("peak: {} bytes, bound {bound}", counted.bytes_max);
+    assert!(
+        counted.bytes_max <= bound,
+        "{} > {bound}: {counted:?}",
+        counted.bytes_max
+    );
+}

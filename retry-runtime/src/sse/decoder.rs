@@ -4,16 +4,31 @@
 //! It parses lazily, one event at a time, from the one chunk it holds: a caller pulls the
 //! next chunk only when [`Decoder::next_event`] has nothing ready, so it never holds more than
 //! the event in progress (at most the cap) and one chunk.
+//!
+//! **What an event costs.** Lines are found with `memchr`, never byte by byte. A value that
+//! lies in one chunk is a slice of it (a `Bytes` reference count, no copy), its UTF-8
+//! checked once as it becomes a `ByteString`: an event of one `data:` line, with its `event:`
+//! and `id:`, allocates nothing. An event of several data lines is joined in a buffer the
+//! decoder keeps, then copied out once (one allocation); so is a value carried across a chunk
+//! boundary, or one with invalid UTF-8, which becomes U+FFFD. A comment or a keep-alive
+//! allocates nothing. An event keeps the chunk it was sliced from alive, as any `Bytes` slice
+//! does.
 
+use std::borrow::Cow;
 use std::mem;
-use std::sync::Arc;
+use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
+use bytestring::ByteString;
 
 use super::event::Event;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// The joining buffer is dropped after an event this large, so that one big event does not
+/// keep its memory for the rest of the stream.
+const KEPT_BUFFER: usize = 64 * 1024;
 
 /// The event in progress outgrew the cap of `limit` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,16 +41,17 @@ pub(crate) struct TooLarge {
 ///
 /// The cap bounds two counts of the event in progress, each checked as its bytes arrive:
 /// its bytes on the wire (every line since the last blank line, comments, field names and
-/// line ends included, and the line not yet ended), so that what is read before an error is
-/// at most the cap and one chunk; and its size as kept ([`Event::size`]: data, type and ID,
-/// which U+FFFD for invalid bytes can make larger than the wire's). Neither depends on where
-/// the chunks split the stream, so neither does the error.
+/// line ends included, both bytes of a CRLF, and the line not yet ended), so that what is
+/// read before an error is at most the cap and one chunk; and its size as kept
+/// ([`Event::size`]: data, type and ID, which U+FFFD for invalid bytes can make larger than
+/// the wire's; a type of `message`, the default, is kept as none). Neither depends on where
+/// the chunks split the stream or on what follows, so neither does the error.
 #[derive(Debug)]
 pub(crate) struct Decoder {
     chunk: Bytes,
     pos: usize,
     /// A line not yet ended, carried over from earlier chunks.
-    line: Vec<u8>,
+    line: Carried,
     /// The last line ended in CR: an LF first in what follows ends nothing (a split CRLF).
     after_cr: bool,
     /// The wire bytes of the lines taken since the last blank line, with their line ends.
@@ -48,14 +64,53 @@ pub(crate) struct Decoder {
 /// The spec's buffers: data, event type, last event ID, and the reconnection time.
 #[derive(Debug)]
 struct Fields {
-    data: String,
-    event: String,
-    last_id: Option<Arc<str>>,
+    data: Data,
+    /// Where the lines of an event of several data lines are joined; kept between events.
+    joined: String,
+    /// Empty for the default type, `message`.
+    event: ByteString,
+    last_id: Option<ByteString>,
     /// The last event ID as of the last blank line, dispatched or not: the spec's "last
     /// event ID string" of the event source, what a reconnection sends back.
-    dispatched_id: Option<Arc<str>>,
+    dispatched_id: Option<ByteString>,
     retry: Option<Duration>,
     limit: usize,
+}
+
+/// The data of the event in progress.
+#[derive(Debug)]
+enum Data {
+    /// No `data:` line yet: a blank line dispatches nothing.
+    None,
+    /// One line: its value as it came.
+    One(ByteString),
+    /// Several lines, joined with `\n` in `Fields::joined`.
+    Joined,
+}
+
+/// A line, and where its bytes lie: in the chunk (so a value is a slice of it), or in the
+/// buffer of a line carried across chunks (so a value is a copy).
+struct Line<'a> {
+    bytes: &'a [u8],
+    /// The chunk, and the line's offset in it.
+    chunk: Option<(&'a Bytes, usize)>,
+}
+
+impl Line<'_> {
+    /// The value at `range` of the line, its UTF-8 checked once: a slice of the chunk when it
+    /// lies in one and is valid, else a copy (invalid bytes become U+FFFD).
+    fn text(&self, range: Range<usize>) -> ByteString {
+        if let Some((chunk, start)) = self.chunk {
+            let slice = chunk.slice(start + range.start..start + range.end);
+            if let Ok(text) = ByteString::try_from(slice) {
+                return text;
+            }
+        }
+        match String::from_utf8_lossy(&self.bytes[range]) {
+            Cow::Borrowed(text) => ByteString::from(text),
+            Cow::Owned(text) => ByteString::from(text),
+        }
+    }
 }
 
 impl Decoder {
@@ -63,13 +118,14 @@ impl Decoder {
         Decoder {
             chunk: Bytes::new(),
             pos: 0,
-            line: Vec::new(),
+            line: Carried::default(),
             after_cr: false,
             block: 0,
             bom: Some(0),
             fields: Fields {
-                data: String::new(),
-                event: String::new(),
+                data: Data::None,
+                joined: String::new(),
+                event: ByteString::new(),
                 last_id: None,
                 dispatched_id: None,
                 retry: None,
@@ -85,7 +141,7 @@ impl Decoder {
     /// The stream's last event ID as of its last blank line (an `id:` in a block with no
     /// data counts), and its reconnection time as of its last `retry:` line: what a
     /// reconnection needs, kept after the decoder is done.
-    pub(crate) fn resume_point(&self) -> (Option<Arc<str>>, Option<Duration>) {
+    pub(crate) fn resume_point(&self) -> (Option<ByteString>, Option<Duration>) {
         (self.fields.dispatched_id.clone(), self.fields.retry)
     }
 
@@ -120,20 +176,18 @@ impl Decoder {
         }
         while self.pos < self.chunk.len() {
             if mem::take(&mut self.after_cr) && self.chunk[self.pos] == b'\n' {
-                // The CRLF's LF: part of the line it ends, unless that was the blank line.
+                // The CRLF's LF: a byte of the line it ends, unless that was the blank line.
                 self.pos += 1;
                 if self.block > 0 {
+                    self.within(1)?;
                     self.block += 1;
                 }
                 continue;
             }
             let start = self.pos;
-            let found = self.chunk[start..]
-                .iter()
-                .position(|&b| b == b'\n' || b == b'\r');
-            let Some(end) = found else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', &self.chunk[start..]) else {
                 self.within(self.chunk.len() - start)?;
-                self.line.extend_from_slice(&self.chunk[start..]);
+                self.line.push(&self.chunk[start..]);
                 self.pos = self.chunk.len();
                 break;
             };
@@ -147,14 +201,18 @@ impl Decoder {
             } else {
                 self.block + length + 1
             };
-            let line = &self.chunk[start..start + end];
             let taken = if self.line.is_empty() {
-                self.fields.take(line)
+                let line = Line {
+                    bytes: &self.chunk[start..start + end],
+                    chunk: Some((&self.chunk, start)),
+                };
+                self.fields.take(&line)
             } else {
-                self.line.extend_from_slice(line);
-                let taken = self.fields.take(&self.line);
-                self.line.clear();
-                taken
+                let joined = self.line.join(&self.chunk[start..start + end]);
+                self.fields.take(&Line {
+                    bytes: &joined,
+                    chunk: None,
+                })
             };
             match taken {
                 Ok(None) => {}
@@ -172,8 +230,12 @@ impl Decoder {
         // Bytes that began a BOM and then the stream ended: a line naming an unknown field.
         self.bom = None;
         if !self.line.is_empty() {
-            let line = mem::take(&mut self.line);
-            if let Err(too_large) = self.fields.take(&line) {
+            let line = self.line.join(&[]);
+            let taken = self.fields.take(&Line {
+                bytes: &line,
+                chunk: None,
+            });
+            if let Err(too_large) = taken {
                 return Err(self.fail(too_large));
             }
         }
@@ -194,10 +256,11 @@ impl Decoder {
     fn fail(&mut self, too_large: TooLarge) -> TooLarge {
         self.chunk = Bytes::new();
         self.pos = 0;
-        self.line = Vec::new();
+        self.line = Carried::default();
         self.block = 0;
-        self.fields.data = String::new();
-        self.fields.event = String::new();
+        self.fields.data = Data::None;
+        self.fields.joined = String::new();
+        self.fields.event = ByteString::new();
         too_large
     }
 
@@ -215,7 +278,7 @@ impl Decoder {
             };
             if byte != BOM[matched] {
                 // Not a BOM: the bytes that matched so far begin the first line.
-                self.line.extend_from_slice(&BOM[..matched]);
+                self.line.push(&BOM[..matched]);
                 break;
             }
             matched += 1;
@@ -226,60 +289,163 @@ impl Decoder {
     }
 }
 
+/// A line not yet ended, carried across chunks, in segments of at most [`SEGMENT`] bytes:
+/// a line that never ends holds what the cap lets in and part of one segment, never a
+/// buffer doubled past it.
+#[derive(Debug, Default)]
+struct Carried {
+    segments: Vec<Vec<u8>>,
+    len: usize,
+}
+
+/// The most a carried line's segment holds.
+const SEGMENT: usize = 16 * 1024;
+
+impl Carried {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self
+                .segments
+                .last()
+                .is_none_or(|last| last.len() == SEGMENT)
+            {
+                self.segments.push(Vec::new());
+            }
+            let first = self.segments.len() == 1;
+            let last = self.segments.last_mut().expect("a segment was just made");
+            let (now, rest) = bytes.split_at(bytes.len().min(SEGMENT - last.len()));
+            if last.capacity() - last.len() < now.len() {
+                // The first segment grows as a short line does; the others are made whole.
+                let grown = if first {
+                    (last.capacity() * 2).clamp(last.len() + now.len(), SEGMENT)
+                } else {
+                    SEGMENT
+                };
+                last.reserve_exact(grown - last.len());
+            }
+            last.extend_from_slice(now);
+            self.len += now.len();
+            bytes = rest;
+        }
+    }
+
+    /// The line, with `end` (the rest of it, in the chunk) after it, in one buffer; nothing
+    /// is carried after.
+    fn join(&mut self, end: &[u8]) -> Vec<u8> {
+        let mut segments = mem::take(&mut self.segments).into_iter();
+        let mut joined = segments.next().unwrap_or_default();
+        joined.reserve_exact(self.len - joined.len() + end.len());
+        for segment in segments {
+            joined.extend_from_slice(&segment);
+        }
+        joined.extend_from_slice(end);
+        self.len = 0;
+        joined
+    }
+}
+
 impl Fields {
-    /// The size of the event in progress, as [`Event::size`] will count it: the data's last
-    /// `\n` is removed at dispatch.
+    /// The size of the event in progress, as [`Event::size`] will count it.
     fn size(&self) -> usize {
-        self.data.len().saturating_sub(1)
-            + self.event.len()
-            + self.last_id.as_deref().map_or(0, str::len)
+        self.data_len() + self.event.len() + self.last_id.as_deref().map_or(0, str::len)
+    }
+
+    fn data_len(&self) -> usize {
+        match &self.data {
+            Data::None => 0,
+            Data::One(text) => text.len(),
+            Data::Joined => self.joined.len(),
+        }
     }
 
     /// Takes one line (without its line end); an empty line dispatches.
-    fn take(&mut self, line: &[u8]) -> Result<Option<Event>, TooLarge> {
-        let (field, value) = match line.iter().position(|&b| b == b':') {
-            _ if line.is_empty() => return Ok(self.dispatch()),
+    fn take(&mut self, line: &Line<'_>) -> Result<Option<Event>, TooLarge> {
+        let bytes = line.bytes;
+        let (field, value) = match memchr::memchr(b':', bytes) {
+            _ if bytes.is_empty() => return Ok(self.dispatch()),
             Some(0) => return Ok(None),
             Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                let skip = usize::from(bytes.get(colon + 1) == Some(&b' '));
+                (&bytes[..colon], colon + 1 + skip..bytes.len())
             }
-            None => (line, &[][..]),
+            None => (bytes, bytes.len()..bytes.len()),
         };
         match field {
-            b"data" => {
-                // Lossy: an invalid byte becomes U+FFFD, three bytes, so the cap is checked
-                // on what is kept.
-                let value = String::from_utf8_lossy(value);
-                self.within(self.size() + usize::from(!self.data.is_empty()) + value.len())?;
-                self.data.reserve(value.len() + 1);
-                self.data.push_str(&value);
-                self.data.push('\n');
-            }
+            b"data" => self.take_data(line, value)?,
             b"event" => {
-                let value = String::from_utf8_lossy(value);
-                self.within(self.size() - self.event.len() + value.len())?;
-                self.event.clear();
-                self.event.push_str(&value);
+                let text = line.text(value);
+                // `message` is the default type, kept as none, and so counted.
+                let text = if &*text == "message" {
+                    ByteString::new()
+                } else {
+                    text
+                };
+                self.within(self.size() - self.event.len() + text.len())?;
+                self.event = text;
             }
-            b"id" if !value.contains(&0) => {
-                let value = String::from_utf8_lossy(value);
+            b"id" if !bytes[value.clone()].contains(&0) => {
+                let text = line.text(value);
                 let id = self.last_id.as_deref().map_or(0, str::len);
-                self.within(self.size() - id + value.len())?;
-                self.last_id = (!value.is_empty()).then(|| Arc::from(value.as_ref()));
+                self.within(self.size() - id + text.len())?;
+                self.last_id = (!text.is_empty()).then_some(text);
             }
-            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                // More digits than a u64 holds is a very long time, not an error.
-                let millis = value.iter().fold(0u64, |millis, digit| {
-                    millis
-                        .saturating_mul(10)
-                        .saturating_add(u64::from(digit - b'0'))
-                });
-                self.retry = Some(Duration::from_millis(millis));
+            b"retry" => {
+                let value = &bytes[value];
+                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                    // More digits than a u64 holds is a very long time, not an error.
+                    let millis = value.iter().fold(0u64, |millis, digit| {
+                        millis
+                            .saturating_mul(10)
+                            .saturating_add(u64::from(digit - b'0'))
+                    });
+                    self.retry = Some(Duration::from_millis(millis));
+                }
             }
             _ => {}
         }
         Ok(None)
+    }
+
+    /// A `data:` line: the first is kept as it came; a second starts the joined buffer.
+    fn take_data(&mut self, line: &Line<'_>, value: Range<usize>) -> Result<(), TooLarge> {
+        // The size of the event without its data, which is taken out while it grows.
+        let data = mem::replace(&mut self.data, Data::None);
+        let rest = self.size();
+        self.data = match data {
+            Data::None => {
+                let text = line.text(value);
+                self.within(rest + text.len())?;
+                Data::One(text)
+            }
+            Data::One(first) => {
+                // Lossy: an invalid byte becomes U+FFFD, three bytes, so the cap is checked
+                // on what is kept.
+                let text = String::from_utf8_lossy(&line.bytes[value]);
+                self.within(rest + first.len() + 1 + text.len())?;
+                self.joined.clear();
+                self.joined.reserve(first.len() + 1 + text.len());
+                self.joined.push_str(&first);
+                self.joined.push('\n');
+                self.joined.push_str(&text);
+                Data::Joined
+            }
+            Data::Joined => {
+                let text = String::from_utf8_lossy(&line.bytes[value]);
+                self.within(rest + self.joined.len() + 1 + text.len())?;
+                self.joined.push('\n');
+                self.joined.push_str(&text);
+                Data::Joined
+            }
+        };
+        Ok(())
     }
 
     fn within(&self, size: usize) -> Result<(), TooLarge> {
@@ -289,20 +455,29 @@ impl Fields {
         Ok(())
     }
 
-    /// The spec's dispatch: no data, no event (and the type is reset); else the data without
-    /// its last `\n`, of the type given or `message`.
+    /// The spec's dispatch: no data, no event (and the type is reset); else the data, of the
+    /// type given or `message`.
     fn dispatch(&mut self) -> Option<Event> {
         if self.dispatched_id != self.last_id {
             self.dispatched_id.clone_from(&self.last_id);
         }
-        if self.data.is_empty() {
-            self.event.clear();
-            return None;
-        }
-        self.data.pop();
+        let data = match mem::replace(&mut self.data, Data::None) {
+            Data::None => {
+                self.event = ByteString::new();
+                return None;
+            }
+            Data::One(text) => text,
+            Data::Joined => {
+                let text = ByteString::from(self.joined.as_str());
+                if self.joined.capacity() > KEPT_BUFFER {
+                    self.joined = String::new();
+                }
+                text
+            }
+        };
         Some(Event::dispatched(
             mem::take(&mut self.event),
-            mem::take(&mut self.data),
+            data,
             self.last_id.clone(),
             self.retry,
         ))
@@ -349,7 +524,8 @@ mod tests {
     }
 
     fn with_id(event: &str, data: &str, id: Option<&str>) -> Event {
-        Event::dispatched(event.into(), data.into(), id.map(Arc::from), None)
+        let event = if event == "message" { "" } else { event };
+        Event::dispatched(event.into(), data.into(), id.map(ByteString::from), None)
     }
 
     // The spec's own examples (WHATWG HTML, 9.2), reproduced exactly.
@@ -660,11 +836,42 @@ mod tests {
     }
 
     #[test]
+    fn a_crlf_that_takes_the_block_past_the_cap_by_its_lf_is_refused_whatever_follows() {
+        // `data: ` and 13 bytes, then CR: 20 bytes, the cap; its LF is the 21st.
+        let line: &[u8] = b"data: xxxxxxxxxxxxx\r\n";
+        let refused = [Err(TooLarge { limit: 20 })];
+        assert_eq!(decode(&[line], 20), refused, "then the clean end");
+        assert_eq!(decode(&[line, b"\r\n"], 20), refused, "then a blank line");
+        assert_eq!(decode(&[&line[..20], b"\n"], 20), refused, "the CRLF split");
+        // One byte more of cap, and both are the same event.
+        let accepted = [Ok(Event::new("", "xxxxxxxxxxxxx"))];
+        assert_eq!(decode(&[line], 21), accepted);
+        assert_eq!(decode(&[line, b"\r\n"], 21), accepted);
+    }
+
+    #[test]
+    fn an_explicit_message_type_is_counted_as_the_default_by_both_counts() {
+        // 31 bytes on the wire; kept, ten U+FFFD (30 bytes) and no type, as `Event::size` says.
+        let stream = b"event: message\ndata:\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\n\n";
+        let accepted = decode(&[stream], 36);
+        let [Ok(event)] = &accepted[..] else {
+            panic!("refused under a cap of 36: {accepted:?}");
+        };
+        assert_eq!((event.event(), event.size()), ("message", 30));
+        assert!(
+            decode(&[stream], 31)[0].is_ok(),
+            "31 bytes on the wire fit a cap of 31"
+        );
+        assert_eq!(decode(&[stream], 30), [Err(TooLarge { limit: 30 })]);
+    }
+
+    #[test]
     fn after_too_large_nothing_is_held() {
         let mut decoder = Decoder::new(8);
         decoder.push(Bytes::from_static(b"data: 0123456789"));
         assert_eq!(decoder.next_event(), Err(TooLarge { limit: 8 }));
-        assert!(decoder.line.capacity() == 0 && decoder.fields.data.capacity() == 0);
+        assert!(decoder.line.segments.capacity() == 0 && decoder.fields.joined.capacity() == 0);
+        assert!(matches!(decoder.fields.data, Data::None));
         assert!(decoder.chunk.is_empty());
     }
 

@@ -1,8 +1,9 @@
 //! [`Event`]: one dispatched server-sent event.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Duration;
+
+use bytestring::ByteString;
 
 use super::delta;
 
@@ -25,10 +26,11 @@ use super::delta;
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Event {
     /// Empty for the default type, `message`, so that both spellings compare equal.
-    event: String,
-    data: String,
+    event: ByteString,
+    /// A slice of the chunk it came in, when it lay in one (see the decoder).
+    data: ByteString,
     /// Shared with the decoder, which keeps it for the events that follow.
-    id: Option<Arc<str>>,
+    id: Option<ByteString>,
     retry: Option<Duration>,
 }
 
@@ -36,18 +38,22 @@ impl Event {
     /// An event of this type (`""` or `"message"` for the default) with this data, no ID and
     /// no reconnection time: for tests and examples.
     pub fn new(event: impl Into<String>, data: impl Into<String>) -> Event {
-        Event::dispatched(event.into(), data.into(), None, None)
+        let event = event.into();
+        let event = if event == "message" {
+            ByteString::new()
+        } else {
+            ByteString::from(event)
+        };
+        Event::dispatched(event, ByteString::from(data.into()), None, None)
     }
 
+    /// An event as the decoder dispatches it: `event` is empty for `message`.
     pub(super) fn dispatched(
-        mut event: String,
-        data: String,
-        id: Option<Arc<str>>,
+        event: ByteString,
+        data: ByteString,
+        id: Option<ByteString>,
         retry: Option<Duration>,
     ) -> Event {
-        if event == "message" {
-            event.clear();
-        }
         Event {
             event,
             data,
@@ -104,9 +110,11 @@ impl Event {
         self.retry
     }
 
-    /// The bytes this event holds: its data, its type's name (none for `message`) and its ID.
-    /// [`Events::max_event_size`](super::Events::max_event_size) caps it, and a retry that
-    /// holds events before its commit point counts it.
+    /// The bytes this event holds: its data, its type's name (none for `message`, the
+    /// default, however it was spelt) and its ID, as UTF-8 (an invalid byte became U+FFFD,
+    /// three bytes). [`Events::max_event_size`](super::Events::max_event_size) caps it, as
+    /// it caps the event's bytes on the wire, and a retry that holds events before its
+    /// commit point counts it.
     ///
     /// ```
     /// use retry_runtime::sse::Event;
@@ -123,9 +131,9 @@ impl Event {
     /// | provider | event | text |
     /// |---|---|---|
     /// | Anthropic | `content_block_delta` whose `delta.type` is `text_delta` | `delta.text` |
-    /// | OpenAI chat | a chunk | the first choice's `delta.content`; an empty string (the first chunk's) is none |
+    /// | OpenAI chat | a chunk | choice 0's `delta.content` (with `n > 1`, the others' are not this text); an empty string (the first chunk's) is none |
     /// | OpenAI Responses | `response.output_text.delta` | `delta` |
-    /// | Gemini | a chunk | the first candidate's `content.parts[].text`, joined; thought parts left out |
+    /// | Gemini | a chunk | candidate 0's `content.parts[].text`, joined; thought parts left out |
     ///
     /// A nameless event is read by its data's `"type"`, as `is_content` reads it. Tool-call
     /// arguments, reasoning and refusals are not text: read them with [`json`](Event::json).

@@ -30,6 +30,9 @@ pub(super) type StateOf<Fut, ReFut, W> =
     State<Fut, ReFut, <Fut as TryFuture>::Ok, Item<Fut>, W, <Fut as TryFuture>::Error>;
 pub(super) type Next<Fut, ReFut, W> = Then<StateOf<Fut, ReFut, W>, Yielded<Fut>>;
 
+/// A committed stream's poll: what to return at once (its item, or pending), or what to do.
+pub(super) type Passed<Fut, ReFut, W> = Result<Poll<Option<Yielded<Fut>>>, Next<Fut, ReFut, W>>;
+
 /// What one attempt hands to the next: the items held before the commit point, and the
 /// cursor. A fresh open starts both again; a resume keeps them.
 pub(super) struct Carry<S, T, Re> {
@@ -309,7 +312,12 @@ where
             };
         }
         // The stream's poll sends a passing stream to `pass` first; this is the same step.
-        Flow::Passing => return pass(stream, timer, core, rules, carry, cx),
+        Flow::Passing => {
+            return match pass(stream, timer, core, rules, carry, cx) {
+                Ok(polled) => Then::Yield(polled),
+                Err(then) => then,
+            };
+        }
     }
     match holding(stream, timer.as_mut(), core, rules, carry, cx) {
         Held::Pending => Then::Yield(Poll::Pending),
@@ -434,7 +442,10 @@ fn ended<T, E, H, S, Re>(
     Some(to_error(ended))
 }
 
-/// Poll the stream after its commit point: the hot path, an item passed through.
+/// Poll the stream after its commit point: the hot path, an item passed through. A stream
+/// with no idle timer, no resume and no complete rule has nothing to do per item, so its item
+/// is returned as it came, not through a [`Then`] (which holds a whole state: a copy of the
+/// item into it, and out again, for every event).
 #[inline]
 pub(super) fn pass<R, O, Fut, H, W, ReFut, Re>(
     stream: Pin<&mut Fut::Ok>,
@@ -443,7 +454,7 @@ pub(super) fn pass<R, O, Fut, H, W, ReFut, Re>(
     rules: &Rules<Item<Fut>, Fut::Error, H>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
-) -> Next<Fut, ReFut, W>
+) -> Passed<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -453,7 +464,13 @@ where
     Fut::Error: Classify + fmt::Display,
 {
     let (mut stream, mut timer) = (stream, timer);
-    let failure = match stream.as_mut().try_poll_next(cx) {
+    let plain = !timer.is_armed() && !carry.resume.is_on() && rules.complete.is_none();
+    let polled = match stream.as_mut().try_poll_next(cx) {
+        Poll::Ready(Some(Ok(item))) if plain => return Ok(Poll::Ready(Some(Ok(item)))),
+        Poll::Pending if !timer.is_armed() => return Ok(Poll::Pending),
+        polled => polled,
+    };
+    let failure = match polled {
         Poll::Ready(Some(Ok(item))) => {
             if timer.is_armed() {
                 timer.as_mut().item();
@@ -470,30 +487,29 @@ where
                     &item,
                     content,
                 ) {
-                    return Then::Again;
+                    return Err(Then::Again);
                 }
             }
             if rules.complete.is_some_and(|complete| complete(&item)) {
-                return Then::Last(Ok(item));
+                return Err(Then::Last(Ok(item)));
             }
-            return Then::Yield(Poll::Ready(Some(Ok(item))));
+            return Ok(Poll::Ready(Some(Ok(item))));
         }
         Poll::Ready(Some(Err(error))) => error.into(),
         Poll::Ready(None) => match ended(rules, &carry.resume, None) {
             Some(error) => error,
             None => {
                 core.run.ended_after_commit();
-                return Then::End(None);
+                return Err(Then::End(None));
             }
         },
-        Poll::Pending if !timer.is_armed() => return Then::Yield(Poll::Pending),
         Poll::Pending => match timed_out(timer, rules, &carry.resume, cx) {
             Some(error) => error,
-            None => return Then::Yield(Poll::Pending),
+            None => return Ok(Poll::Pending),
         },
     };
     carry.resume.note(&stream);
-    fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, true)
+    Err(fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, true))
 }
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.

@@ -481,14 +481,17 @@ where
                 StateProj::Open {
                     stream,
                     flow: Flow::Passing,
-                } => pass(
+                } => match pass(
                     stream,
                     this.timer.as_mut(),
                     this.core,
                     this.rules,
                     this.carry,
                     cx,
-                ),
+                ) {
+                    Ok(polled) => return polled,
+                    Err(then) => then,
+                },
                 StateProj::Open { stream, flow } => hold_or_release(
                     stream,
                     flow,
