@@ -17,7 +17,9 @@
 //! kept), so a slow moment of the machine falls on all of them; the table gives the median
 //! run's MB/s, its time against this crate's, and the allocations per event of one read
 //! (counted with `allocation-counter`, whose counting allocator serves this whole binary, so
-//! every contender pays the same per allocation).
+//! every contender pays the same per allocation, and the more it allocates the more it pays:
+//! `--features uncounted` builds the bench without it, for timings at the system allocator's
+//! cost, its allocations column then empty).
 
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -167,6 +169,19 @@ fn sse_stream(chunks: Vec<Bytes>) -> usize {
     drain(sse_stream::SseByteStream::new(Chunks(chunks.into_iter())))
 }
 
+/// The allocations `read` makes; `None` in a build without the counting allocator
+/// (`--features uncounted`), whose every allocation costs the same as the program's.
+#[cfg(not(feature = "uncounted"))]
+fn count(read: impl FnOnce()) -> Option<u64> {
+    Some(allocation_counter::measure(read).count_total)
+}
+
+#[cfg(feature = "uncounted")]
+fn count(read: impl FnOnce()) -> Option<u64> {
+    read();
+    None
+}
+
 struct Contender {
     name: &'static str,
     read: fn(Vec<Bytes>) -> usize,
@@ -212,7 +227,7 @@ fn main() {
         allocations_per_event: 0.0,
     });
     let events = decoder_alone(input.clone());
-    let input_copy = allocation_counter::measure(|| {
+    let input_copy = count(|| {
         black_box(input.clone());
     });
     for contender in &mut contenders {
@@ -222,11 +237,13 @@ fn main() {
             "{} reads every event",
             contender.name
         );
-        let counted = allocation_counter::measure(|| {
+        let counted = count(|| {
             black_box((contender.read)(input.clone()));
         });
-        contender.allocations_per_event =
-            (counted.count_total - input_copy.count_total) as f64 / events as f64;
+        contender.allocations_per_event = match (counted, input_copy) {
+            (Some(counted), Some(copy)) => (counted - copy) as f64 / events as f64,
+            _ => f64::NAN,
+        };
     }
     for _ in 0..RUNS {
         for contender in &mut contenders {
@@ -261,12 +278,16 @@ fn main() {
             .iter()
             .map(|run| format!("{:.0}", megabytes / run.as_secs_f64()))
             .collect();
+        let allocations = if contender.allocations_per_event.is_nan() {
+            "—".to_owned()
+        } else {
+            format!("{:.3}", contender.allocations_per_event)
+        };
         println!(
-            "| {} | {:.0} | {:.2} | {:.3} | {} |",
+            "| {} | {:.0} | {:.2} | {allocations} | {} |",
             contender.name,
             megabytes / median.as_secs_f64(),
             median.as_secs_f64() / ours.as_secs_f64(),
-            contender.allocations_per_event,
             each.join(", "),
         );
     }

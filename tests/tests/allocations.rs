@@ -259,7 +259,8 @@ fn one_shared_chunk(body: String) -> Chunks<impl FnMut() -> Option<bytes::Bytes>
 }
 
 /// An event of one `data:` line, with its type and ID, is sliced from its chunk: decoding it
-/// allocates nothing, and a comment or a keep-alive nothing either (issue 35).
+/// allocates nothing, and a comment or a keep-alive nothing either (issue 35); the stream's
+/// end copies its last event ID once.
 #[test]
 fn decoding_an_event_of_one_data_line_allocates_nothing() {
     use retry_runtime::sse;
@@ -282,7 +283,9 @@ fn decoding_an_event_of_one_data_line_allocates_nothing() {
     });
     assert_eq!(events.len(), 1000);
     assert_eq!(events[999].id(), Some("999"));
-    assert_eq!(counted.count_total, 0, "{counted:?}");
+    // None an event: the one is the stream's, its last event ID copied out as it ends.
+    assert_eq!(counted.count_total, 1, "{counted:?}");
+    assert_eq!(counted.bytes_total, 3, "{counted:?}");
 }
 
 /// An event of several data lines is joined in the decoder's buffer and copied out once.
@@ -306,11 +309,12 @@ fn decoding_an_event_of_several_data_lines_allocates_once_for_it() {
 
 /// A line that never ends is refused at the cap, having held at most the cap, the chunks in
 /// flight (the decoder's one, and the next the source makes before the last is dropped) and
-/// the decoder's 16 KiB segment of the line it carries (100 MiB offered, 16 KiB at a time).
+/// the decoder's 16 KiB segment of the line it carries (100 MiB offered, 10,000 bytes at a
+/// time, so chunks straddle segments).
 #[test]
 fn a_line_of_a_hundred_mebibytes_with_no_newline_holds_at_most_the_cap_and_the_chunks() {
     use retry_runtime::sse::{self, DEFAULT_MAX_EVENT_SIZE, DecodeError};
-    const CHUNK: usize = 16 * 1024;
+    const CHUNK: usize = 10_000; // not a multiple of the 16 KiB segment
     let mut offered = 0;
     let source = Chunks(move || {
         (offered < 100 << 20).then(|| {
@@ -339,4 +343,48 @@ fn a_line_of_a_hundred_mebibytes_with_no_newline_holds_at_most_the_cap_and_the_c
         "{} > {bound}: {counted:?}",
         counted.bytes_max
     );
+}
+
+/// A source that gives its chunks, then stays pending: a stream still being read.
+struct ThenPending(std::vec::IntoIter<bytes::Bytes>);
+
+impl futures_core::Stream for ThenPending {
+    type Item = Result<bytes::Bytes, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match self.0.next() {
+            Some(chunk) => std::task::Poll::Ready(Some(Ok(chunk))),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+/// The last event ID persists across events; a slice of the chunk it came in would keep that
+/// chunk (here 900 kB) alive for the rest of the stream. Once the events are dropped, the
+/// decoder holds only what it needs: the ID copied out, and the chunk it is reading.
+#[test]
+fn a_persisting_event_id_does_not_keep_its_chunk_alive() {
+    use retry_runtime::sse;
+    let mut events = Box::pin(sse::decode(ThenPending(Vec::new().into_iter())));
+    let counted = allocation_counter::measure(|| {
+        // Made here, so that the count sees them: the chunks are what must not stay.
+        let big = format!("id: 1\ndata: {}\n\n", "x".repeat(900_000));
+        let small = "data: a\n\n".repeat(100);
+        let chunks = vec![bytes::Bytes::from(big), bytes::Bytes::from(small)];
+        events = Box::pin(sse::decode(ThenPending(chunks.into_iter())));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut read = 0;
+        while let std::task::Poll::Ready(Some(event)) =
+            futures_core::Stream::poll_next(events.as_mut(), &mut cx)
+        {
+            assert_eq!(event.expect("an event").id(), Some("1"));
+            read += 1;
+        }
+        assert_eq!(read, 101);
+    });
+    assert_eq!(events.last_event_id(), Some("1"));
+    assert!(counted.bytes_current < 64 * 1024, "{counted:?}");
 }

@@ -9,10 +9,13 @@
 //! lies in one chunk is a slice of it (a `Bytes` reference count, no copy), its UTF-8
 //! checked once as it becomes a `ByteString`: an event of one `data:` line, with its `event:`
 //! and `id:`, allocates nothing. An event of several data lines is joined in a buffer the
-//! decoder keeps, then copied out once (one allocation); so is a value carried across a chunk
-//! boundary, or one with invalid UTF-8, which becomes U+FFFD. A comment or a keep-alive
-//! allocates nothing. An event keeps the chunk it was sliced from alive, as any `Bytes` slice
-//! does.
+//! decoder keeps, then copied out once (one allocation); so is a value with invalid UTF-8,
+//! which becomes U+FFFD. A comment or a keep-alive allocates nothing. A line cut across
+//! chunks is carried in segments and joined when it ends, a few allocations for that line
+//! (and, for a long line, the cap twice over for a moment). A dispatched event keeps the
+//! chunk it was sliced from alive, as any `Bytes` slice does; what the decoder itself keeps
+//! past its chunk (the event in progress, the last event ID) it copies out when the next
+//! chunk comes, so it never holds more than the event in progress and one chunk.
 
 use std::borrow::Cow;
 use std::mem;
@@ -158,6 +161,9 @@ impl Decoder {
     /// The next chunk. Push it once `next_event` has given `Ok(None)`: a chunk pushed before
     /// is joined to what is left of the last one, at the cost of a copy.
     pub(crate) fn push(&mut self, chunk: Bytes) {
+        // What outlives the chunk it was sliced from (the event in progress, the last event
+        // ID, which persists) is copied out of it, so a few bytes never keep a chunk alive.
+        self.fields.unpin(&self.chunk);
         if self.pos < self.chunk.len() {
             let mut joined = Vec::with_capacity(self.chunk.len() - self.pos + chunk.len());
             joined.extend_from_slice(&self.chunk[self.pos..]);
@@ -227,8 +233,13 @@ impl Decoder {
     /// event with data but no blank line after it is dispatched (the spec would drop it; see
     /// the [module docs](crate::sse)).
     pub(crate) fn finish(&mut self) -> Result<Option<Event>, TooLarge> {
-        // Bytes that began a BOM and then the stream ended: a line naming an unknown field.
-        self.bom = None;
+        // Bytes that began a BOM and then the stream ended: a line naming an unknown field,
+        // counted as one.
+        if let Some(matched) = self.bom.take().filter(|&matched| matched > 0) {
+            let matched = usize::from(matched);
+            self.within(matched)?;
+            self.line.push(&BOM[..matched]);
+        }
         if !self.line.is_empty() {
             let line = self.line.join(&[]);
             let taken = self.fields.take(&Line {
@@ -352,7 +363,39 @@ impl Carried {
     }
 }
 
+/// `text`, copied if it is a slice of `chunk`.
+fn unpinned(text: &ByteString, chunk: &Bytes) -> Option<ByteString> {
+    let within = chunk.as_ptr_range().contains(&text.as_bytes().as_ptr());
+    (within && !text.is_empty()).then(|| ByteString::from(&**text))
+}
+
 impl Fields {
+    /// Copies what is kept past `chunk` out of it: the event in progress's type, ID and first
+    /// data line, and the last event ID.
+    fn unpin(&mut self, chunk: &Bytes) {
+        if let Some(copy) = unpinned(&self.event, chunk) {
+            self.event = copy;
+        }
+        if let Data::One(text) = &self.data
+            && let Some(copy) = unpinned(text, chunk)
+        {
+            self.data = Data::One(copy);
+        }
+        let same = self.dispatched_id == self.last_id;
+        if let Some(copy) = self.last_id.as_ref().and_then(|id| unpinned(id, chunk)) {
+            self.last_id = Some(copy);
+        }
+        if same {
+            self.dispatched_id.clone_from(&self.last_id);
+        } else if let Some(copy) = self
+            .dispatched_id
+            .as_ref()
+            .and_then(|id| unpinned(id, chunk))
+        {
+            self.dispatched_id = Some(copy);
+        }
+    }
+
     /// The size of the event in progress, as [`Event::size`] will count it.
     fn size(&self) -> usize {
         self.data_len() + self.event.len() + self.last_id.as_deref().map_or(0, str::len)
@@ -863,6 +906,13 @@ mod tests {
             "31 bytes on the wire fit a cap of 31"
         );
         assert_eq!(decode(&[stream], 30), [Err(TooLarge { limit: 30 })]);
+    }
+
+    #[test]
+    fn the_start_of_a_bom_that_ends_the_stream_is_a_line_and_counts_against_the_cap() {
+        assert_eq!(decode(&[b"\xEF\xBB"], 1), [Err(TooLarge { limit: 1 })]);
+        assert_eq!(decode(&[b"\xEF", b"\xBB"], 1), [Err(TooLarge { limit: 1 })]);
+        assert_eq!(decode(&[b"\xEF\xBB"], 2), []);
     }
 
     #[test]

@@ -217,7 +217,8 @@ where
             };
             let (last_event_id, retry) = decoder.resume_point();
             *this.state = State::Done {
-                last_event_id,
+                // A copy: the slice would keep its chunk alive as long as the stream.
+                last_event_id: last_event_id.map(|id| ByteString::from(&*id)),
                 retry,
             };
             return Poll::Ready(ended);
