@@ -738,8 +738,14 @@ const fn rung_rule(policy: &Policy, retry: u32, ideal: Duration) -> Why {
 }
 
 const fn grow(ideal: u128, multiplier_milli: u128, cap: u128) -> u128 {
-    // ideal < cap <= MAX_NANOS < 2^95 and multiplier < 2^32, so the product fits in u128.
-    let next = ideal * multiplier_milli / 1000;
+    // ideal < cap <= MAX_NANOS < 2^95 and multiplier < 2^32, so the product fits in u128;
+    // a ladder's waits fit in u64 nanoseconds (584 years), where dividing is a multiply.
+    let product = ideal * multiplier_milli;
+    let next = if product <= u64::MAX as u128 {
+        (product as u64 / 1000) as u128
+    } else {
+        product / 1000
+    };
     // Progress by at least a nanosecond, so a tiny base with a tiny growth still reaches the cap.
     let next = if next <= ideal { ideal + 1 } else { next };
     min_u128(next, cap)
@@ -748,6 +754,11 @@ const fn grow(ideal: u128, multiplier_milli: u128, cap: u128) -> u128 {
 const fn to_duration(nanos: u128) -> Duration {
     if nanos >= MAX_NANOS {
         return Duration::MAX;
+    }
+    // Every wait a ladder takes fits in u64 nanoseconds: divide there, by a multiply, not by
+    // the 128-bit division the general case calls.
+    if nanos <= u64::MAX as u128 {
+        return Duration::from_nanos(nanos as u64);
     }
     Duration::new(
         (nanos / NANOS_PER_SEC) as u64,

@@ -678,7 +678,12 @@ impl<R: Source> Run<R> {
         // the policy's `max_total_wait` a bound on them; a turn's flight keeps them exact. The
         // ladder never
         // waits past `Policy::MAX_TOTAL_WAIT` (`u32::MAX` ms), so this never saturates.
-        let millis = waited.as_nanos().div_ceil(1_000_000);
+        // Whole seconds are whole milliseconds, so only the nanoseconds round: no 128-bit
+        // division on the retry path.
+        let millis = waited
+            .as_secs()
+            .saturating_mul(1000)
+            .saturating_add(u64::from(waited.subsec_nanos().div_ceil(1_000_000)));
         let millis = u32::try_from(millis).unwrap_or(u32::MAX);
         self.waited_ms = self.waited_ms.saturating_add(millis);
     }
