@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -317,6 +318,9 @@ impl fmt::Display for RetryEvent<'_> {
 
 static PROCESS_HOOK: RwLock<Option<Hook>> = RwLock::new(None);
 
+/// Whether [`PROCESS_HOOK`] holds a hook: a retry with none set reads this word, not the lock.
+static HAS_PROCESS_HOOK: AtomicBool = AtomicBool::new(false);
+
 /// Register `hook` for every retry event in the process (replacing any earlier one).
 ///
 /// A hook runs on the retrying task, between the failure and the wait: keep it quick. A hook
@@ -328,15 +332,16 @@ static PROCESS_HOOK: RwLock<Option<Hook>> = RwLock::new(None);
 pub fn set_process_hook(hook: impl Fn(&Notice<'_>) + Send + Sync + 'static) {
     let mut slot = PROCESS_HOOK.write().unwrap_or_else(|e| e.into_inner());
     *slot = Some(Arc::new(hook));
+    HAS_PROCESS_HOOK.store(true, Ordering::Release);
 }
 
 /// Remove the process's hook.
 pub fn clear_process_hook() {
     let mut slot = PROCESS_HOOK.write().unwrap_or_else(|e| e.into_inner());
     *slot = None;
+    HAS_PROCESS_HOOK.store(false, Ordering::Release);
 }
 
-/// Emit `event` to tracing and to the turn's and the process's hooks.
 /// Emit `event` to tracing, to `hooks` (the enclosing turns') and to the process's hook.
 pub(crate) fn emit(hooks: Vec<Hook>, event: &RetryEvent<'_>) {
     emit_to(hooks, &Notice::Retry(*event));
@@ -347,6 +352,9 @@ pub(crate) fn emit_to(hooks: Vec<Hook>, notice: &Notice<'_>) {
     trace(notice);
     for hook in hooks {
         call(&hook, notice);
+    }
+    if !HAS_PROCESS_HOOK.load(Ordering::Acquire) {
+        return;
     }
     let process = PROCESS_HOOK
         .read()
