@@ -342,17 +342,17 @@ pub fn clear_process_hook() {
     HAS_PROCESS_HOOK.store(false, Ordering::Release);
 }
 
-/// Emit `event` to tracing, to `hooks` (the enclosing turns') and to the process's hook.
-pub(crate) fn emit(hooks: Vec<Hook>, event: &RetryEvent<'_>) {
+/// Emit `event` to tracing, to the hooks `hooks` calls its argument with (the enclosing
+/// turns'), and to the process's hook.
+pub(crate) fn emit(hooks: impl FnOnce(&mut dyn FnMut(&Hook)), event: &RetryEvent<'_>) {
     emit_to(hooks, &Notice::Retry(*event));
 }
 
-/// Emit `notice` to tracing, to `hooks` and to the process's hook.
-pub(crate) fn emit_to(hooks: Vec<Hook>, notice: &Notice<'_>) {
+/// Emit `notice` to tracing, to the hooks `hooks` calls its argument with, in place, and to
+/// the process's hook.
+pub(crate) fn emit_to(hooks: impl FnOnce(&mut dyn FnMut(&Hook)), notice: &Notice<'_>) {
     trace(notice);
-    for hook in hooks {
-        call(&hook, notice);
-    }
+    hooks(&mut |hook| call(hook, notice));
     if !HAS_PROCESS_HOOK.load(Ordering::Acquire) {
         return;
     }

@@ -388,3 +388,39 @@ fn a_persisting_event_id_does_not_keep_its_chunk_alive() {
     assert_eq!(events.last_event_id(), Some("1"));
     assert!(counted.bytes_current < 64 * 1024, "{counted:?}");
 }
+
+/// Inside a turn whose hook hears every retry, telling the hook allocates nothing: the turn's
+/// hooks are called in place, not collected for each retry (issue 36). Three calls of one
+/// retry each allocate the same in a turn with a hook as in one without.
+#[test]
+fn telling_a_turns_hook_of_a_retry_allocates_nothing() {
+    use retry_runtime::Turn;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static HEARD: AtomicU32 = AtomicU32::new(0);
+    let runtime = paused_after_one_retry();
+    let counted_in = |turn: Turn| {
+        let counted = allocation_counter::measure(|| {
+            runtime.block_on(turn.run(async {
+                for _ in 0..3 {
+                    fails_once().await.unwrap();
+                }
+            }));
+        });
+        counted.count_total
+    };
+    let minute = std::time::Duration::from_secs(60);
+    let with_hook = || {
+        Turn::new(minute).on_notice(|_| {
+            HEARD.fetch_add(1, Ordering::Relaxed);
+        })
+    };
+    counted_in(with_hook());
+    let heard = HEARD.load(Ordering::Relaxed);
+    let (without, with) = (counted_in(Turn::new(minute)), counted_in(with_hook()));
+    assert_eq!(
+        HEARD.load(Ordering::Relaxed) - heard,
+        3,
+        "the hook heard each retry"
+    );
+    assert_eq!(with, without, "a hook costs {} allocations", with - without);
+}

@@ -814,7 +814,7 @@ impl<R: Source> Run<R> {
         reached: Reached,
         resume_from: Option<&str>,
     ) {
-        let hooks = self.flight().map_or_else(Vec::new, Flight::hooks);
+        let flight = self.flight();
         let event = RetryEvent {
             op: self.source.op(),
             policy: self.source.policy().name(),
@@ -825,6 +825,11 @@ impl<R: Source> Run<R> {
             action,
             reached,
             resume_from,
+        };
+        let hooks = |each: &mut dyn FnMut(&notice::Hook)| {
+            if let Some(flight) = flight {
+                flight.for_each_hook(each);
+            }
         };
         self.spans.in_scope(|| notice::emit(hooks, &event));
     }

@@ -81,9 +81,9 @@ impl Flight {
         self.scope.is_cancelled()
     }
 
-    /// The hooks of the call's turn and of those around it, innermost first.
-    pub(crate) fn hooks(&self) -> Vec<Hook> {
-        self.scope.hooks()
+    /// Call `each` with the hooks of the call's turn and of those around it, innermost first.
+    pub(crate) fn for_each_hook(&self, each: &mut dyn FnMut(&Hook)) {
+        self.scope.for_each_hook(each);
     }
 
     /// An attempt started at `now`.

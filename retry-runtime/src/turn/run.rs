@@ -313,7 +313,7 @@ fn ended<T>(
             in_flight: u32::try_from(report.in_flight().len()).unwrap_or(u32::MAX),
             cut_waits: u32::try_from(report.cut_waits().len()).unwrap_or(u32::MAX),
         };
-        notice::emit_to(scope.hooks(), &Notice::TurnEnded(ended));
+        notice::emit_to(|each| scope.for_each_hook(each), &Notice::TurnEnded(ended));
     }
     (outcome, report)
 }

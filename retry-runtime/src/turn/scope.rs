@@ -145,9 +145,14 @@ impl Scope {
         cancel::listen(self.chain().map(|turn| Arc::clone(&turn.cancel)))
     }
 
-    /// The hooks of this turn and of those around it, innermost first.
-    pub(super) fn hooks(self: &Arc<Self>) -> Vec<Hook> {
-        self.chain().filter_map(|turn| turn.hook.clone()).collect()
+    /// Call `each` with the hooks of this turn and of those around it, innermost first, in
+    /// place: nothing is collected, so a retry in a turn allocates nothing to tell them.
+    pub(super) fn for_each_hook(self: &Arc<Self>, each: &mut dyn FnMut(&Hook)) {
+        for turn in self.chain() {
+            if let Some(hook) = &turn.hook {
+                each(hook);
+            }
+        }
     }
 
     /// `write` this turn's report and those of the turns around it.
