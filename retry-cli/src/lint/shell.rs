@@ -40,18 +40,26 @@ impl Positions for Identity {
 
 /// Check one script, reporting at the file positions `positions` gives.
 pub(crate) fn check(script: &str, positions: &dyn Positions) -> FileReport {
-    if let Some(line) = substituted_here_tag(script) {
+    if let Some((line, tag)) = unsafe_here_tag(script) {
         let (line, column) = positions.place(line, 1);
+        let reason = match tag {
+            HereTag::Substituted => {
+                "a here-document's end word holds a command substitution (`<<$(`), which the \
+                 shell parser cannot read safely (some run it out of memory); write the end \
+                 word plainly, or list the file in .backoff-lint-ignore"
+            }
+            HereTag::Missing => {
+                "a here-document (`<<`) has no end word, which the shell parser cannot read \
+                 safely (inside `$(`, it runs out of memory); give it one, or list the file in \
+                 .backoff-lint-ignore"
+            }
+        };
         return FileReport {
             findings: Vec::new(),
             skipped: vec![Skipped {
                 line,
                 column,
-                reason: "a here-document's end word holds a command substitution (`<<$(`), \
-                         which the shell parser cannot read safely (some run it out of \
-                         memory); write the end word plainly, or list the file in \
-                         .backoff-lint-ignore"
-                    .to_owned(),
+                reason: reason.to_owned(),
             }],
         };
     }
@@ -74,11 +82,22 @@ pub(crate) fn check(script: &str, positions: &dyn Positions) -> FileReport {
     }
 }
 
+/// Why a here-document's end word makes a file unsafe to parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HereTag {
+    /// It holds a command substitution (`$(` or a backtick).
+    Substituted,
+    /// There is none: an operator, a line end or the file's end follows the `<<`.
+    Missing,
+}
+
 /// The line of the first here-document whose end word holds a command substitution (`$(` or
-/// a backtick), if any. brush-parser 0.4's tokenizer allocates without bound on some of
-/// them (`cat <<$(  #` asks for gigabytes), and no script needs one, so such a file is
-/// reported, never parsed. A here-string (`<<<`) is not a here-document.
-fn substituted_here_tag(script: &str) -> Option<usize> {
+/// a backtick), or that has no end word, if any. brush-parser 0.4's tokenizer allocates
+/// without bound on some of them (`cat <<$(  #` asks for gigabytes, and so do `$(<<  |` and
+/// `$(cat <<  ` at the end of a file, which the linter's fuzz test drew), and no script needs
+/// either (a shell refuses both), so such a file is reported, never parsed. A here-string
+/// (`<<<`) is not a here-document.
+fn unsafe_here_tag(script: &str) -> Option<(usize, HereTag)> {
     let mut rest = script;
     while let Some(at) = rest.find("<<") {
         let after = &rest[at + 2..];
@@ -93,9 +112,16 @@ fn substituted_here_tag(script: &str) -> Option<usize> {
             .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
             .next()
             .unwrap_or_default();
-        if word.contains("$(") || word.contains('`') {
+        let unsafe_tag = if word.contains("$(") || word.contains('`') {
+            Some(HereTag::Substituted)
+        } else if word.is_empty() {
+            Some(HereTag::Missing)
+        } else {
+            None
+        };
+        if let Some(unsafe_tag) = unsafe_tag {
             let line = script.len() - after.len();
-            return Some(script[..line].matches('\n').count() + 1);
+            return Some((script[..line].matches('\n').count() + 1, unsafe_tag));
         }
         rest = after;
     }
