@@ -1,173 +1,121 @@
 //! The retry path's own cost, where no wait can hide it (issue 36): `cargo bench -p
 //! retry-bench --bench retry_path`.
 //!
-//! Each contender calls the same out-of-line operation, whose first attempt fails with
-//! `ConnectionRefused` and whose second succeeds, with **zero-length waits** (this crate's
-//! smallest ladder, 1 ns, as its policies refuse a zero base), on a current-thread tokio
-//! runtime whose clock is paused. 200,000 calls a read; three runs, each reading with every
+//! Every contender (`retry_path/contenders.rs`) on a current-thread tokio runtime whose clock
+//! is paused, with zero-length waits. 200,000 calls a read; three runs, each reading every
 //! contender in turn (the fastest of three reads kept per run); the table gives the median
-//! run's time per call, its ratio to the fastest peer's, the allocations of one call, and the
-//! future's size.
+//! run's time per call. Beside the times, from the same build: the future's size, the
+//! allocations of one call (outside a turn with one retry; inside a turn with one and with
+//! three retries), and the heap of a call parked in its wait; then the bounds, and whether
+//! each goal is met.
+
+#[path = "retry_path/contenders.rs"]
+mod contenders;
 
 use std::future::Future;
-use std::hint::black_box;
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use retry_runtime::{Policy, Retry, retry};
+use contenders::*;
 use tokio::runtime::Runtime;
 
 const CALLS: usize = 200_000;
 const RUNS: usize = 3;
 const READS_PER_RUN: usize = 3;
 
-thread_local! {
-    /// Whether the next attempt of [`op`] fails.
-    static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// The operation's future: ready on its first poll; a `ConnectionRefused` when told to fail.
-struct Op(u64);
-
-impl Future for Op {
-    type Output = Result<u64, io::Error>;
-
-    #[inline(never)]
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        if FAIL_NEXT.with(|fail| fail.replace(false)) {
-            Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionRefused)))
-        } else {
-            Poll::Ready(Ok(black_box(self.0) + 1))
-        }
-    }
-}
-
-#[inline(never)]
-fn op(x: u64) -> Op {
-    Op(black_box(x))
-}
-
-/// Availability's ladder with its waits brought down to 1 ns.
-const ZERO: Policy = Policy::AVAILABILITY
-    .with_base(Duration::from_nanos(1))
-    .with_cap(Duration::from_nanos(1));
-
-async fn hand_loop(x: u64) -> Result<u64, io::Error> {
-    let mut attempt = 1;
-    // backoff-lint: allow(the hand-written baseline the engine is measured against)
-    loop {
-        match op(x).await {
-            Ok(value) => return Ok(value),
-            Err(error) if attempt >= 4 => return Err(error),
-            Err(_) => {
-                tokio::time::sleep(Duration::ZERO).await;
-                attempt += 1;
-            }
-        }
-    }
-}
-
-#[retry(policy = ZERO)]
-async fn annotated(x: u64) -> Result<u64, io::Error> {
-    op(x).await
-}
-
-fn explicit(x: u64) -> impl Future<Output = Result<u64, retry_runtime::GaveUp<io::Error>>> {
-    Retry::new(&ZERO).run(async move |_| op(x).await)
-}
-
-fn tokio_retry(x: u64) -> impl Future<Output = Result<u64, io::Error>> {
-    use tokio_retry::strategy::FixedInterval;
-    tokio_retry::Retry::start(FixedInterval::from_millis(0).take(3), move || op(x))
-}
-
-fn backon(x: u64) -> impl Future<Output = Result<u64, io::Error>> {
-    use backon::{ConstantBuilder, Retryable};
-    (move || op(x)).retry(
-        ConstantBuilder::default()
-            .with_delay(Duration::ZERO)
-            .with_max_times(3),
-    )
-}
-
-fn backoff(x: u64) -> impl Future<Output = Result<u64, io::Error>> {
-    let policy = backoff::ExponentialBackoffBuilder::new()
-        .with_initial_interval(Duration::ZERO)
-        .with_randomization_factor(0.0)
-        .build();
-    backoff::future::retry(policy, move || async move {
-        op(x).await.map_err(backoff::Error::transient)
-    })
-}
-
 struct Contender {
     name: &'static str,
-    read: fn(&Runtime) -> Duration,
-    allocations: u64,
+    /// Whether it is one of the peers the goals compare with.
+    peer: bool,
+    /// `CALLS` calls failing once; `CALLS` calls succeeding at once.
+    read_retry: fn(&Runtime) -> Duration,
+    read_first: fn(&Runtime) -> Duration,
     bytes: usize,
-    runs: Vec<Duration>,
+    allocations: [u64; 3],
+    parked: u64,
+    retry_runs: Vec<Duration>,
+    first_runs: Vec<Duration>,
 }
 
-/// `CALLS` calls of `make`, each failing once, on `runtime`; the time they took.
-fn calls<T, E, Fut: Future<Output = Result<T, E>>>(
-    runtime: &Runtime,
-    make: fn(u64) -> Fut,
-) -> Duration {
-    runtime.block_on(async {
-        let started = Instant::now();
-        for i in 0..CALLS {
-            FAIL_NEXT.with(|fail| fail.set(true));
-            assert!(black_box(make(i as u64).await).is_ok());
-        }
-        started.elapsed()
-    })
-}
-
-/// One call's allocations, after a few to warm the runtime's timer and thread-locals.
-fn allocations<T, E, Fut: Future<Output = Result<T, E>>>(
-    runtime: &Runtime,
-    make: fn(u64) -> Fut,
-) -> u64 {
-    let once = || {
-        FAIL_NEXT.with(|fail| fail.set(true));
-        let counted = allocation_counter::measure(|| {
-            assert!(runtime.block_on(make(1)).is_ok());
-        });
-        counted.count_total
-    };
-    (0..3).for_each(|_| {
-        once();
-    });
-    (0..5).map(|_| once()).min().expect("five calls")
+fn measured<T, E, Fut, P>(
+    paused: &Runtime,
+    real: &Runtime,
+    make: fn() -> Fut,
+    parked: fn() -> P,
+) -> ([u64; 3], u64)
+where
+    Fut: Future<Output = Result<T, E>>,
+    P: Future + Send + 'static,
+    P::Output: Send + 'static,
+{
+    let allocations = [
+        allocations(paused, make, 1, false),
+        allocations(paused, make, 1, true),
+        allocations(paused, make, 3, true),
+    ];
+    (allocations, parked_heap(real, parked))
 }
 
 macro_rules! contender {
-    ($runtime:expr, $name:literal, $make:ident) => {
+    ($paused:expr, $real:expr, $name:literal, $peer:expr, $make:ident, $parked:ident) => {{
+        let (allocations, parked) = measured($paused, $real, $make, $parked);
         Contender {
             name: $name,
-            read: |runtime| calls(runtime, $make),
-            allocations: allocations($runtime, $make),
-            bytes: std::mem::size_of_val(&$make(1)),
-            runs: Vec::new(),
+            peer: $peer,
+            read_retry: |runtime| time_calls(runtime, $make, CALLS, 1),
+            read_first: |runtime| time_calls(runtime, $make, CALLS, 0),
+            bytes: std::mem::size_of_val(&$make()),
+            allocations,
+            parked,
+            retry_runs: Vec::new(),
+            first_runs: Vec::new(),
         }
-    };
+    }};
+}
+
+fn median(runs: &[Duration]) -> f64 {
+    let mut runs = runs.to_vec();
+    runs.sort();
+    runs[runs.len() / 2].as_nanos() as f64 / CALLS as f64
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
+    let paused = paused_runtime();
+    let real = real_runtime();
     let mut contenders = [
-        contender!(&runtime, "hand loop + `sleep(ZERO)`", hand_loop),
-        contender!(&runtime, "`#[retry]`", annotated),
-        contender!(&runtime, "`Retry::run`", explicit),
-        contender!(&runtime, "tokio-retry 0.3", tokio_retry),
-        contender!(&runtime, "backon 1.6", backon),
-        contender!(&runtime, "backoff 0.4", backoff),
+        contender!(
+            &paused,
+            &real,
+            "hand loop + `sleep(ZERO)`",
+            false,
+            hand_loop,
+            hand_loop_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]`",
+            false,
+            annotated,
+            annotated_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`Retry::run`",
+            false,
+            explicit,
+            explicit_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "tokio-retry 0.3",
+            true,
+            tokio_retry,
+            tokio_retry_parked
+        ),
+        contender!(&paused, &real, "backon 1.6", true, backon, backon_parked),
+        contender!(&paused, &real, "backoff 0.4", true, backoff, backoff_parked),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`.
@@ -175,51 +123,110 @@ fn main() {
         .ok()
         .and_then(|at| at.parse::<usize>().ok())
     {
-        println!("{:?}", (contenders[which].read)(&runtime));
+        println!("{:?}", (contenders[which].read_retry)(&paused));
         return;
     }
+    let mut plain_runs = Vec::new();
     for _ in 0..RUNS {
-        for contender in &mut contenders {
-            let fastest = (0..READS_PER_RUN)
-                .map(|_| (contender.read)(&runtime))
+        plain_runs.push(
+            (0..READS_PER_RUN)
+                .map(|_| time_calls(&paused, plain, CALLS, 0))
                 .min()
-                .expect("a read");
-            contender.runs.push(fastest);
+                .expect("a read"),
+        );
+        for contender in &mut contenders {
+            let fastest = |read: fn(&Runtime) -> Duration| {
+                (0..READS_PER_RUN)
+                    .map(|_| read(&paused))
+                    .min()
+                    .expect("a read")
+            };
+            contender.retry_runs.push(fastest(contender.read_retry));
+            contender.first_runs.push(fastest(contender.read_first));
         }
     }
-    let median = |contender: &Contender| {
-        let mut runs = contender.runs.clone();
-        runs.sort();
-        runs[runs.len() / 2].as_nanos() as f64 / CALLS as f64
-    };
-    let fastest_peer = contenders[3..]
-        .iter()
-        .map(median)
+    print_table(&contenders, median(&plain_runs));
+}
+
+fn print_table(contenders: &[Contender], plain: f64) {
+    let peers = || contenders.iter().filter(|c| c.peer);
+    let fastest_retry = peers()
+        .map(|c| median(&c.retry_runs))
         .min_by(f64::total_cmp)
         .expect("peers");
+    let fastest_first = peers()
+        .map(|c| median(&c.first_runs))
+        .min_by(f64::total_cmp)
+        .expect("peers");
+    let smallest = peers().map(|c| c.bytes).min().expect("peers");
+    let lightest = peers().map(|c| c.parked).min().expect("peers");
     println!();
     println!(
-        "One retry, zero-length waits, paused clock: {CALLS} calls a read, median of {RUNS} runs (fastest of {READS_PER_RUN} reads each)"
+        "Zero-length waits, paused clock: {CALLS} calls a read, median of {RUNS} runs (fastest of {READS_PER_RUN} reads each); a plain call {plain:.1} ns"
     );
     println!();
     println!(
-        "| contender | one retry | x the fastest peer | allocations a call | future bytes | ns of each run |"
+        "| contender | first try | x plain | one retry | x the fastest peer | future bytes | allocations, one retry | in a turn, 1 retry | in a turn, 3 retries | parked heap | one retry, ns of each run |"
     );
-    println!("|---|---:|---:|---:|---:|---|");
-    for contender in &contenders {
-        let each: Vec<String> = contender
-            .runs
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for c in contenders {
+        let each: Vec<String> = c
+            .retry_runs
             .iter()
             .map(|run| format!("{:.0}", run.as_nanos() as f64 / CALLS as f64))
             .collect();
+        let (first, retry) = (median(&c.first_runs), median(&c.retry_runs));
         println!(
-            "| {} | {:.1} ns | {:.2} | {} | {} | {} |",
-            contender.name,
-            median(contender),
-            median(contender) / fastest_peer,
-            contender.allocations,
-            contender.bytes,
+            "| {} | {first:.1} ns | {:.2} | {retry:.1} ns | {:.2} | {} | {} | {} | {} | {} B | {} |",
+            c.name,
+            first / plain,
+            retry / fastest_retry,
+            c.bytes,
+            c.allocations[0],
+            c.allocations[1],
+            c.allocations[2],
+            c.parked,
             each.join(", "),
         );
     }
+    println!();
+    let parked_bound = parked_bound(lightest);
+    println!(
+        "Bounds: `#[retry]`'s future at most {} B (the smallest peer's {smallest} + the failure {} + the listener {LISTENER_BYTES}); `Retry::run`'s at most {} B (and the `Retry` it owns); parked heap at most {parked_bound} B (the lightest peer's {lightest} + {PARKED_EXTRA_BYTES}, in tokio's {TASK_CELL_STEP}-byte cell steps)",
+        future_bound(smallest),
+        std::mem::size_of::<std::io::Error>(),
+        explicit_future_bound(smallest),
+    );
+    println!(
+        "With one `u64` argument, `#[retry]`'s future is {} B: rustc keeps an `async fn`'s argument twice",
+        std::mem::size_of_val(&annotated_with_argument(1))
+    );
+    for c in contenders
+        .iter()
+        .filter(|c| (1..3).contains(&position(contenders, c)))
+    {
+        let bound = if position(contenders, c) == 1 {
+            future_bound(smallest)
+        } else {
+            explicit_future_bound(smallest)
+        };
+        let met = |ok: bool| if ok { "met" } else { "NOT met" };
+        println!(
+            "{}: one retry within 5 % of the fastest peer: {}; first try faster than every peer: {}; future: {}; parked: {}; 0 allocations per retry: {}; at most 1 in a turn: {}",
+            c.name,
+            met(median(&c.retry_runs) <= fastest_retry * 1.05),
+            met(median(&c.first_runs) < fastest_first),
+            met(c.bytes <= bound),
+            met(c.parked <= parked_bound),
+            met(c.allocations[0] == 0),
+            met(c.allocations[1] <= 1 && c.allocations[2] <= 1),
+        );
+    }
+}
+
+fn position(contenders: &[Contender], contender: &Contender) -> usize {
+    contenders
+        .iter()
+        .position(|c| std::ptr::eq(c, contender))
+        .expect("one of them")
 }

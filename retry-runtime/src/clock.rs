@@ -21,7 +21,7 @@ pub type BoxSleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 ///
 /// The engine never calls these on a first-try success outside a turn or a literal budget,
 /// so the hot path pays nothing for them. Its sleep is a type of its own, not a box: the
-/// default clock's wait lives inside the one allocation a retry makes.
+/// default clock's wait is held in place in the call's future, and a retry allocates nothing.
 ///
 /// ```
 /// use retry_runtime::{Clock, Draw, Policy, Retry};
@@ -70,23 +70,33 @@ pub trait Clock {
 pub struct TokioClock;
 
 pin_project_lite::pin_project! {
-    /// [`TokioClock`]'s wait: tokio's sleep, or nothing at all when a testing scope recorded
-    /// the wait instead.
+    /// [`TokioClock`]'s wait: tokio's sleep, held in place in the call's future. With the
+    /// `test-util` feature it may be nothing at all, when a testing scope recorded the wait
+    /// instead; without it, it is tokio's sleep alone, with no room for that case.
     #[derive(Debug)]
     pub struct TokioSleep {
         #[pin]
-        sleep: Option<tokio::time::Sleep>,
+        sleep: SleepOrRecorded,
     }
 }
+
+/// tokio's sleep, or (`None`) a wait a testing scope recorded.
+#[cfg(feature = "test-util")]
+type SleepOrRecorded = Option<tokio::time::Sleep>;
+#[cfg(not(feature = "test-util"))]
+type SleepOrRecorded = tokio::time::Sleep;
 
 impl Future for TokioSleep {
     type Output = ();
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match self.project().sleep.as_pin_mut() {
-            Some(sleep) => sleep.poll(cx),
-            None => Poll::Ready(()),
-        }
+        let sleep = self.project().sleep;
+        #[cfg(feature = "test-util")]
+        let Some(sleep) = sleep.as_pin_mut() else {
+            return Poll::Ready(());
+        };
+        sleep.poll(cx)
     }
 }
 
@@ -100,14 +110,13 @@ impl Clock for TokioClock {
         now
     }
 
+    #[inline]
     fn sleep(&self, wait: Duration) -> TokioSleep {
         #[cfg(feature = "test-util")]
-        if testing::record(wait) {
-            return TokioSleep { sleep: None };
-        }
-        TokioSleep {
-            sleep: Some(tokio::time::sleep(wait)),
-        }
+        let sleep = (!testing::record(wait)).then(|| tokio::time::sleep(wait));
+        #[cfg(not(feature = "test-util"))]
+        let sleep = tokio::time::sleep(wait);
+        TokioSleep { sleep }
     }
 
     fn draw(&self) -> Draw {

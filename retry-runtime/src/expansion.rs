@@ -2,13 +2,15 @@
 //! module: the check of an attempt's error at the user's `E`, the boxed failure path, and the
 //! const checks of a policy and a budget, worded in the attribute's terms.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Call, Source};
+use crate::engine::{Call, Source, Waiting};
 use crate::policy::{Policy, PolicyError};
-use crate::wait::{Wait, Waited};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
@@ -58,17 +60,17 @@ impl<E: ::core::fmt::Display + ?Sized> Reportable for E {
     }
 }
 
-/// Decide on a failed attempt: the wait before the next attempt, or the error unchanged once
-/// the ladder stops. The wait lives in a box, made only when a call waits, and the annotated
-/// function's future holds only its pointer across the `.await`, so it stays a few words
-/// larger than the plain function's. `classify` and `display` are zero-sized closures.
+/// Decide on a failed attempt: the wait before the next attempt, with the call, or the give-up,
+/// ready at once. The annotated function's future holds it in place across the `.await`, so
+/// a retry allocates nothing. `classify` and `display` are zero-sized closures.
 #[allow(clippy::type_complexity)]
+#[inline]
 pub fn failed<R: Source, E, C, D>(
     run: &mut Call<R>,
     error: E,
     classify: C,
     display: D,
-) -> Result<Wait<<R::Clock as Clock>::Sleep, Judged<E, C, D>>, E>
+) -> Judging<'_, R, <R::Clock as Clock>::Sleep, E, C, D>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
@@ -78,23 +80,36 @@ where
         classify,
         display,
     };
-    run.failed(judged)
-        .map_err(|gave_up| gave_up.into_error().error)
+    Judging {
+        waiting: run.failed(judged),
+    }
 }
 
-/// [`failed`]'s wait is over: go on, or the user's error (a cancel of the turn during the
-/// wait).
-#[inline]
-pub fn waited<R: Source, E, C, D>(
-    run: &mut Call<R>,
-    waited: Waited<Judged<E, C, D>>,
-) -> Result<(), E>
+pin_project_lite::pin_project! {
+    /// [`failed`]'s wait: resolves to go on, or to the user's error, unchanged (the ladder
+    /// stopped, or the turn was cancelled during the wait).
+    pub struct Judging<'a, R, S, E, C, D> {
+        #[pin]
+        waiting: Waiting<'a, R, S, Judged<E, C, D>>,
+    }
+}
+
+impl<R, S, E, C, D> Future for Judging<'_, R, S, E, C, D>
 where
+    R: Source<Clock: Clock<Sleep = S>>,
+    S: Future<Output = ()>,
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
-    run.waited(waited)
-        .map_err(|gave_up| gave_up.into_error().error)
+    type Output = Result<(), E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
+        self.project()
+            .waiting
+            .poll(cx)
+            .map(|waited| waited.map_err(|gave_up| gave_up.into_error().error))
+    }
 }
 
 /// A compile-time message with figures in it: `const` evaluation cannot use `format!`,

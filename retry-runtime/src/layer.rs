@@ -122,11 +122,7 @@ impl<R: Source, K> Core<R, K> {
                         .into_result();
                 }
             };
-            let waited = match run.failed(failed) {
-                Ok(wait) => wait.await,
-                Err(gave_up) => return gave_up.into_error().into_result(),
-            };
-            if let Err(gave_up) = run.waited(waited) {
+            if let Err(gave_up) = run.failed(failed).await {
                 return gave_up.into_error().into_result();
             }
         }

@@ -1,8 +1,9 @@
 //! The wait between attempts: a [`Wait`] owns the failure that caused it and the sleep, which
 //! a cancel of the enclosing turn ends early, and resolves to a [`Waited`] that the run
 //! accounts for, and the quota's side of it ([`Paid`]): the retry it paid for, given back if
-//! the wait never ends. It owns the sleep, its cancel and that refund; it must not decide how
-//! long to wait (`ladder`) or account for the time waited (the engine's run does).
+//! the wait never ends. It owns the sleep and that refund; it must not decide how long to wait
+//! (`ladder`), listen for the turn's cancel (the run's flight does) or account for the time
+//! waited (the engine's run does).
 
 use std::fmt;
 use std::future::Future;
@@ -10,9 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::class::Class;
-use crate::notice::Reached;
 use crate::quota::Quota;
-use crate::turn::cancel::Listener;
 
 /// The quota's side of a call's waits, one byte of its run: whether the retry the quota paid
 /// for is still to be made (its wait is in progress), and whether the last paid retry followed
@@ -88,22 +87,46 @@ impl Paid {
     }
 }
 
-/// The wait before the next attempt, in its box: what a waiting call holds, one pointer. It
-/// owns the failure that caused it and the sleep, which a cancel of the turn ends early; it
-/// resolves to a [`Waited`] for the run. Dropped before it is over, the run it came from
-/// gives the quota back the retry's cost. Not public API.
-#[doc(hidden)]
-pub struct Wait<S, E>(Pin<Box<Waiting<S, E>>>);
+pin_project_lite::pin_project! {
+    /// The wait before the next attempt, held in place in the call's future (no box): the
+    /// failure that caused it and the sleep. It resolves to a [`Waited`] for the run, cut
+    /// short if the run heard its turn's cancel; the run keeps what listens for that cancel,
+    /// so the wait carries nothing for it. Dropped before it is over, the run it came from
+    /// gives the quota back the retry's cost. Not public API.
+    #[doc(hidden)]
+    pub struct Wait<S, E> {
+        // `None` once the wait is over.
+        error: Option<E>,
+        #[pin]
+        sleep: S,
+    }
+}
 
 impl<S: Future<Output = ()>, E> Wait<S, E> {
-    /// A wait of `sleep` after `error`; inside a turn, `cancelled` (the turn's cancel) ends
-    /// it early.
-    pub(crate) fn new(error: E, reached: Reached, sleep: S, cancelled: Option<Listener>) -> Self {
-        Wait(Box::pin(Waiting {
+    /// A wait of `sleep` after `error`.
+    #[inline]
+    pub(crate) fn new(error: E, sleep: S) -> Self {
+        Wait {
             error: Some(error),
-            reached,
-            sleep: SleepOrCancel { sleep, cancelled },
-        }))
+            sleep,
+        }
+    }
+
+    /// Poll the sleep; over at once if `cancelled` (the run heard its turn's cancel).
+    #[inline]
+    pub(crate) fn poll(
+        self: Pin<&mut Self>,
+        cancelled: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Waited<E>> {
+        let this = self.project();
+        if !cancelled {
+            std::task::ready!(this.sleep.poll(cx));
+        }
+        match this.error.take() {
+            Some(error) => Poll::Ready(Waited { error, cancelled }),
+            None => panic!("a retry's wait polled after it was over"),
+        }
     }
 }
 
@@ -119,7 +142,6 @@ impl<S, E> fmt::Debug for Wait<S, E> {
 #[derive(Debug)]
 pub struct Waited<E> {
     error: E,
-    reached: Reached,
     cancelled: bool,
 }
 
@@ -129,67 +151,8 @@ impl<E> Waited<E> {
         self.cancelled
     }
 
-    /// How far the failed attempt had got.
-    pub(crate) fn reached(&self) -> Reached {
-        self.reached
-    }
-
     /// The failure the wait followed.
     pub(crate) fn into_error(self) -> E {
         self.error
-    }
-}
-
-pin_project_lite::pin_project! {
-    struct Waiting<S, E> {
-        // `None` once the wait is over.
-        error: Option<E>,
-        reached: Reached,
-        #[pin]
-        sleep: SleepOrCancel<S>,
-    }
-}
-
-impl<S: Future<Output = ()>, E> Future for Wait<S, E> {
-    type Output = Waited<E>;
-
-    #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.0.as_mut().project();
-        let cancelled = std::task::ready!(this.sleep.poll(cx));
-        match this.error.take() {
-            Some(error) => Poll::Ready(Waited {
-                error,
-                reached: *this.reached,
-                cancelled,
-            }),
-            None => panic!("a retry's wait polled after it was over"),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A sleep that ends early, resolving to true, if the turn (or one around it) is
-    /// cancelled. Not boxed: it lives in the failure path's one allocation, the sleep in
-    /// place. Inside a turn, listening to the chain's cancels is boxed apart, so a call
-    /// outside any turn does not carry its room.
-    struct SleepOrCancel<S> {
-        #[pin]
-        sleep: S,
-        cancelled: Option<Listener>,
-    }
-}
-
-impl<S: Future<Output = ()>> Future for SleepOrCancel<S> {
-    type Output = bool;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
-        let this = self.project();
-        if let Some(cancelled) = this.cancelled
-            && cancelled.as_mut().poll(cx).is_ready()
-        {
-            return Poll::Ready(true);
-        }
-        this.sleep.poll(cx).map(|()| false)
     }
 }

@@ -66,12 +66,35 @@ fn the_counter_sees_an_allocation_on_this_thread() {
 /// A ladder whose first wait is a nanosecond, without jitter: a retry at (almost) zero wait.
 const NO_WAIT: retry_runtime::Policy = Policy::AVAILABILITY
     .with_base(std::time::Duration::from_nanos(1))
+    .with_multiplier(1.0)
     .with_jitter(retry_runtime::Jitter::None);
 
+thread_local! {
+    /// How many attempts of [`fails_then_succeeds`] and [`annotated_fails_then_succeeds`] are
+    /// left to fail, on this test's thread (the runtimes here are current-thread ones).
+    static FAILURES_LEFT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn fail_next(failures: u32) {
+    FAILURES_LEFT.set(failures);
+}
+
+fn attempt_fails() -> bool {
+    let left = FAILURES_LEFT.get();
+    FAILURES_LEFT.set(left.saturating_sub(1));
+    left > 0
+}
+
 async fn fails_once() -> Result<u32, retry_runtime::GaveUp<Class>> {
+    fail_next(1);
+    fails_then_succeeds().await
+}
+
+/// Fails as often as [`fail_next`] said, then succeeds: through `Retry::run`.
+async fn fails_then_succeeds() -> Result<u32, retry_runtime::GaveUp<Class>> {
     Retry::new(&NO_WAIT)
         .run(async |attempt| {
-            if attempt == 1 {
+            if attempt_fails() {
                 Err(Class::Transport)
             } else {
                 Ok(attempt)
@@ -80,8 +103,18 @@ async fn fails_once() -> Result<u32, retry_runtime::GaveUp<Class>> {
         .await
 }
 
-/// A paused current-thread runtime that has already run [`fails_once`]: the runtime's and the
-/// RNG's own first-use costs are not the retry's.
+/// The same, through the attribute.
+#[retry(policy = NO_WAIT)]
+async fn annotated_fails_then_succeeds() -> Result<u32, Class> {
+    if attempt_fails() {
+        Err(Class::Transport)
+    } else {
+        Ok(1)
+    }
+}
+
+/// A paused current-thread runtime that has already run a retry in a turn, of both forms: the
+/// runtime's, the RNG's and a turn's own first-use costs are not the retry's.
 fn paused_after_one_retry() -> tokio::runtime::Runtime {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -89,38 +122,110 @@ fn paused_after_one_retry() -> tokio::runtime::Runtime {
         .build()
         .expect("a paused current-thread runtime");
     runtime.block_on(fails_once()).unwrap();
+    runtime.block_on(
+        retry_runtime::Turn::new(std::time::Duration::from_secs(60)).run(async {
+            fail_next(1);
+            annotated_fails_then_succeeds().await.unwrap();
+            fails_once().await.unwrap();
+        }),
+    );
     runtime
 }
 
-#[test]
-fn one_retry_allocates_at_most_once() {
-    let runtime = paused_after_one_retry();
-
-    let mut result = None;
-    let counted = allocation_counter::measure(|| result = Some(runtime.block_on(fails_once())));
-
-    assert_eq!(result.map(Result::ok), Some(Some(2)));
-    assert!(counted.count_total <= 1, "{counted:?}");
+/// The allocations of `call` failing `failures` times, on `runtime`; inside a turn of a
+/// minute if `in_turn`, less the turn's own (a turn around no call).
+fn allocations_of<F: std::future::Future>(
+    runtime: &tokio::runtime::Runtime,
+    call: fn() -> F,
+    failures: u32,
+    in_turn: bool,
+) -> u64 {
+    let count = |with_call: bool| {
+        fail_next(if with_call { failures } else { 0 });
+        let work = async move {
+            if with_call {
+                call().await;
+            }
+        };
+        let counted = allocation_counter::measure(|| {
+            if in_turn {
+                let turn = retry_runtime::Turn::new(std::time::Duration::from_secs(60));
+                runtime.block_on(turn.run(work));
+            } else {
+                runtime.block_on(work);
+            }
+        });
+        assert_eq!(FAILURES_LEFT.get(), 0, "every failure was made");
+        counted.count_total
+    };
+    count(true) - count(false)
 }
 
 #[test]
-fn one_retrys_box_holds_the_sleep_the_failure_and_three_words() {
+fn one_retry_outside_a_turn_allocates_nothing() {
     let runtime = paused_after_one_retry();
+    assert_eq!(allocations_of(&runtime, fails_then_succeeds, 1, false), 0);
+}
 
-    let counted = allocation_counter::measure(|| {
-        runtime.block_on(fails_once()).unwrap();
-    });
+#[test]
+fn three_retries_outside_a_turn_allocate_nothing() {
+    let runtime = paused_after_one_retry();
+    assert_eq!(allocations_of(&runtime, fails_then_succeeds, 3, false), 0);
+}
 
-    // tokio's sleep, the failure it follows, the call's state and the turn's cancel (none
-    // here): nothing else of the failure path waits in the box.
-    let words = 3 * std::mem::size_of::<usize>();
-    let most = std::mem::size_of::<tokio::time::Sleep>() + std::mem::size_of::<Class>() + words;
-    assert_eq!(counted.count_total, 1, "{counted:?}");
-    assert!(
-        counted.bytes_total <= most as u64,
-        "{} bytes, at most {most}",
-        counted.bytes_total
+#[test]
+fn one_retry_of_an_annotated_function_outside_a_turn_allocates_nothing() {
+    let runtime = paused_after_one_retry();
+    assert_eq!(
+        allocations_of(&runtime, annotated_fails_then_succeeds, 1, false),
+        0
     );
+}
+
+#[test]
+fn three_retries_of_an_annotated_function_outside_a_turn_allocate_nothing() {
+    let runtime = paused_after_one_retry();
+    assert_eq!(
+        allocations_of(&runtime, annotated_fails_then_succeeds, 3, false),
+        0
+    );
+}
+
+/// In a turn a call allocates its flight, its record in the turn, and nothing per retry: its
+/// place among the turn's cancel listeners is taken once and kept.
+#[test]
+fn a_call_with_one_retry_in_a_turn_allocates_at_most_once() {
+    let runtime = paused_after_one_retry();
+    let counted = allocations_of(&runtime, fails_then_succeeds, 1, true);
+    assert!(counted <= 1, "{counted} allocations");
+}
+
+#[test]
+fn a_call_with_three_retries_in_a_turn_allocates_at_most_once() {
+    let runtime = paused_after_one_retry();
+    let counted = allocations_of(&runtime, fails_then_succeeds, 3, true);
+    assert!(counted <= 1, "{counted} allocations");
+}
+
+#[test]
+fn an_annotated_call_with_one_retry_in_a_turn_allocates_at_most_once() {
+    let runtime = paused_after_one_retry();
+    let counted = allocations_of(&runtime, annotated_fails_then_succeeds, 1, true);
+    assert!(counted <= 1, "{counted} allocations");
+}
+
+#[test]
+fn an_annotated_call_with_three_retries_in_a_turn_allocates_at_most_once() {
+    let runtime = paused_after_one_retry();
+    let counted = allocations_of(&runtime, annotated_fails_then_succeeds, 3, true);
+    assert!(counted <= 1, "{counted} allocations");
+}
+
+#[test]
+fn the_in_turn_count_sees_the_calls_flight() {
+    // The measure is not empty: in a turn, a call that fails allocates its flight.
+    let runtime = paused_after_one_retry();
+    assert_eq!(allocations_of(&runtime, fails_then_succeeds, 1, true), 1);
 }
 
 // The attribute's expansion, counted the same way.
@@ -156,39 +261,6 @@ fn a_first_try_success_under_a_literal_budget_allocates_nothing() {
 
     assert_eq!(result, Some(Ok(42)));
     assert_eq!(counted.count_total, 0, "{counted:?}");
-}
-
-static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-/// Fails on every other call: a retry at (almost) zero wait, then a success.
-#[retry(base_ms = 1, jitter = "none")]
-async fn fails_every_other_call() -> Result<u32, Class> {
-    if CALLS
-        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        .is_multiple_of(2)
-    {
-        Err(Class::Transport)
-    } else {
-        Ok(2)
-    }
-}
-
-#[test]
-fn one_retry_of_an_annotated_function_allocates_at_most_once() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a paused current-thread runtime");
-    // The runtime's and the RNG's own first-use costs are not the retry's.
-    runtime.block_on(fails_every_other_call()).unwrap();
-
-    let mut result = None;
-    let counted =
-        allocation_counter::measure(|| result = Some(runtime.block_on(fails_every_other_call())));
-
-    assert_eq!(result, Some(Ok(2)));
-    assert!(counted.count_total <= 1, "{counted:?}");
 }
 
 /// A delta's text with no escape is borrowed from the event's data: reading it allocates

@@ -365,18 +365,32 @@ async fn yields_retried(n: u32) -> Result<u32, Failure> {
 }
 
 /// What the attribute adds to the un-awaited future of `yields_*`: the engine's per-call
-/// state (`Run`), the attempt's wrapper, and the block the body runs in.
+/// state (`Run`), the attempt's wrapper, the block the body runs in, and the wait, held in
+/// place (issue 36).
 fn attribute_overhead() -> usize {
     let plain = std::mem::size_of_val(&yields_plain(1));
     let retried = std::mem::size_of_val(&yields_retried(1));
     retried.saturating_sub(plain)
 }
 
+/// The most the attribute may add to a plain function's future: its run (four words) and its
+/// wait, held in place so that a retry allocates nothing: tokio's sleep, the failure it keeps,
+/// and one word for the call (through which the wait hears its turn's cancel); and one word
+/// for the future's own state. Issue 36 set this in place of 64 bytes, which only a boxed wait
+/// could keep to; the bench's `retry_path` test holds it against the peers.
+fn attribute_bound() -> usize {
+    let word = std::mem::size_of::<usize>();
+    4 * word + std::mem::size_of::<tokio::time::Sleep>() + std::mem::size_of::<Failure>() + 2 * word
+}
+
 #[test]
-fn an_annotated_future_outgrows_the_plain_one_by_at_most_64_bytes() {
-    // `Run` is four words; the attempt's wrapper adds its nesting frame; the body's block
-    // keeps the arguments borrowed across attempts.
-    assert!(attribute_overhead() <= 64, "{} bytes", attribute_overhead());
+fn an_annotated_future_outgrows_the_plain_one_by_at_most_its_run_and_its_wait() {
+    assert!(
+        attribute_overhead() <= attribute_bound(),
+        "{} bytes, at most {}",
+        attribute_overhead(),
+        attribute_bound()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -409,12 +423,14 @@ async fn calls_retried(n: u32) -> Result<u32, Failure> {
 }
 
 #[test]
-fn with_an_out_of_line_operation_the_annotated_future_outgrows_the_plain_one_by_at_most_64_bytes() {
+fn with_an_out_of_line_operation_the_annotated_future_outgrows_the_plain_one_by_at_most_its_run_and_its_wait()
+ {
     let plain = std::mem::size_of_val(&calls_plain(1));
     let retried = std::mem::size_of_val(&calls_retried(1));
     assert!(
-        retried <= plain + 64,
-        "plain {plain} bytes, annotated {retried}"
+        retried <= plain + attribute_bound(),
+        "plain {plain} bytes, annotated {retried}, at most {} more",
+        attribute_bound()
     );
 }
 

@@ -549,3 +549,118 @@ async fn a_turn_starts_at_its_first_poll_not_when_its_future_is_made() {
     let (outcome, _) = turn.await;
     assert_eq!(outcome.unwrap(), Some(Duration::from_secs(10)));
 }
+
+/// An outage that never ends: a call of it waits 5 s after its first attempt.
+fn outage_job() -> impl Future<Output = Result<(), retry_runtime::GaveUp<Class>>> + Send {
+    Retry::new(&Policy::OUTAGE)
+        .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
+}
+
+#[retry_runtime::retry(policy = "outage")]
+async fn annotated_outage() -> Result<(), Class> {
+    Err(Class::Unavailable { retry_after: None })
+}
+
+/// A cancel reaches a ladder carried into a spawned task only through the wait's own
+/// listener (the turn cannot drop that task): it ends the wait, and the call gives up with
+/// its failure, unchanged, and `Cancelled` (issue 36).
+#[tokio::test(start_paused = true)]
+async fn a_carried_ladder_cancelled_in_its_wait_gives_up_with_its_failure() {
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let (outcome, _) = turn
+        .run(async { tokio::spawn(turn::current().expect("in a turn").scope(outage_job())) })
+        .await;
+    let job = outcome.unwrap();
+    let started = Instant::now();
+    // One second into the first 5 s wait.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    let gave_up = job.await.unwrap().unwrap_err();
+
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(gave_up.attempts(), 1);
+    assert_eq!(
+        gave_up.into_error(),
+        Class::Unavailable { retry_after: None }
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_carried_annotated_call_cancelled_in_its_wait_returns_its_failure() {
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let (outcome, _) = turn
+        .run(async {
+            tokio::spawn(
+                turn::current()
+                    .expect("in a turn")
+                    .scope(annotated_outage()),
+            )
+        })
+        .await;
+    let job = outcome.unwrap();
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+
+    assert_eq!(
+        job.await.unwrap(),
+        Err(Class::Unavailable { retry_after: None })
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
+
+/// A cancel of a turn cancels every turn opened inside it: a ladder carried from an inner
+/// turn into a task hears the outer turn's cancel in its wait.
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_outer_turn_ends_the_wait_of_a_ladder_carried_from_an_inner_turn() {
+    let outer = Turn::new(TURN);
+    let canceller = outer.canceller();
+    let (outcome, _) = outer
+        .run(async {
+            let (inner, _) = Turn::new(TURN)
+                .run(async {
+                    tokio::spawn(turn::current().expect("in a turn").scope(outage_job()))
+                })
+                .await;
+            inner.unwrap()
+        })
+        .await;
+    let job = outcome.unwrap();
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    let gave_up = job.await.unwrap().unwrap_err();
+
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
+
+/// The same on a multi-thread runtime: the cancel, made on this thread, wakes the wait on a
+/// worker. The job says when its attempt has failed; whether the cancel then finds it in its
+/// wait or deciding, it gives up with its failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_wakes_a_carried_wait_on_another_thread() {
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
+    let mut failed_tx = Some(failed_tx);
+    let job = Retry::new(&Policy::OUTAGE).run_fn(move |_| {
+        if let Some(tx) = failed_tx.take() {
+            let _ = tx.send(());
+        }
+        std::future::ready(Err::<(), _>(Class::Unavailable { retry_after: None }))
+    });
+    let (outcome, _) = turn
+        .run(async { tokio::spawn(turn::current().expect("in a turn").scope(job)) })
+        .await;
+    let job = outcome.unwrap();
+    failed_rx.await.unwrap();
+    canceller.cancel();
+    let gave_up = job.await.unwrap().unwrap_err();
+
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(gave_up.attempts(), 1);
+}

@@ -356,31 +356,28 @@ fn attempt_loop(
             #stmts
         }
     };
+    // The attempt's output lives in a block of its own, so that nothing of it stays beside
+    // the wait across the `.await`: the future holds the larger of the two, not both.
     let retry_loop = quote_spanned! {body_span=>
         loop {
-            let #attempted = #run.#start(#attempt_block).await;
-            let #output: #ret = #take;
-            match #output {
-                #err_pattern => {
-                    // The closures are the checks: `E::classify` alone would not be one.
-                    #[allow(clippy::redundant_closure)]
-                    let #wait = match #private::failed(&mut #run, #error, #classify, #display) {
-                        #private::core::result::Result::Ok(#wait) => #wait,
-                        #private::core::result::Result::Err(#error) => {
-                            return #private::core::result::Result::Err(#error);
-                        }
-                    };
-                    // Only the wait's pointer lives across the `.await`.
-                    if let #private::core::result::Result::Err(#error) =
-                        #private::waited(&mut #run, #wait.await)
-                    {
-                        return #private::core::result::Result::Err(#error);
+            let #error = {
+                let #attempted = #run.#start(#attempt_block).await;
+                let #output: #ret = #take;
+                match #output {
+                    #err_pattern => #error,
+                    #output => {
+                        #run.succeeded();
+                        return #output;
                     }
                 }
-                _ => {
-                    #run.succeeded();
-                    return #output;
-                }
+            };
+            // The closures are the checks: `E::classify` alone would not be one. The wait (or
+            // the give-up) is held in place, all that lives across the `.await` besides the
+            // run: a retry allocates nothing.
+            #[allow(clippy::redundant_closure)]
+            let #wait = #private::failed(&mut #run, #error, #classify, #display).await;
+            if let #private::core::result::Result::Err(#error) = #wait {
+                return #private::core::result::Result::Err(#error);
             }
         }
     };

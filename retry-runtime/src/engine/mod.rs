@@ -4,12 +4,13 @@
 //! It owns the configuration ([`Retry`], [`TimedRetry`]) here, the operation's name in
 //! `op.rs`, and a call's run in `run.rs`:
 //! its counters, the attempt protocol, and what it tells (the notices, the quota's withdrawal,
-//! the turn's flight). It must not decide: whether and how long to wait is
+//! the turn's flight); a call's wait, with the call, in `waiting.rs`. It must not decide: whether and how long to wait is
 //! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure. It keeps no turn
 //! state of its own (the flight the turn hands it does), and no wait's (`wait.rs` holds the
 //! sleep, its cancel and the quota's refund).
 
 mod run;
+mod waiting;
 
 use std::fmt;
 use std::future::Future;
@@ -27,6 +28,7 @@ use crate::op::{Op, OpName};
 #[cfg(feature = "stream")]
 pub(crate) use run::Resuming;
 pub use run::{Call, Run, Source};
+pub use waiting::Waiting;
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
 /// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
@@ -42,9 +44,9 @@ macro_rules! ladder {
                     }
                     Err(error) => error,
                 };
-                // Only the wait's pointer lives across the `.await`.
-                let wait = $run.failed(error)?;
-                $run.waited(wait.await)?;
+                // The wait is held in place, and is all that lives across the `.await`
+                // besides the run: a retry allocates nothing.
+                $run.failed(error).await?;
             }
         }
     };

@@ -6,6 +6,8 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -29,6 +31,8 @@ use crate::turn::scope as turn;
 use crate::op::Op;
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Paid, Wait, Waited};
+
+use super::waiting::Waiting;
 
 /// Flags of [`Run::flags`]: whether a rate limit was retried, whether the next attempt is a
 /// stream's restart, and whether an inner ladder gave up on a transient failure during the
@@ -441,17 +445,32 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// Decide on a failure: the wait before the next attempt, or the failure given up on,
-    /// unchanged. Outside a turn the wait is the one allocation of a retry (a turn adds the box
-    /// that listens for its cancel), and only a call that waits makes it; the caller's future
-    /// holds its pointer. The wait owns what it needs, so a hand-written stream can hold it
-    /// beside its run; give what it resolves to back to [`waited`](Self::waited).
+    /// Decide on a failure: the wait before the next attempt, with this call, or the failure
+    /// given up on, unchanged, ready at once. Await it: `Ok` to go on. The wait is held in
+    /// place in the caller's future, so a retry allocates nothing (inside a turn, the call's
+    /// flight, made at its first attempt, keeps what listens for the turn's cancel).
     #[inline]
-    pub fn failed<E>(&mut self, error: E) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    pub fn failed<E>(&mut self, error: E) -> Waiting<'_, R, <R::Clock as Clock>::Sleep, E>
     where
         E: Classify + fmt::Display,
     {
-        self.failed_after(error, Reached::Nothing, None)
+        let decided = self.failed_after(error, Reached::Nothing, None);
+        Waiting::new(self, decided)
+    }
+
+    /// Poll `wait`, one of this call's: over when its sleep is, or at once when the call's turn
+    /// (or one around it) is cancelled.
+    #[inline]
+    pub(crate) fn poll_wait<E>(
+        &mut self,
+        wait: Pin<&mut Wait<<R::Clock as Clock>::Sleep, E>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Waited<E>> {
+        let cancelled = match &mut self.since {
+            Since::InTurn(flight) => flight.poll_cancelled(cx).is_ready(),
+            _ => false,
+        };
+        wait.poll(cancelled, cx)
     }
 
     /// [`failed`](Self::failed), for an attempt that got as far as `reached`: the notices
@@ -472,29 +491,20 @@ impl<R: Source> Run<R> {
             Err(reason) => return Err(self.give_up(error, class, reason, reached)),
         };
         meter::waited(self.source.op(), wait);
-        let cancelled = match &mut self.since {
+        match &mut self.since {
             // A turn can cut the wait short, and then counts it as long as it lasted: the
-            // flight keeps when it started and listens for the cancel, so the wait's box does
-            // not. A wait that runs to its end is counted at its end, as the one chosen.
+            // flight keeps when it started and listens for the cancel, so the wait does not.
+            // A wait that runs to its end is counted at its end, as the one chosen.
             Since::InTurn(flight) => {
-                flight.wait_started(self.source.clock().now(), wait, class);
-                Some(flight.cancel_listener())
+                flight.wait_started(self.source.clock().now(), wait, class, reached);
             }
             // Elsewhere, a literal budget included, nothing cuts it short: it counts as chosen
             // now, and nothing reads the clock for it. A timer's overshoot (about a millisecond
-            // on tokio's) is not counted, so the box stays the sleep and the failure. The
+            // on tokio's) is not counted, so the wait stays the sleep and the failure. The
             // budget itself is still measured on the clock, from the call's start.
-            _ => {
-                self.add_waited(wait);
-                None
-            }
-        };
-        Ok(Wait::new(
-            error,
-            reached,
-            self.source.clock().sleep(wait),
-            cancelled,
-        ))
+            _ => self.add_waited(wait),
+        }
+        Ok(Wait::new(error, self.source.clock().sleep(wait)))
     }
 
     /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on
@@ -560,13 +570,12 @@ impl<R: Source> Run<R> {
         let Since::InTurn(flight) = &mut self.since else {
             return Ok(());
         };
-        let Some((lasted, class)) = flight.wait_cut(op, attempt, now) else {
+        let Some((lasted, class, reached)) = flight.wait_cut(op, attempt, now) else {
             return Ok(());
         };
         self.add_waited(lasted);
         // The retry the quota paid for is never made.
         self.paid.refund(self.source.quota());
-        let reached = waited.reached();
         Err(self.give_up(waited.into_error(), class, StopReason::Cancelled, reached))
     }
 

@@ -4,7 +4,6 @@
 //! next ([`Then`]); none does I/O of its own beyond polling what it is given.
 
 use std::fmt;
-use std::future::Future;
 use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -514,7 +513,7 @@ where
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.
 pub(super) fn waiting<R, O, Fut, W, ReFut, Re>(
-    wait: &mut Wait<W, Fut::Error>,
+    wait: Pin<&mut Wait<W, Fut::Error>>,
     core: &mut Core<R, O>,
     carry: &Carry<Fut::Ok, Item<Fut>, Re>,
     cx: &mut Context<'_>,
@@ -524,9 +523,9 @@ where
     Fut: TryFuture,
     Fut::Ok: TryStream,
     Fut::Error: Classify + fmt::Display,
-    W: Future<Output = ()>,
+    R::Clock: Clock<Sleep = W>,
 {
-    let waited: Waited<Fut::Error> = match Pin::new(wait).poll(cx) {
+    let waited: Waited<Fut::Error> = match core.run.poll_wait(wait, cx) {
         Poll::Ready(waited) => waited,
         Poll::Pending => return Then::Yield(Poll::Pending),
     };

@@ -38,7 +38,7 @@ pin_project_lite::pin_project! {
         /// The stream ended at its commit point, or is complete: what it held, then the end.
         Draining { held: VecDeque<T> },
         /// Waiting before the next attempt.
-        Waiting { wait: Wait<W, E> },
+        Waiting { #[pin] wait: Wait<W, E> },
         /// Over: it has returned its last item, or its give-up.
         Done,
     }

@@ -1,26 +1,101 @@
-//! A turn's cancellation: the flag and its wake-up ([`Cancel`]), the handle that sets them
-//! from outside ([`Canceller`]), and the future that a turn, or a wait inside one, listens to
-//! ([`Listener`]). It owns only that; it must not know what a turn is, nor what is dropped.
+//! A turn's cancellation: the flag and who hears it ([`Cancel`]), the handle that sets it
+//! from outside ([`Canceller`]), and a listener's place among those who hear it
+//! ([`Listening`]), which a running turn and a waiting call hold in place. It owns only that;
+//! it must not know what a turn is, nor what is dropped.
+//!
+//! A turn opened inside another is heard by the one around it, so cancelling a turn cancels
+//! every turn inside it, and a listener listens to one cancel only, however deep its turn.
+//! Listening takes a place in the cancel's list once; each poll after only keeps its waker
+//! there, so a wait in a turn allocates nothing to be told of a cancel.
 
-use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::Poll;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::Notify;
-
-/// One turn's cancel: set once, heard by every listener.
+/// One turn's cancel: set once, heard by every listener and every turn inside it.
 #[derive(Debug, Default)]
 pub(super) struct Cancel {
     cancelled: AtomicBool,
-    notify: Notify,
+    heard_by: Mutex<Vec<Hearer>>,
+}
+
+/// A place in a [`Cancel`]'s list.
+#[derive(Debug)]
+enum Hearer {
+    /// Free, for the next listener.
+    Free,
+    /// A listener's, with the waker of its last poll.
+    Listener(Option<Waker>),
+    /// A turn opened inside this one: cancelled with it.
+    Nested(Weak<Cancel>),
 }
 
 impl Cancel {
     /// Whether it was cancelled.
     pub(super) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Cancel, and wake every listener; then cancel every turn inside this one.
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        let mut nested = Vec::new();
+        let mut wakers = Vec::new();
+        for hearer in self.heard_by().iter_mut() {
+            match hearer {
+                Hearer::Listener(waker) => wakers.extend(waker.take()),
+                Hearer::Nested(inner) => nested.extend(inner.upgrade()),
+                Hearer::Free => {}
+            }
+        }
+        // Outside the lock: a waker may run code that listens again.
+        wakers.into_iter().for_each(Waker::wake);
+        nested.iter().for_each(|inner| inner.cancel());
+    }
+
+    /// `inner`, a turn opened inside this one, is cancelled with it (at once if this one
+    /// already is). Returns its place, to give back with [`release`](Self::release).
+    pub(super) fn nest(&self, inner: &Arc<Cancel>) -> Option<usize> {
+        let at = {
+            let mut heard_by = self.heard_by();
+            // Read under the lock: a cancel that has not taken it yet will see the place.
+            (!self.is_cancelled())
+                .then(|| take_place(&mut heard_by, Hearer::Nested(Arc::downgrade(inner))))
+        };
+        if at.is_none() {
+            inner.cancel();
+        }
+        at
+    }
+
+    /// Give back the place at `at`.
+    pub(super) fn release(&self, at: usize) {
+        if let Some(place) = self.heard_by().get_mut(at) {
+            *place = Hearer::Free;
+        }
+    }
+
+    fn heard_by(&self) -> MutexGuard<'_, Vec<Hearer>> {
+        // A listener never panics under the lock; a poisoned list is still a list.
+        self.heard_by.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The first free place in `heard_by`, taken for `hearer`; the list grows only when every
+/// place is taken.
+fn take_place(heard_by: &mut Vec<Hearer>, hearer: Hearer) -> usize {
+    match heard_by
+        .iter()
+        .position(|place| matches!(place, Hearer::Free))
+    {
+        Some(at) => {
+            heard_by[at] = hearer;
+            at
+        }
+        None => {
+            heard_by.push(hearer);
+            heard_by.len() - 1
+        }
     }
 }
 
@@ -59,60 +134,49 @@ impl Canceller {
     /// [`TurnHandle::scope`](crate::turn::TurnHandle::scope) ends its wait and makes no
     /// further retry.
     pub fn cancel(&self) {
-        self.cancel.cancelled.store(true, Ordering::Release);
-        self.cancel.notify.notify_waiters();
+        self.cancel.cancel();
     }
 }
 
-/// A future that resolves once a turn, or one around it, is cancelled.
-pub(crate) type Listener = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
-
-/// One future that resolves once any of `cancels` is cancelled. A single turn, the common
-/// case, is listened to with one allocation; a chain of nested turns, with a few more.
-pub(super) fn listen(mut cancels: impl Iterator<Item = Arc<Cancel>>) -> Listener {
-    let innermost = cancels.next();
-    // Collecting an empty iterator allocates nothing.
-    let outer: Vec<Arc<Cancel>> = cancels.collect();
-    match innermost {
-        Some(only) if outer.is_empty() => Box::pin(cancelled_one(only)),
-        innermost => Box::pin(cancelled(innermost.into_iter().chain(outer).collect())),
-    }
+/// A listener's place among those who hear a turn's cancel: held in place by a running turn,
+/// and by a call's flight from its first wait. Dropped, it gives its place back.
+#[derive(Debug)]
+pub(crate) struct Listening {
+    cancel: Arc<Cancel>,
+    at: usize,
 }
 
-/// Resolves once `cancel` is cancelled (at once if it already is).
-async fn cancelled_one(cancel: Arc<Cancel>) {
-    let mut notified = pin!(cancel.notify.notified());
-    // Register before reading the flag, so a cancel between the two is not missed.
-    notified.as_mut().enable();
-    if cancel.is_cancelled() {
-        return;
+impl Listening {
+    /// A place among those who hear `cancel`.
+    pub(super) fn new(cancel: Arc<Cancel>) -> Listening {
+        let at = take_place(&mut cancel.heard_by(), Hearer::Listener(None));
+        Listening { cancel, at }
     }
-    notified.await;
-}
 
-/// Resolves once any of `cancels` is cancelled (at once if one already is); never, if there
-/// are none.
-async fn cancelled(cancels: Vec<Arc<Cancel>>) {
-    let mut notified: Vec<_> = cancels
-        .iter()
-        .map(|cancel| Box::pin(cancel.notify.notified()))
-        .collect();
-    // Register before reading the flags, so a cancel between the two is not missed.
-    for waiter in &mut notified {
-        waiter.as_mut().enable();
-    }
-    if cancels.iter().any(|cancel| cancel.is_cancelled()) {
-        return;
-    }
-    poll_fn(|cx| {
-        if notified
-            .iter_mut()
-            .any(|waiter| waiter.as_mut().poll(cx).is_ready())
-        {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+    /// Ready once the turn (or one around it) is cancelled; until then, the task of `cx` is
+    /// woken when it is.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.cancel.is_cancelled() {
+            return Poll::Ready(());
         }
-    })
-    .await;
+        let mut heard_by = self.cancel.heard_by();
+        // Read again under the lock: a cancel takes it after setting the flag, so either it
+        // is set now or the cancel will find the waker kept here.
+        if self.cancel.is_cancelled() {
+            return Poll::Ready(());
+        }
+        if let Some(Hearer::Listener(waker)) = heard_by.get_mut(self.at) {
+            match waker {
+                Some(kept) if kept.will_wake(cx.waker()) => {}
+                _ => *waker = Some(cx.waker().clone()),
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.cancel.release(self.at);
+    }
 }

@@ -6,15 +6,16 @@
 //! decide or wait, and it reads no clock: the engine hands it every instant.
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::cancel::Listener;
+use super::cancel::Listening;
 use super::report::{Call, CutWait, InFlight};
 use super::scope::{Scope, with_scope};
 use crate::class::Class;
-use crate::notice::Hook;
+use crate::notice::{Hook, Reached};
 use crate::op::Op;
 use crate::verdict::StopReason;
 
@@ -30,10 +31,14 @@ pub(crate) struct Flight {
     /// The waits over so far, each as the report counts it: a wait that ran to its end as the
     /// wait chosen, exact to the nanosecond; one cut short as long as it lasted.
     waited: Duration,
-    /// The wait in progress: since when, how long it was to be, and after what failure.
-    waiting: Option<(Instant, Duration, Class)>,
+    /// The wait in progress: since when, how long it was to be, and after what failure (its
+    /// class, and how far its attempt got, which a cut wait's give-up says).
+    waiting: Option<(Instant, Duration, Class, Reached)>,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
     hollow_attempts: u32,
+    /// The call's place among those who hear its turn's cancel: taken at its first wait,
+    /// kept for the next.
+    listening: Option<Listening>,
 }
 
 /// A call's flight, if it runs inside a turn; `now` is read only then.
@@ -60,6 +65,7 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
             waited: Duration::ZERO,
             waiting: None,
             hollow_attempts: 0,
+            listening: None,
         })
     })
 }
@@ -96,21 +102,32 @@ impl Flight {
         self.hollow_attempts = self.hollow_attempts.saturating_add(1);
     }
 
-    /// A wait of `wanted` after a `class` failure started at `now`.
-    pub(crate) fn wait_started(&mut self, now: Instant, wanted: Duration, class: Class) {
-        self.waiting = Some((now, wanted, class));
+    /// A wait of `wanted` started at `now`, after a `class` failure of an attempt that got as
+    /// far as `reached`.
+    pub(crate) fn wait_started(
+        &mut self,
+        now: Instant,
+        wanted: Duration,
+        class: Class,
+        reached: Reached,
+    ) {
+        self.waiting = Some((now, wanted, class, reached));
     }
 
-    /// A future that resolves once the call's turn, or one around it, is cancelled: what its
-    /// wait listens to.
-    pub(crate) fn cancel_listener(&self) -> Listener {
-        self.scope.listener()
+    /// Ready once the call's turn, or one around it, is cancelled: what its wait listens to.
+    /// Until then the task of `cx` is woken by a cancel; the place it is kept in is taken at
+    /// the first wait and kept for the call's next ones, so no wait allocates.
+    pub(crate) fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let scope = &self.scope;
+        self.listening
+            .get_or_insert_with(|| scope.listener())
+            .poll(cx)
     }
 
     /// The wait in progress ran to its end, and the next attempt is `next`: counted in the
     /// report, the wait as the one chosen. Returns that wait, and the failure it followed.
     pub(crate) fn wait_ended(&mut self, next: Next) -> Option<(Duration, Class)> {
-        let (_, wanted, class) = self.waiting.take()?;
+        let (_, wanted, class, _) = self.waiting.take()?;
         self.waited = self.waited.saturating_add(wanted);
         self.scope.write(|report| match next {
             Next::Retry => report.add_retry(class),
@@ -122,14 +139,14 @@ impl Flight {
 
     /// A cancel cut the wait in progress short at `now`, after `op`'s attempt `after_attempt`:
     /// reported as cut, counted as long as it lasted. Returns that time, and the failure the
-    /// wait followed.
+    /// wait followed: its class, and how far its attempt got.
     pub(crate) fn wait_cut(
         &mut self,
         op: Op,
         after_attempt: u32,
         now: Instant,
-    ) -> Option<(Duration, Class)> {
-        let (since, wanted, class) = self.waiting.take()?;
+    ) -> Option<(Duration, Class, Reached)> {
+        let (since, wanted, class, reached) = self.waiting.take()?;
         let waited = now.saturating_duration_since(since);
         self.waited = self.waited.saturating_add(waited);
         let cut = CutWait {
@@ -139,7 +156,7 @@ impl Flight {
             wanted,
         };
         self.scope.write(|report| report.add_cut_wait(cut.clone()));
-        Some((waited, class))
+        Some((waited, class, reached))
     }
 
     /// A stream reached its commit point: its output went to the caller.
@@ -169,7 +186,7 @@ impl Flight {
     pub(crate) fn dropped_at(&self, op: Op, attempts: u32, now: Instant) {
         let waiting = self
             .waiting
-            .map_or(Duration::ZERO, |(since, _, _)| {
+            .map_or(Duration::ZERO, |(since, _, _, _)| {
                 now.saturating_duration_since(since)
             })
             .saturating_add(self.waited);
@@ -207,7 +224,7 @@ impl Flight {
     /// Report the call as dropped at `now`: its counts so far, and what it was doing.
     fn dropped(&self, call: Call, now: Instant) {
         let stage = match self.waiting {
-            Some((since, wanted, _)) => Stage::Waiting(CutWait {
+            Some((since, wanted, _, _)) => Stage::Waiting(CutWait {
                 op: call.op.clone(),
                 after_attempt: call.attempts,
                 waited: now.saturating_duration_since(since),

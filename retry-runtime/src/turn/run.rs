@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use super::cancel::{Cancel, Canceller, Listener};
+use super::cancel::{Cancel, Canceller, Listening};
 use super::report::TurnReport;
 use super::scope::{Scope, Within, within};
 use crate::clock::{Clock, TokioClock};
@@ -192,7 +192,7 @@ pin_project_lite::pin_project! {
 struct Watch {
     scope: Arc<Scope>,
     started: Instant,
-    cancelled: Listener,
+    cancelled: Listening,
     /// Whether the work has been polled yet.
     polled: bool,
 }
@@ -258,7 +258,7 @@ impl Watch {
         mut expiry: Pin<&mut Option<Sleep>>,
         cx: &mut Context<'_>,
     ) -> Poll<TurnOutcome<F::Output>> {
-        if self.cancelled.as_mut().poll(cx).is_ready() {
+        if self.cancelled.poll(cx).is_ready() {
             return Poll::Ready(TurnOutcome::Cancelled);
         }
         let first = !std::mem::replace(&mut self.polled, true);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::task::futures::TaskLocalFuture;
 use tokio::time::Instant;
 
-use super::cancel::{self, Cancel, Listener};
+use super::cancel::{Cancel, Listening};
 use super::report::TurnReport;
 use crate::clock::{Clock, TokioClock};
 use crate::notice::Hook;
@@ -93,6 +93,16 @@ pub(super) struct Scope {
     cancel: Arc<Cancel>,
     report: Mutex<TurnReport>,
     parent: Option<Arc<Scope>>,
+    /// This turn's place among those who hear the enclosing turn's cancel.
+    nested_at: Option<usize>,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        if let (Some(parent), Some(at)) = (&self.parent, self.nested_at) {
+            parent.cancel.release(at);
+        }
+    }
 }
 
 impl Scope {
@@ -105,12 +115,15 @@ impl Scope {
     ) -> Arc<Scope> {
         let parent = TURN.try_with(Arc::clone).ok();
         let own = now.checked_add(budget);
+        // Cancelling the enclosing turn cancels this one.
+        let nested_at = parent.as_ref().and_then(|p| p.cancel.nest(&cancel));
         Arc::new(Scope {
             deadline: sooner(own, parent.as_ref().and_then(|p| p.deadline)),
             hook,
             cancel,
             report: Mutex::new(TurnReport::default()),
             parent,
+            nested_at,
         })
     }
 
@@ -140,9 +153,10 @@ impl Scope {
         self.chain().any(|turn| turn.cancel.is_cancelled())
     }
 
-    /// A future that resolves once this turn, or one around it, is cancelled.
-    pub(super) fn listener(self: &Arc<Self>) -> Listener {
-        cancel::listen(self.chain().map(|turn| Arc::clone(&turn.cancel)))
+    /// A place among those who hear this turn's cancel, which a cancel of a turn around it
+    /// sets too.
+    pub(super) fn listener(&self) -> Listening {
+        Listening::new(Arc::clone(&self.cancel))
     }
 
     /// Call `each` with the hooks of this turn and of those around it, innermost first, in

@@ -1,0 +1,304 @@
+//! The retry path's contenders and what is measured of them, shared by the bench
+//! (`benches/retry_path.rs`, which times them) and its test (`tests/retry_path.rs`, which
+//! asserts the size and heap bounds the bench prints): one definition of each contender, of
+//! each measure and of each bound.
+//!
+//! Each contender calls the same out-of-line operation, which takes no argument (as the
+//! independent benchmark's does; an argument of an `async fn` is kept twice by rustc, see
+//! [`annotated_with_argument`]), fails with `ConnectionRefused` as often as it is told to,
+//! then succeeds. The zero-wait forms wait as little as each
+//! library allows (this crate's smallest ladder is 1 ns: its policies refuse a zero base); the
+//! parked forms wait ten seconds, so that a call can be caught in its wait.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::hint::black_box;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use retry_runtime::{GaveUp, Policy, Retry, Turn, retry};
+use tokio::runtime::Runtime;
+
+/// What only this crate keeps in a waiting call, besides the failure: its one word for the
+/// turn's cancel (the call's reference, through which its flight listens), allowed at two.
+pub(crate) const LISTENER_BYTES: usize = 16;
+
+/// What a parked call may weigh on the heap beyond the lightest peer's: tokio's task cell
+/// grows with the future it holds.
+pub(crate) const PARKED_EXTRA_BYTES: u64 = 64;
+
+/// The step in which tokio sizes a task's cell: the cell is `#[repr(align(128))]` on x86_64
+/// and aarch64, so a cell is a multiple of 128 bytes, and a heap of 64 bytes more than a
+/// peer's is the next multiple.
+pub(crate) const TASK_CELL_STEP: u64 = 128;
+
+/// The most an annotated function's future may be: the smallest peer's, the kept failure (so
+/// a turn cancelled during the wait gives up with it) and the listener.
+pub(crate) fn future_bound(smallest_peer: usize) -> usize {
+    smallest_peer + std::mem::size_of::<io::Error>() + LISTENER_BYTES
+}
+
+/// The most `Retry::run`'s future may be: [`future_bound`], and the `Retry` it owns (six
+/// words), where the attribute's refers to a `static` one.
+pub(crate) fn explicit_future_bound(smallest_peer: usize) -> usize {
+    future_bound(smallest_peer) + std::mem::size_of::<Retry>()
+}
+
+/// The most a call parked in its wait may weigh on the heap: the lightest peer's and
+/// [`PARKED_EXTRA_BYTES`], as tokio can allocate it (in [`TASK_CELL_STEP`]s).
+pub(crate) fn parked_bound(lightest_peer: u64) -> u64 {
+    (lightest_peer + PARKED_EXTRA_BYTES).next_multiple_of(TASK_CELL_STEP)
+}
+
+thread_local! {
+    /// How many more attempts of [`op`] fail.
+    static FAILURES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The next `n` attempts of [`op`] fail.
+pub(crate) fn fail_next(n: u32) {
+    FAILURES.with(|failures| failures.set(n));
+}
+
+/// The operation's future: ready on its first poll; a `ConnectionRefused` while told to fail.
+pub(crate) struct Op;
+
+impl Future for Op {
+    type Output = Result<u64, io::Error>;
+
+    #[inline(never)]
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let failing = FAILURES.with(|failures| {
+            let left = failures.get();
+            failures.set(left.saturating_sub(1));
+            left > 0
+        });
+        if failing {
+            Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionRefused)))
+        } else {
+            Poll::Ready(Ok(black_box(1)))
+        }
+    }
+}
+
+#[inline(never)]
+pub(crate) fn op() -> Op {
+    black_box(Op)
+}
+
+/// Availability's ladder with its waits brought down to 1 ns.
+pub(crate) const ZERO: Policy = Policy::AVAILABILITY
+    .with_base(Duration::from_nanos(1))
+    .with_cap(Duration::from_nanos(1));
+
+/// Availability's ladder with a ten-second wait: a call stays parked in it.
+pub(crate) const PARKED: Policy = Policy::AVAILABILITY
+    .with_base(Duration::from_secs(10))
+    .with_cap(Duration::from_secs(10))
+    .with_max_total_wait(Duration::from_secs(60));
+
+/// The operation, called once: the first try's baseline.
+pub(crate) async fn plain() -> Result<u64, io::Error> {
+    op().await
+}
+
+/// A hand-written loop of up to four attempts, waiting `wait` between them.
+async fn hand_loop_waiting(wait: Duration) -> Result<u64, io::Error> {
+    let mut attempt = 1;
+    // backoff-lint: allow(the hand-written baseline the engine is measured against)
+    loop {
+        match op().await {
+            Ok(value) => return Ok(value),
+            Err(error) if attempt >= 4 => return Err(error),
+            Err(_) => {
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+pub(crate) fn hand_loop() -> impl Future<Output = Result<u64, io::Error>> {
+    hand_loop_waiting(Duration::ZERO)
+}
+
+pub(crate) fn hand_loop_parked() -> impl Future<Output = Result<u64, io::Error>> {
+    hand_loop_waiting(Duration::from_secs(10))
+}
+
+#[retry(policy = ZERO)]
+pub(crate) async fn annotated() -> Result<u64, io::Error> {
+    op().await
+}
+
+/// The annotated form with one argument: rustc keeps an `async fn`'s argument twice in its
+/// future (as it captured it, and moved into the body), so the future is one `u64` larger than
+/// [`annotated`]'s plus the argument; a plain `async fn` pays the same.
+#[retry(policy = ZERO)]
+pub(crate) async fn annotated_with_argument(x: u64) -> Result<u64, io::Error> {
+    op().await.map(|n| n + x)
+}
+
+#[retry(policy = PARKED, budget = "turn")]
+pub(crate) async fn annotated_parked() -> Result<u64, io::Error> {
+    op().await
+}
+
+pub(crate) fn explicit() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+    Retry::new(&ZERO).run(async |_| op().await)
+}
+
+pub(crate) fn explicit_parked() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+    Retry::new(&PARKED).run(async |_| op().await)
+}
+
+fn tokio_retry_waiting(millis: u64) -> impl Future<Output = Result<u64, io::Error>> {
+    use tokio_retry::strategy::FixedInterval;
+    tokio_retry::Retry::start(FixedInterval::from_millis(millis).take(3), op)
+}
+
+pub(crate) fn tokio_retry() -> impl Future<Output = Result<u64, io::Error>> {
+    tokio_retry_waiting(0)
+}
+
+pub(crate) fn tokio_retry_parked() -> impl Future<Output = Result<u64, io::Error>> {
+    tokio_retry_waiting(10_000)
+}
+
+fn backon_waiting(wait: Duration) -> impl Future<Output = Result<u64, io::Error>> {
+    use backon::{ConstantBuilder, Retryable};
+    (|| op()).retry(
+        ConstantBuilder::default()
+            .with_delay(wait)
+            .with_max_times(3),
+    )
+}
+
+pub(crate) fn backon() -> impl Future<Output = Result<u64, io::Error>> {
+    backon_waiting(Duration::ZERO)
+}
+
+pub(crate) fn backon_parked() -> impl Future<Output = Result<u64, io::Error>> {
+    backon_waiting(Duration::from_secs(10))
+}
+
+fn backoff_waiting(wait: Duration) -> impl Future<Output = Result<u64, io::Error>> {
+    let policy = backoff::ExponentialBackoffBuilder::new()
+        .with_initial_interval(wait)
+        .with_randomization_factor(0.0)
+        .build();
+    backoff::future::retry(policy, || async {
+        op().await.map_err(backoff::Error::transient)
+    })
+}
+
+pub(crate) fn backoff() -> impl Future<Output = Result<u64, io::Error>> {
+    backoff_waiting(Duration::ZERO)
+}
+
+pub(crate) fn backoff_parked() -> impl Future<Output = Result<u64, io::Error>> {
+    backoff_waiting(Duration::from_secs(10))
+}
+
+/// A current-thread runtime on a paused clock, as the independent benchmark runs.
+pub(crate) fn paused_runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// A current-thread runtime on the real clock, on which a parked call stays parked.
+pub(crate) fn real_runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// `calls` calls of `make`, each failing `failures` times first, on `runtime`; the time they
+/// took.
+pub(crate) fn time_calls<T, E, Fut: Future<Output = Result<T, E>>>(
+    runtime: &Runtime,
+    make: fn() -> Fut,
+    calls: usize,
+    failures: u32,
+) -> Duration {
+    runtime.block_on(async {
+        let started = Instant::now();
+        for _ in 0..calls {
+            fail_next(failures);
+            assert!(black_box(make().await).is_ok());
+        }
+        started.elapsed()
+    })
+}
+
+/// The fewest allocations of five calls of `make` failing `failures` times, inside a turn of
+/// a minute if `in_turn`, less those of the same turn around no call: what the call itself
+/// allocates. A few calls first warm the runtime's timer, the RNG and the thread-locals.
+pub(crate) fn allocations<T, E, Fut: Future<Output = Result<T, E>>>(
+    runtime: &Runtime,
+    make: fn() -> Fut,
+    failures: u32,
+    in_turn: bool,
+) -> u64 {
+    let count = |call: bool| {
+        let counted = allocation_counter::measure(|| {
+            fail_next(failures);
+            let work = async {
+                if call {
+                    assert!(make().await.is_ok());
+                }
+            };
+            if in_turn {
+                runtime.block_on(Turn::new(Duration::from_secs(60)).run(work));
+            } else {
+                runtime.block_on(work);
+            }
+        });
+        counted.count_total
+    };
+    let fewest = |call| {
+        (0..3).for_each(|_| {
+            count(call);
+        });
+        (0..5).map(|_| count(call)).min().expect("five calls")
+    };
+    fewest(true).saturating_sub(fewest(false))
+}
+
+/// The heap a call of `make` weighs while parked in its first wait: spawned on `runtime` (on
+/// the real clock), polled until it waits, counted, then aborted. A first call warms the
+/// runtime's task and timer storage.
+pub(crate) fn parked_heap<T: Send + 'static, Fut: Future<Output = T> + Send + 'static>(
+    runtime: &Runtime,
+    make: fn() -> Fut,
+) -> u64 {
+    let park = || {
+        let mut handle = None;
+        let counted = allocation_counter::measure(|| {
+            fail_next(u32::MAX);
+            runtime.block_on(async {
+                let spawned = tokio::spawn(make());
+                // The call runs its first attempt, fails, and parks in its wait.
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+                handle = Some(spawned);
+            });
+        });
+        let handle = handle.expect("spawned");
+        handle.abort();
+        runtime.block_on(async {
+            let _ = handle.await;
+        });
+        fail_next(0);
+        counted.bytes_current.max(0) as u64
+    };
+    park();
+    (0..3).map(|_| park()).min().expect("three calls")
+}

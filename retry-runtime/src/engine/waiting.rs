@@ -1,0 +1,88 @@
+//! A call's wait with the call it belongs to: [`Waiting`], what [`Retry::run`](super::Retry::run)'s
+//! and `#[retry]`'s futures hold in place between two attempts. It owns only the pairing: the
+//! wait (`wait.rs`) sleeps, the run (`run.rs`) listens for the turn's cancel and accounts for
+//! the wait once it is over.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use super::run::{Run, Source};
+use crate::class::Classify;
+use crate::clock::Clock;
+use crate::verdict::GaveUp;
+use crate::wait::Wait;
+
+pin_project_lite::pin_project! {
+    /// What follows a call's failed attempt, held in place in the caller's future: the wait
+    /// before the next attempt, with the call, or the give-up, ready at once. Awaited, it
+    /// resolves once the wait is over and accounted for: `Ok` to go on, or the give-up, with
+    /// the failure (of a ladder that stopped, or of a call whose turn was cancelled during the
+    /// wait). A retry allocates nothing. The call's reference is the one word it adds to the
+    /// wait: through it the wait hears its turn's cancel, whose listener the call's flight
+    /// keeps. Not public API.
+    ///
+    /// Like [`Run`], it has no bound of its own (the sleep is a parameter, not the clock's
+    /// projection), so a future that holds it is `Send` whatever lifetimes the configuration
+    /// borrows.
+    #[doc(hidden)]
+    #[must_use = "a wait does nothing unless it is awaited"]
+    #[project = WaitingProj]
+    pub enum Waiting<'a, R, S, E> {
+        /// The wait before the next attempt.
+        Wait {
+            run: &'a mut Run<R>,
+            #[pin]
+            wait: Wait<S, E>,
+        },
+        /// The ladder stopped: the give-up (`None` once returned).
+        GaveUp { gave_up: Option<GaveUp<E>> },
+    }
+}
+
+impl<'a, R, S, E> Waiting<'a, R, S, E> {
+    /// `run`'s `wait`, or the give-up.
+    #[inline]
+    pub(super) fn new(run: &'a mut Run<R>, decided: Result<Wait<S, E>, GaveUp<E>>) -> Self {
+        match decided {
+            Ok(wait) => Waiting::Wait { run, wait },
+            Err(gave_up) => Waiting::GaveUp {
+                gave_up: Some(gave_up),
+            },
+        }
+    }
+}
+
+impl<R, S, E> Future for Waiting<'_, R, S, E>
+where
+    R: Source<Clock: Clock<Sleep = S>>,
+    S: Future<Output = ()>,
+    E: Classify + fmt::Display,
+{
+    type Output = Result<(), GaveUp<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            WaitingProj::Wait { run, wait } => {
+                let waited = ready!(run.poll_wait(wait, cx));
+                Poll::Ready(run.waited(waited))
+            }
+            WaitingProj::GaveUp { gave_up } => match gave_up.take() {
+                Some(gave_up) => Poll::Ready(Err(gave_up)),
+                None => panic!("a retry's give-up polled after it was returned"),
+            },
+        }
+    }
+}
+
+impl<R, S, E> fmt::Debug for Waiting<'_, R, S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self {
+            Waiting::Wait { .. } => "Wait",
+            Waiting::GaveUp { .. } => "GaveUp",
+        };
+        f.debug_tuple("Waiting").field(&what).finish()
+    }
+}
