@@ -118,12 +118,18 @@ fn main() {
         contender!(&paused, &real, "backoff 0.4", true, backoff, backoff_parked),
     ];
     // One read of one contender, for an instruction count:
-    // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`.
+    // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with
+    // `RETRY_PATH_FIRST=1`, of its first tries.
     if let Some(which) = std::env::var("RETRY_PATH_ONCE")
         .ok()
         .and_then(|at| at.parse::<usize>().ok())
     {
-        println!("{:?}", (contenders[which].read_retry)(&paused));
+        let read = if std::env::var_os("RETRY_PATH_FIRST").is_some() {
+            contenders[which].read_first
+        } else {
+            contenders[which].read_retry
+        };
+        println!("{:?}", read(&paused));
         return;
     }
     let mut plain_runs = Vec::new();

@@ -1,5 +1,6 @@
 //! Time, sleep and the jitter source, injectable: [`Clock`] and the default [`TokioClock`].
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -124,7 +125,26 @@ impl Clock for TokioClock {
         if let Some(draw) = testing::draw() {
             return draw;
         }
-        // The RNG is used and released here, never held across an `.await`.
-        Draw::from_bits(rand::random())
+        Draw::from_bits(jitter_bits())
     }
+}
+
+thread_local! {
+    /// This thread's jitter generator: SplitMix64, seeded once from the OS-seeded thread RNG.
+    /// Jitter needs spread, not secrecy, and a draw is then a few instructions, not a ChaCha
+    /// block.
+    static JITTER: Cell<u64> = Cell::new(rand::random());
+}
+
+/// 32 random bits for one wait's jitter.
+fn jitter_bits() -> u32 {
+    JITTER.with(|state| {
+        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        // The high half of the mix.
+        ((z ^ (z >> 31)) >> 32) as u32
+    })
 }

@@ -727,10 +727,19 @@ const fn allowed_attempts(policy: &Policy) -> u32 {
 /// Whether rung `retry`'s wait `ideal` is the rung (`Ladder`) or the cap under it (`Cap`).
 const fn rung_rule(policy: &Policy, retry: u32, ideal: Duration) -> Why {
     // The cap holds a rung only where the rung reached it; only then is the uncapped ladder
-    // walked to see whether it would have gone further.
-    if ideal.as_nanos() == policy.cap().as_nanos()
-        && ideal_wait(&policy.with_cap(Duration::MAX), retry).as_nanos() > ideal.as_nanos()
-    {
+    // walked, and only until it passes the cap, to see whether it would have gone further.
+    let cap = policy.cap().as_nanos();
+    if ideal.as_nanos() != cap {
+        return Why::Ladder;
+    }
+    let multiplier = policy.multiplier_milli() as u128;
+    let mut uncapped = policy.base().as_nanos();
+    let mut step = 1;
+    while step < retry && uncapped <= cap && multiplier > 1000 {
+        uncapped = grow(uncapped, multiplier, MAX_NANOS);
+        step += 1;
+    }
+    if uncapped > cap {
         Why::Cap
     } else {
         Why::Ladder

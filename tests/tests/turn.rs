@@ -561,6 +561,18 @@ async fn annotated_outage() -> Result<(), Class> {
     Err(Class::Unavailable { retry_after: None })
 }
 
+/// A spawned job carrying the current turn: the turn's work hands it out and ends at once,
+/// and the job runs on in the turn's scope.
+struct Carried<T>(tokio::task::JoinHandle<T>);
+
+fn carry<F>(job: F) -> Carried<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    Carried(tokio::spawn(turn::current().expect("in a turn").scope(job)))
+}
+
 /// A cancel reaches a ladder carried into a spawned task only through the wait's own
 /// listener (the turn cannot drop that task): it ends the wait, and the call gives up with
 /// its failure, unchanged, and `Cancelled` (issue 36).
@@ -568,10 +580,8 @@ async fn annotated_outage() -> Result<(), Class> {
 async fn a_carried_ladder_cancelled_in_its_wait_gives_up_with_its_failure() {
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
-    let (outcome, _) = turn
-        .run(async { tokio::spawn(turn::current().expect("in a turn").scope(outage_job())) })
-        .await;
-    let job = outcome.unwrap();
+    let (outcome, _) = turn.run(async { carry(outage_job()) }).await;
+    let Carried(job) = outcome.unwrap();
     let started = Instant::now();
     // One second into the first 5 s wait.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -591,16 +601,8 @@ async fn a_carried_ladder_cancelled_in_its_wait_gives_up_with_its_failure() {
 async fn a_carried_annotated_call_cancelled_in_its_wait_returns_its_failure() {
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
-    let (outcome, _) = turn
-        .run(async {
-            tokio::spawn(
-                turn::current()
-                    .expect("in a turn")
-                    .scope(annotated_outage()),
-            )
-        })
-        .await;
-    let job = outcome.unwrap();
+    let (outcome, _) = turn.run(async { carry(annotated_outage()) }).await;
+    let Carried(job) = outcome.unwrap();
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
     canceller.cancel();
@@ -620,15 +622,11 @@ async fn cancelling_the_outer_turn_ends_the_wait_of_a_ladder_carried_from_an_inn
     let canceller = outer.canceller();
     let (outcome, _) = outer
         .run(async {
-            let (inner, _) = Turn::new(TURN)
-                .run(async {
-                    tokio::spawn(turn::current().expect("in a turn").scope(outage_job()))
-                })
-                .await;
+            let (inner, _) = Turn::new(TURN).run(async { carry(outage_job()) }).await;
             inner.unwrap()
         })
         .await;
-    let job = outcome.unwrap();
+    let Carried(job) = outcome.unwrap();
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
     canceller.cancel();
@@ -653,10 +651,8 @@ async fn a_cancel_wakes_a_carried_wait_on_another_thread() {
         }
         std::future::ready(Err::<(), _>(Class::Unavailable { retry_after: None }))
     });
-    let (outcome, _) = turn
-        .run(async { tokio::spawn(turn::current().expect("in a turn").scope(job)) })
-        .await;
-    let job = outcome.unwrap();
+    let (outcome, _) = turn.run(async { carry(job) }).await;
+    let Carried(job) = outcome.unwrap();
     failed_rx.await.unwrap();
     canceller.cancel();
     let gave_up = job.await.unwrap().unwrap_err();

@@ -454,8 +454,14 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        let decided = self.failed_after(error, Reached::Nothing, None);
-        Waiting::new(self, decided)
+        let class = error.classify();
+        match self.wait_after(&error, class, Reached::Nothing, None) {
+            Ok(wait) => {
+                let sleep = self.source.clock().sleep(wait);
+                Waiting::wait(self, Wait::new(error, sleep))
+            }
+            Err(reason) => Waiting::gave_up(self.give_up(error, class, reason, Reached::Nothing)),
+        }
     }
 
     /// Poll `wait`, one of this call's: over when its sleep is, or at once when the call's turn
@@ -474,7 +480,8 @@ impl<R: Source> Run<R> {
     }
 
     /// [`failed`](Self::failed), for an attempt that got as far as `reached`: the notices
-    /// say so.
+    /// say so. Inlined, so that the wait is made where the caller keeps it, not moved there.
+    #[inline]
     fn failed_after<E>(
         &mut self,
         error: E,
@@ -485,11 +492,23 @@ impl<R: Source> Run<R> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
+        match self.wait_after(&error, class, reached, resuming) {
+            Ok(wait) => Ok(Wait::new(error, self.source.clock().sleep(wait))),
+            Err(reason) => Err(self.give_up(error, class, reason, reached)),
+        }
+    }
+
+    /// The wait after a `class` failure, counted and announced; or the reason to stop. One
+    /// body for every error type: it reads the failure only to tell it.
+    fn wait_after(
+        &mut self,
+        error: &dyn fmt::Display,
+        class: Class,
+        reached: Reached,
+        resuming: Option<&Resuming<'_>>,
+    ) -> Result<Duration, StopReason> {
         self.attempt_failed(class);
-        let wait = match self.decide(&error, class, reached, resuming) {
-            Ok(wait) => wait,
-            Err(reason) => return Err(self.give_up(error, class, reason, reached)),
-        };
+        let wait = self.decide(error, class, reached, resuming)?;
         meter::waited(self.source.op(), wait);
         match &mut self.since {
             // A turn can cut the wait short, and then counts it as long as it lasted: the
@@ -504,7 +523,7 @@ impl<R: Source> Run<R> {
             // budget itself is still measured on the clock, from the call's start.
             _ => self.add_waited(wait),
         }
-        Ok(Wait::new(error, self.source.clock().sleep(wait)))
+        Ok(wait)
     }
 
     /// The wait is over, or was cut short by a cancel of the turn: account for it, and go on

@@ -42,14 +42,17 @@ pin_project_lite::pin_project! {
 }
 
 impl<'a, R, S, E> Waiting<'a, R, S, E> {
-    /// `run`'s `wait`, or the give-up.
+    /// `run`'s `wait`.
     #[inline]
-    pub(super) fn new(run: &'a mut Run<R>, decided: Result<Wait<S, E>, GaveUp<E>>) -> Self {
-        match decided {
-            Ok(wait) => Waiting::Wait { run, wait },
-            Err(gave_up) => Waiting::GaveUp {
-                gave_up: Some(gave_up),
-            },
+    pub(super) fn wait(run: &'a mut Run<R>, wait: Wait<S, E>) -> Self {
+        Waiting::Wait { run, wait }
+    }
+
+    /// The give-up, ready at once.
+    #[inline]
+    pub(super) fn gave_up(gave_up: GaveUp<E>) -> Self {
+        Waiting::GaveUp {
+            gave_up: Some(gave_up),
         }
     }
 }

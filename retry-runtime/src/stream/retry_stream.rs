@@ -34,7 +34,7 @@ pin_project_lite::pin_project! {
     /// `ReFut`, unused unless [`resume`](RetryStream::resume) sets them). It has no bound of this crate's on them: it is `Send`
     /// when they and the stream are, whatever lifetimes the retry borrows, so a task that
     /// holds one can be spawned. It allocates nothing per attempt: the open future and the
-    /// stream are pinned in place; a wait is one box, as in [`Retry::run`](crate::Retry::run).
+    /// stream are pinned in place, and so is a wait, as in [`Retry::run`](crate::Retry::run).
     ///
     /// ```
     /// use retry_runtime::{Class, Policy, Retry, RetryStream, testing};
