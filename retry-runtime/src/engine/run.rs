@@ -454,6 +454,8 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
+        // `failed_after`'s body, written out: the wait is then made in the `Waiting` itself,
+        // which callgrind counts as about 19 instructions a retry fewer than moving it there.
         let class = error.classify();
         match self.wait_after(&error, class, Reached::Nothing, None) {
             Ok(wait) => {
