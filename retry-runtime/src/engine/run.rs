@@ -32,8 +32,6 @@ use crate::op::Op;
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Paid, Wait, Waited};
 
-use super::waiting::Waiting;
-
 /// Flags of [`Run::flags`]: whether a rate limit was retried, whether the next attempt is a
 /// stream's restart, and whether an inner ladder gave up on a transient failure during the
 /// current attempt.
@@ -445,25 +443,10 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// Decide on a failure: the wait before the next attempt, with this call, or the failure
-    /// given up on, unchanged, ready at once. Await it: `Ok` to go on. The wait is held in
-    /// place in the caller's future, so a retry allocates nothing (inside a turn, the call's
-    /// flight, made at its first attempt, keeps what listens for the turn's cancel).
+    /// A sleep of `wait` on the call's clock.
     #[inline]
-    pub fn failed<E>(&mut self, error: E) -> Waiting<'_, R, <R::Clock as Clock>::Sleep, E>
-    where
-        E: Classify + fmt::Display,
-    {
-        // `failed_after`'s body, written out: the wait is then made in the `Waiting` itself,
-        // which callgrind counts as about 19 instructions a retry fewer than moving it there.
-        let class = error.classify();
-        match self.wait_after(&error, class, Reached::Nothing, None) {
-            Ok(wait) => {
-                let sleep = self.source.clock().sleep(wait);
-                Waiting::wait(self, Wait::new(error, sleep))
-            }
-            Err(reason) => Waiting::gave_up(self.give_up(error, class, reason, Reached::Nothing)),
-        }
+    pub(super) fn sleep_for(&self, wait: Duration) -> <R::Clock as Clock>::Sleep {
+        self.source.clock().sleep(wait)
     }
 
     /// Poll `wait`, one of this call's: over when its sleep is, or at once when the call's turn
@@ -481,8 +464,9 @@ impl<R: Source> Run<R> {
         wait.poll(cancelled, cx)
     }
 
-    /// [`failed`](Self::failed), for an attempt that got as far as `reached`: the notices
-    /// say so. Inlined, so that the wait is made where the caller keeps it, not moved there.
+    /// [`failed`](Self::failed), for a stream's attempt that got as far as `reached`: the
+    /// notices say so. Inlined, so that the wait is made where the caller keeps it.
+    #[cfg(feature = "stream")]
     #[inline]
     fn failed_after<E>(
         &mut self,
@@ -502,7 +486,7 @@ impl<R: Source> Run<R> {
 
     /// The wait after a `class` failure, counted and announced; or the reason to stop. One
     /// body for every error type: it reads the failure only to tell it.
-    fn wait_after(
+    pub(super) fn wait_after(
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
@@ -723,7 +707,7 @@ impl<R: Source> Run<R> {
         Duration::from_millis(self.waited_ms.into())
     }
 
-    fn give_up<E: fmt::Display>(
+    pub(super) fn give_up<E: fmt::Display>(
         &mut self,
         error: E,
         class: Class,
