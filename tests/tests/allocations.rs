@@ -134,7 +134,7 @@ fn paused_after_one_retry() -> tokio::runtime::Runtime {
 
 /// The allocations of `call` failing `failures` times, on `runtime`; inside a turn of a
 /// minute if `in_turn`, less the turn's own (a turn around no call).
-fn allocations_of<F: std::future::Future>(
+fn allocations_of<T, E, F: std::future::Future<Output = Result<T, E>>>(
     runtime: &tokio::runtime::Runtime,
     call: fn() -> F,
     failures: u32,
@@ -144,7 +144,7 @@ fn allocations_of<F: std::future::Future>(
         fail_next(if with_call { failures } else { 0 });
         let work = async move {
             if with_call {
-                call().await;
+                assert!(call().await.is_ok(), "the call succeeded after its retries");
             }
         };
         let counted = allocation_counter::measure(|| {
@@ -192,7 +192,9 @@ fn three_retries_of_an_annotated_function_outside_a_turn_allocate_nothing() {
 }
 
 /// In a turn a call allocates its flight, its record in the turn, and nothing per retry: its
-/// place among the turn's cancel listeners is taken once and kept.
+/// place among the turn's cancel listeners is taken once and kept. (The list of places is the
+/// turn's: made when the turn starts listening, with room for four, so a turn's fifth
+/// listener at once grows it.)
 #[test]
 fn a_call_with_one_retry_in_a_turn_allocates_at_most_once() {
     let runtime = paused_after_one_retry();

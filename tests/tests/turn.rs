@@ -660,3 +660,24 @@ async fn a_cancel_wakes_a_carried_wait_on_another_thread() {
     assert_eq!(gave_up.reason(), StopReason::Cancelled);
     assert_eq!(gave_up.attempts(), 1);
 }
+
+/// A carried ladder's wait cut short by a cancel gives the quota back the retry it paid for,
+/// as a wait the turn drops does.
+#[tokio::test(start_paused = true)]
+async fn a_carried_ladders_wait_cut_short_refunds_the_quota() {
+    static QUOTA: Quota = Quota::new(100);
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let job = Retry::new(&Policy::OUTAGE)
+        .with_quota(&QUOTA)
+        .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }));
+    let (outcome, _) = turn.run(async { carry(job) }).await;
+    let Carried(job) = outcome.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(QUOTA.available() < 100, "the retry was paid for");
+    canceller.cancel();
+    let gave_up = job.await.unwrap().unwrap_err();
+
+    assert_eq!(gave_up.reason(), StopReason::Cancelled);
+    assert_eq!(QUOTA.available(), 100);
+}

@@ -271,9 +271,10 @@ pub(crate) fn allocations<T, E, Fut: Future<Output = Result<T, E>>>(
     fewest(true).saturating_sub(fewest(false))
 }
 
-/// The heap a call of `make` weighs while parked in its first wait: spawned on `runtime` (on
-/// the real clock), polled until it waits, counted, then aborted. A first call warms the
-/// runtime's task and timer storage.
+/// The heap a call of `make` weighs while parked in its first wait, outside any turn: spawned
+/// on `runtime` (on the real clock), polled until it waits, counted, then aborted. A first
+/// call warms the runtime's task and timer storage. (In a turn, a call also holds its
+/// flight, which no peer has.)
 pub(crate) fn parked_heap<T: Send + 'static, Fut: Future<Output = T> + Send + 'static>(
     runtime: &Runtime,
     make: fn() -> Fut,
@@ -292,6 +293,7 @@ pub(crate) fn parked_heap<T: Send + 'static, Fut: Future<Output = T> + Send + 's
             });
         });
         let handle = handle.expect("spawned");
+        assert!(!handle.is_finished(), "the call is parked in its wait");
         handle.abort();
         runtime.block_on(async {
             let _ = handle.await;

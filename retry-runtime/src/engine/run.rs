@@ -541,10 +541,11 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        self.paid.wait_over();
+        // A wait cut short refunds the retry it paid for: read before the wait is over.
         if waited.cancelled() {
             return self.cut_short(waited);
         }
+        self.paid.wait_over();
         // A turn counts the wait at its end, as the one chosen (elsewhere `failed` did): in a
         // testing scope, exactly the wait recorded.
         if let Since::InTurn(flight) = &mut self.since
@@ -572,10 +573,12 @@ impl<R: Source> Run<R> {
             self.source.op_name(),
             self.attempts(),
         );
-        let Since::InTurn(flight) = &mut self.since else {
-            return Ok(());
+        let cut = match &mut self.since {
+            Since::InTurn(flight) => flight.wait_cut(op, attempt, now),
+            _ => None,
         };
-        let Some((lasted, class, reached)) = flight.wait_cut(op, attempt, now) else {
+        let Some((lasted, class, reached)) = cut else {
+            self.paid.wait_over();
             return Ok(());
         };
         self.add_waited(lasted);

@@ -70,9 +70,13 @@ impl Cancel {
 
     /// Give back the place at `at`.
     pub(super) fn release(&self, at: usize) {
-        if let Some(place) = self.heard_by().get_mut(at) {
-            *place = Hearer::Free;
-        }
+        let released = self
+            .heard_by()
+            .get_mut(at)
+            .map(|place| std::mem::replace(place, Hearer::Free));
+        // Dropped outside the lock: a waker's last reference may drop a task, whose drop may
+        // listen again.
+        drop(released);
     }
 
     fn heard_by(&self) -> MutexGuard<'_, Vec<Hearer>> {
@@ -165,12 +169,14 @@ impl Listening {
         if self.cancel.is_cancelled() {
             return Poll::Ready(());
         }
-        if let Some(Hearer::Listener(waker)) = heard_by.get_mut(self.at) {
-            match waker {
-                Some(kept) if kept.will_wake(cx.waker()) => {}
-                _ => *waker = Some(cx.waker().clone()),
-            }
-        }
+        let replaced = match heard_by.get_mut(self.at) {
+            Some(Hearer::Listener(Some(kept))) if kept.will_wake(cx.waker()) => None,
+            Some(Hearer::Listener(waker)) => waker.replace(cx.waker().clone()),
+            _ => None,
+        };
+        drop(heard_by);
+        // The waker replaced is dropped outside the lock, as in `release`.
+        drop(replaced);
         Poll::Pending
     }
 }
