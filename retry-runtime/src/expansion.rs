@@ -1,6 +1,7 @@
 //! The glue `#[retry]`'s expansion calls, reached only through the hidden `__private`
-//! module: the check of an attempt's error at the user's `E`, the boxed failure path, and the
-//! const checks of a policy and a budget, worded in the attribute's terms.
+//! module: the check of an attempt's error at the user's `E`, the failure path (the wait, held
+//! in place, and the user's error given back), and the const checks of a policy and a budget,
+//! worded in the attribute's terms.
 
 use std::future::Future;
 use std::pin::Pin;

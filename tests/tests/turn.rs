@@ -573,6 +573,19 @@ where
     Carried(tokio::spawn(turn::current().expect("in a turn").scope(job)))
 }
 
+/// `canceller`'s turn cancelled one second into `job`'s first 5 s wait: the job's output, and
+/// how long after the job was handed out it ended.
+async fn cancelled_in_its_wait<T>(
+    canceller: retry_runtime::Canceller,
+    Carried(job): Carried<T>,
+) -> (T, Duration) {
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    let output = job.await.unwrap();
+    (output, started.elapsed())
+}
+
 /// A cancel reaches a ladder carried into a spawned task only through the wait's own
 /// listener (the turn cannot drop that task): it ends the wait, and the call gives up with
 /// its failure, unchanged, and `Cancelled` (issue 36).
@@ -581,12 +594,8 @@ async fn a_carried_ladder_cancelled_in_its_wait_gives_up_with_its_failure() {
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
     let (outcome, _) = turn.run(async { carry(outage_job()) }).await;
-    let Carried(job) = outcome.unwrap();
-    let started = Instant::now();
-    // One second into the first 5 s wait.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    canceller.cancel();
-    let gave_up = job.await.unwrap().unwrap_err();
+    let (result, ended) = cancelled_in_its_wait(canceller, outcome.unwrap()).await;
+    let gave_up = result.unwrap_err();
 
     assert_eq!(gave_up.reason(), StopReason::Cancelled);
     assert_eq!(gave_up.attempts(), 1);
@@ -594,7 +603,7 @@ async fn a_carried_ladder_cancelled_in_its_wait_gives_up_with_its_failure() {
         gave_up.into_error(),
         Class::Unavailable { retry_after: None }
     );
-    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(ended, Duration::from_secs(1));
 }
 
 #[tokio::test(start_paused = true)]
@@ -602,16 +611,10 @@ async fn a_carried_annotated_call_cancelled_in_its_wait_returns_its_failure() {
     let turn = Turn::new(TURN);
     let canceller = turn.canceller();
     let (outcome, _) = turn.run(async { carry(annotated_outage()) }).await;
-    let Carried(job) = outcome.unwrap();
-    let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    canceller.cancel();
+    let (result, ended) = cancelled_in_its_wait(canceller, outcome.unwrap()).await;
 
-    assert_eq!(
-        job.await.unwrap(),
-        Err(Class::Unavailable { retry_after: None })
-    );
-    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(result, Err(Class::Unavailable { retry_after: None }));
+    assert_eq!(ended, Duration::from_secs(1));
 }
 
 /// A cancel of a turn cancels every turn opened inside it: a ladder carried from an inner
@@ -626,14 +629,10 @@ async fn cancelling_the_outer_turn_ends_the_wait_of_a_ladder_carried_from_an_inn
             inner.unwrap()
         })
         .await;
-    let Carried(job) = outcome.unwrap();
-    let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    canceller.cancel();
-    let gave_up = job.await.unwrap().unwrap_err();
+    let (result, ended) = cancelled_in_its_wait(canceller, outcome.unwrap()).await;
 
-    assert_eq!(gave_up.reason(), StopReason::Cancelled);
-    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(result.unwrap_err().reason(), StopReason::Cancelled);
+    assert_eq!(ended, Duration::from_secs(1));
 }
 
 /// The same on a multi-thread runtime: the cancel, made on this thread, wakes the wait on a

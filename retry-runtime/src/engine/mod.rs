@@ -2,12 +2,12 @@
 //! ladder or the budget runs out. `#[retry]` expands to the same engine.
 //!
 //! It owns the configuration ([`Retry`], [`TimedRetry`]) here, the operation's name in
-//! `op.rs`, and a call's run in `run.rs`:
-//! its counters, the attempt protocol, and what it tells (the notices, the quota's withdrawal,
-//! the turn's flight); a call's wait, with the call, in `waiting.rs`. It must not decide: whether and how long to wait is
+//! `op.rs`, a call's run in `run.rs` (its counters, the attempt protocol, and what it tells:
+//! the notices, the quota's withdrawal, the turn's flight), and a call's wait, with the call,
+//! in `waiting.rs`. It must not decide: whether and how long to wait is
 //! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure. It keeps no turn
-//! state of its own (the flight the turn hands it does), and no wait's (`wait.rs` holds the
-//! sleep, its cancel and the quota's refund).
+//! state of its own (the flight the turn hands it does, with what listens for the turn's
+//! cancel), and no wait's (`wait.rs` holds the sleep, the failure and the quota's refund).
 
 mod run;
 mod waiting;

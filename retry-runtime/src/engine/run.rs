@@ -479,7 +479,7 @@ impl<R: Source> Run<R> {
     {
         let class = error.classify();
         match self.wait_after(&error, class, reached, resuming) {
-            Ok(wait) => Ok(Wait::new(error, self.source.clock().sleep(wait))),
+            Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
             Err(reason) => Err(self.give_up(error, class, reason, reached)),
         }
     }
