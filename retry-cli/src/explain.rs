@@ -3,7 +3,9 @@
 //!
 //! The class comes from `retry_runtime::http`'s one table ([`HttpError`]), the retry decision,
 //! the wait and the rule from [`ladder::decide`], the engine's own decision. Nothing here
-//! classifies or decides: it only names which part of the library did.
+//! classifies or decides: it only names which part of the library did. A success (any HTTP
+//! status but a 4xx or a 5xx, as `check_status` and the retry layers read it; gRPC `OK`) is
+//! never classified: the library hands it back unread, and there is nothing to retry.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -47,20 +49,25 @@ pub(crate) struct Explain {
     #[command(flatten)]
     draw: DrawArgs,
     /// Print one JSON object instead: `status` (null for `--grpc`); `grpc_code` (its name, or
-    /// null); `class` (the class's name); `retry_after_ms` (the server's hint, or null);
-    /// `hint_source` (`retry_after_ms`, `retry_after`, `retry_info`, or null); `quota_id`
-    /// (the quota a Google error names, or null); `class_rule`, the table's row that decided
-    /// the class (`x_should_retry`, `provider_overloaded`, `provider_quota_refused`,
-    /// `provider_context_overflow`, `google_daily_quota`, `x_ratelimit_remaining`, `status`,
-    /// `grpc_code` or `grpc_retry_pushback_ms`); `error_type` and
+    /// null); `class` (the class's name; null for a success: any HTTP status but a 4xx or a
+    /// 5xx, or gRPC `OK`, which the library hands back unread, so nothing is retried and what
+    /// the headers and the body say is null); `retry_after_ms` (the server's hint in
+    /// milliseconds, or null: no hint, a gRPC pushback that says do not retry, or a hint past
+    /// 2^53 ms, more than a JSON number holds exactly); `hint_source` (`retry_after_ms`,
+    /// `retry_after`, `retry_info`, or null); `quota_id` (the quota a Google error names, or
+    /// null); `class_rule`, the table's row that decided the class (`x_should_retry`,
+    /// `provider_overloaded`, `provider_quota_refused`, `provider_context_overflow`,
+    /// `google_daily_quota`, `x_ratelimit_remaining`, `status`, `grpc_code` or
+    /// `grpc_retry_pushback_ms`; for a success, `status` or `grpc_code`); `error_type` and
     /// `error_code` (from the body, or null); `context_overflow`; `policy`; `attempt`;
     /// `attempts` (the policy's); `retried`; `rule`, what decided the outcome (`hint`,
     /// `cap`, `ladder` or `rate_limit_once` for a retry; `max_hint` or `max_total` for a hint
-    /// the policy will not wait; `policy` for a class it
-    /// does not retry, `attempts` for its last attempt, or the `class_rule` for an answer);
-    /// `stop_reason` (null when retried); and, null unless retried, `wait_ms` (the wait at
-    /// `--draw`, or the ideal), `wait_ideal_ms`, `wait_shortest_ms` and `wait_longest_ms`
-    /// (what any draw gives). Waits are whole milliseconds, rounded down.
+    /// the policy will not wait; `grpc_retry_pushback_ms` when the server's gRPC pushback said
+    /// do not retry; `policy` for a class it does not retry, `attempts` for its last attempt,
+    /// or the `class_rule` for an answer or a success); `stop_reason` (null when retried, and
+    /// for a success); and, null unless retried, `wait_ms` (the wait at `--draw`, or the
+    /// ideal), `wait_ideal_ms`, `wait_shortest_ms` and `wait_longest_ms` (what any draw
+    /// gives). Waits are whole milliseconds, rounded down.
     #[arg(long)]
     json: bool,
 }
@@ -74,16 +81,62 @@ enum Answer {
     },
 }
 
-/// Everything `explain` reports, computed once for both forms.
-struct Explanation {
-    answer: Answer,
+impl Answer {
+    /// Whether the library reads this as a success, which it never classifies: gRPC `OK`, or
+    /// any HTTP status but a 4xx or a 5xx (as `check_status` and the retry layers hand it back).
+    fn is_success(&self) -> bool {
+        match self {
+            Answer::Http(error) => {
+                let status = error.status();
+                !status.is_client_error() && !status.is_server_error()
+            }
+            Answer::Grpc { code, .. } => *code == 0,
+        }
+    }
+
+    /// The class the library's table gives a failure; `None` for a success.
+    fn class(&self) -> Option<Class> {
+        if self.is_success() {
+            return None;
+        }
+        Some(match self {
+            Answer::Http(error) => error.classify(),
+            Answer::Grpc { code, pushback } => grpc::classify_status(*code, *pushback, None, false),
+        })
+    }
+
+    /// Whether the server's gRPC pushback said do not retry (A6: a negative or malformed value).
+    fn pushback_stops(&self) -> bool {
+        matches!(
+            self,
+            Answer::Grpc {
+                pushback: Some(Pushback::Stop),
+                ..
+            }
+        )
+    }
+}
+
+/// The largest whole number every JSON reader holds exactly: 2^53 - 1, JavaScript's
+/// `Number.MAX_SAFE_INTEGER`.
+const JSON_EXACT_MAX: u64 = (1 << 53) - 1;
+
+/// What the library made of a failure.
+struct Failed {
     class: Class,
-    policy: Policy,
-    attempt: u32,
     /// The ladder's decision at the draw.
     decision: Decision,
     /// The waits the shortest, ideal and longest draws give, for a retry.
     range: Option<(Duration, Duration, Duration)>,
+}
+
+/// Everything `explain` reports, computed once for both forms.
+struct Explanation {
+    answer: Answer,
+    /// The class and the decision; `None` for a success, which the library never classifies.
+    failed: Option<Failed>,
+    policy: Policy,
+    attempt: u32,
     /// Whether the wait is for a fixed draw (`--draw`, `--no-jitter`).
     fixed_draw: bool,
 }
@@ -103,27 +156,37 @@ impl Explain {
 
     fn explain(&self) -> Result<Explanation, CliError> {
         let policy = self.policy.policy()?;
+        let answer = self.answer()?;
+        let failed = answer.class().map(|class| self.decide(&policy, class));
+        Ok(Explanation {
+            answer,
+            failed,
+            policy,
+            attempt: self.attempt,
+            fixed_draw: self.draw.fixed().is_some(),
+        })
+    }
+
+    /// The response or the gRPC status, from the flags.
+    fn answer(&self) -> Result<Answer, CliError> {
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
             headers.append(name.clone(), value.clone());
         }
-        let (answer, class) = match (self.grpc, self.status) {
-            (Some(code), _) => {
-                let pushback = headers
-                    .get(grpc::PUSHBACK)
-                    .map(|value| grpc::parse_pushback(value.as_bytes()));
-                let class = grpc::classify_status(code, pushback, None, false);
-                (Answer::Grpc { code, pushback }, class)
-            }
-            (None, status) => {
-                let body = self.read_body()?;
-                let status = status.unwrap_or(StatusCode::OK);
-                let error = HttpError::new(status, &headers, &body);
-                let class = error.classify();
-                (Answer::Http(error), class)
-            }
-        };
-        let decided = ladder::decide(&policy, Failure::new(self.attempt, class));
+        if let Some(code) = self.grpc {
+            let pushback = headers
+                .get(grpc::PUSHBACK)
+                .map(|value| grpc::parse_pushback(value.as_bytes()));
+            return Ok(Answer::Grpc { code, pushback });
+        }
+        let body = self.read_body()?;
+        let status = self.status.unwrap_or(StatusCode::OK);
+        Ok(Answer::Http(HttpError::new(status, &headers, &body)))
+    }
+
+    /// The ladder's decision on a failure of `class`, at the draw, and the waits any draw gives.
+    fn decide(&self, policy: &Policy, class: Class) -> Failed {
+        let decided = ladder::decide(policy, Failure::new(self.attempt, class));
         let decision = decided.with_draw(self.draw.fixed().unwrap_or(Draw::IDEAL));
         let wait_at = |draw| decided.with_draw(draw).step.wait().unwrap_or_default();
         let range = decision.step.wait().map(|_| {
@@ -133,15 +196,11 @@ impl Explain {
                 wait_at(Draw::from_bits(u32::MAX)),
             )
         });
-        Ok(Explanation {
-            answer,
+        Failed {
             class,
-            policy,
-            attempt: self.attempt,
             decision,
             range,
-            fixed_draw: self.draw.fixed().is_some(),
-        })
+        }
     }
 
     fn read_body(&self) -> Result<Vec<u8>, CliError> {
@@ -164,32 +223,58 @@ impl Explain {
 }
 
 impl Explanation {
-    /// The ladder's rule by name; for an answer, the table's row that made it one.
+    /// The ladder's rule by name; for an answer or a success, the table's row that made it
+    /// one; for a gRPC pushback that said do not retry, its own.
     fn rule_name(&self) -> &'static str {
-        match self.decision.step {
+        let Some(failed) = &self.failed else {
+            return self.class_rule_name();
+        };
+        match failed.decision.step {
             Step::Stop(StopReason::Definitive) => self.class_rule_name(),
-            _ => self.decision.rule.name(),
+            Step::Stop(reason) if self.pushback_stopped(reason) => "grpc_retry_pushback_ms",
+            _ => failed.decision.rule.name(),
         }
     }
 
-    /// The table's row that decided the class, by name.
+    /// Whether `reason` is the stop a gRPC "do not retry" pushback makes: its hint of forever
+    /// is longer than any policy waits.
+    fn pushback_stopped(&self, reason: StopReason) -> bool {
+        self.answer.pushback_stops()
+            && matches!(reason, StopReason::RetryAfterTooLong { wanted, .. } if wanted == Duration::MAX)
+    }
+
+    /// The server's hint in whole milliseconds, as JSON gives it: `None` if there is none, if
+    /// it is a gRPC "do not retry" (which the library reads as a hint of forever), or if it is
+    /// past what a JSON number holds exactly. Never a sentinel.
+    fn retry_after_ms(&self) -> Option<u64> {
+        let hint = self.failed.as_ref()?.class.retry_after()?;
+        Some(json_ms(hint)).filter(|&ms| ms <= JSON_EXACT_MAX)
+    }
+
+    /// The table's row that decided the class, by name; for a success, the status or the code
+    /// that made it one.
     fn class_rule_name(&self) -> &'static str {
         match &self.answer {
+            Answer::Http(_) if self.failed.is_none() => "status",
             Answer::Http(error) => error.rule().name(),
             Answer::Grpc {
                 pushback: Some(_), ..
-            } => "grpc_retry_pushback_ms",
+            } if self.failed.is_some() => "grpc_retry_pushback_ms",
             Answer::Grpc { .. } => "grpc_code",
         }
     }
 
     fn stop_reason(&self) -> Option<StopReason> {
-        self.decision.step.stop_reason()
+        self.failed.as_ref()?.decision.step.stop_reason()
     }
 
     fn json(&self) -> serde_json::Value {
-        let (wait, ideal, shortest, longest) = match (self.decision.step, self.range) {
-            (Step::Retry { wait }, Some((shortest, ideal, longest))) => (
+        let step = self
+            .failed
+            .as_ref()
+            .map(|failed| (failed.decision.step, failed.range));
+        let (wait, ideal, shortest, longest) = match step {
+            Some((Step::Retry { wait }, Some((shortest, ideal, longest)))) => (
                 Some(json_ms(wait)),
                 Some(json_ms(ideal)),
                 Some(json_ms(shortest)),
@@ -201,11 +286,13 @@ impl Explanation {
             Answer::Http(error) => (Some(error.status().as_u16()), None, Some(error)),
             Answer::Grpc { code, .. } => (None, grpc::code_name(*code), None),
         };
+        // The library never reads a success's headers or body.
+        let error = error.filter(|_| self.failed.is_some());
         serde_json::json!({
             "status": status,
             "grpc_code": grpc_code,
-            "class": self.class.name(),
-            "retry_after_ms": self.class.retry_after().map(json_ms),
+            "class": self.failed.as_ref().map(|failed| failed.class.name()),
+            "retry_after_ms": self.retry_after_ms(),
             "hint_source": error.and_then(HttpError::hint_source).map(hint_source_name),
             "quota_id": error.and_then(HttpError::quota_id),
             "class_rule": self.class_rule_name(),
@@ -215,7 +302,7 @@ impl Explanation {
             "policy": self.policy.name(),
             "attempt": self.attempt,
             "attempts": self.policy.attempts(),
-            "retried": self.decision.step.wait().is_some(),
+            "retried": wait.is_some(),
             "rule": self.rule_name(),
             "stop_reason": self.stop_reason().map(|reason| reason.name()),
             "wait_ms": wait,
@@ -234,7 +321,18 @@ impl Explanation {
                 grpc::code_name(*code).unwrap_or("?")
             )?,
         }
-        writeln!(out, "class: {}", self.class)?;
+        let Some(failed) = &self.failed else {
+            writeln!(out, "class: none: a success")?;
+            writeln!(out, "class decided by: {}", self.success_text())?;
+            return writeln!(
+                out,
+                "policy {}, attempt {} of {}: nothing to retry",
+                self.policy.name(),
+                self.attempt,
+                self.policy.attempts()
+            );
+        };
+        writeln!(out, "class: {}", failed.class)?;
         writeln!(out, "class decided by: {}", self.class_rule_text())?;
         write!(
             out,
@@ -243,7 +341,7 @@ impl Explanation {
             self.attempt,
             self.policy.attempts()
         )?;
-        match (self.decision.step, self.range) {
+        match (failed.decision.step, failed.range) {
             (Step::Retry { wait }, Some((shortest, ideal, longest))) => {
                 writeln!(out, "retried")?;
                 if self.fixed_draw {
@@ -261,7 +359,21 @@ impl Explanation {
             (Step::Stop(reason), _) => writeln!(out, "not retried: {reason}")?,
             _ => writeln!(out, "retried")?,
         }
-        writeln!(out, "decided by: {}", self.decision_text())
+        writeln!(out, "decided by: {}", self.decision_text(failed))
+    }
+
+    /// Why a success is one, in words.
+    fn success_text(&self) -> String {
+        match &self.answer {
+            Answer::Http(error) => format!(
+                "the status {}: not an error (4xx or 5xx), so the library hands the response back unread",
+                error.status().as_u16()
+            ),
+            Answer::Grpc { code, .. } => format!(
+                "the gRPC code {} ({code}): the call succeeded",
+                grpc::code_name(*code).unwrap_or("?")
+            ),
+        }
     }
 
     fn class_rule_text(&self) -> String {
@@ -310,22 +422,28 @@ impl Explanation {
     }
 
     /// The rule in words.
-    fn decision_text(&self) -> String {
-        let own = self
+    fn decision_text(&self, failed: &Failed) -> String {
+        let own = failed
             .decision
             .own_wait
             .map_or_else(|| "?".into(), |own| format_wait(own, false));
-        match (self.decision.rule, self.decision.step) {
+        match (failed.decision.rule, failed.decision.step) {
             (Why::Hint, _) => format!(
                 "the hint: the server asked for {} s ({}), longer than the policy's own {own} s",
-                self.class
+                failed
+                    .class
                     .retry_after()
                     .map_or_else(|| "?".into(), |hint| format_wait(hint, false)),
                 self.hint_text()
             ),
-            (Why::MaxHint, _) if self.class.retry_after() == Some(Duration::MAX) => {
+            (_, Step::Stop(reason)) if self.pushback_stopped(reason) => {
                 "the server's pushback: it asked not to be retried".into()
             }
+            (Why::MaxHint, _) if failed.class.retry_after() == Some(Duration::MAX) => format!(
+                "the maximum hint: the server's {} is too long to count, past the policy's {} s",
+                self.hint_text(),
+                format_wait(self.policy.max_retry_after(), false)
+            ),
             (Why::MaxHint, _) => format!(
                 "the maximum hint: the policy honours a Retry-After of at most {} s",
                 format_wait(self.policy.max_retry_after(), false)
@@ -348,7 +466,7 @@ impl Explanation {
             (Why::Declined, Step::Stop(StopReason::NotRetried { .. })) => format!(
                 "the policy: `{}` does not retry `{}` failures",
                 self.policy.name(),
-                self.class.name()
+                failed.class.name()
             ),
             (Why::Attempts, _) => format!(
                 "the attempts: attempt {} of {} was the last",

@@ -1366,3 +1366,151 @@ fn explain_refuses_an_unknown_grpc_code_and_says_what_to_give() {
         stderr(&output)
     );
 }
+
+// explain: what is not a wait is never printed as one, and a success is not a failure.
+
+/// The number a `Duration::MAX` hint ("do not retry") printed as, before it was read as such.
+const SENTINEL: &str = "18446744073709551615";
+
+#[test]
+fn explain_json_never_prints_a_sentinel_for_do_not_retry_pushback() {
+    for code in ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "INTERNAL"] {
+        for pushback in ["-1", "soon"] {
+            let header = format!("grpc-retry-pushback-ms: {pushback}");
+            let args = ["explain", "--grpc", code, "--header", header.as_str()];
+            let output = backoff(&[&args[..], &["--json"]].concat());
+            assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+            assert!(!stdout(&output).contains(SENTINEL), "{}", stdout(&output));
+            let got = json(&output);
+            let context = format!("{args:?}: {got}");
+            assert_eq!(got["retry_after_ms"], Value::Null, "{context}");
+            assert_eq!(got["retried"], false, "{context}");
+            assert_eq!(got["class_rule"], "grpc_retry_pushback_ms", "{context}");
+            // The stop has a rule of its own: not `max_hint`, a hint the policy will not wait.
+            assert_eq!(got["rule"], "grpc_retry_pushback_ms", "{context}");
+            assert_eq!(got["stop_reason"], "retry_after_too_long", "{context}");
+
+            let text = stdout(&backoff(&args));
+            assert!(!text.contains(SENTINEL), "{args:?}: {text}");
+            assert!(
+                text.contains("decided by: the server's pushback: it asked not to be retried"),
+                "{args:?}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn explain_json_prints_no_hint_too_long_for_a_json_number() {
+    let cases: &[&[&str]] = &[
+        &[
+            "--status",
+            "429",
+            "--header",
+            "Retry-After: 99999999999999999999999",
+        ],
+        &[
+            "--grpc",
+            "UNAVAILABLE",
+            "--header",
+            "grpc-retry-pushback-ms: 99999999999999999999",
+        ],
+    ];
+    for args in cases {
+        let args = [&["explain"][..], *args].concat();
+        let output = backoff(&[&args[..], &["--json"]].concat());
+        assert!(!stdout(&output).contains(SENTINEL), "{}", stdout(&output));
+        let got = json(&output);
+        assert_eq!(got["retry_after_ms"], Value::Null, "{args:?}: {got}");
+        assert_eq!(got["rule"], "max_hint", "{args:?}: {got}");
+        assert_eq!(
+            got["stop_reason"], "retry_after_too_long",
+            "{args:?}: {got}"
+        );
+    }
+    // An HTTP hint past any clock is a Retry-After, not a gRPC pushback.
+    let text = stdout(&backoff(&[
+        "explain",
+        "--status",
+        "429",
+        "--header",
+        "Retry-After: 99999999999999999999999",
+    ]));
+    assert!(!text.contains("pushback"), "{text}");
+    assert!(text.contains("Retry-After"), "{text}");
+    // A hint a JSON number holds is printed as it is.
+    let got = json(&backoff(&[
+        "explain",
+        "--status",
+        "503",
+        "--header",
+        "Retry-After: 600",
+        "--json",
+    ]));
+    assert_eq!(got["retry_after_ms"], 600_000);
+}
+
+#[test]
+fn explain_says_a_2xx_is_a_success() {
+    let failure_keys = keys(&json(&backoff(&["explain", "--status", "503", "--json"])))
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    for status in ["200", "204", "299"] {
+        // Whatever the headers and the body say: the library never reads a success's.
+        let args = [
+            "explain",
+            "--status",
+            status,
+            "--header",
+            "Retry-After: 30",
+            "--header",
+            "x-should-retry: true",
+        ];
+        let output = backoff(&[&args[..], &["--json"]].concat());
+        assert!(output.status.success(), "{status}: {}", stderr(&output));
+        let got = json(&output);
+        assert_eq!(
+            keys(&got),
+            failure_keys,
+            "{status}: the same fields as a failure"
+        );
+        let context = format!("{status}: {got}");
+        assert_eq!(got["status"], status.parse::<u16>().unwrap(), "{context}");
+        assert_eq!(got["class"], Value::Null, "{context}");
+        assert_eq!(got["class_rule"], "status", "{context}");
+        assert_eq!(got["rule"], "status", "{context}");
+        assert_eq!(got["retried"], false, "{context}");
+        assert_eq!(got["stop_reason"], Value::Null, "{context}");
+        assert_eq!(got["retry_after_ms"], Value::Null, "{context}");
+        assert_eq!(got["hint_source"], Value::Null, "{context}");
+        assert_eq!(got["wait_ms"], Value::Null, "{context}");
+
+        let text = stdout(&backoff(&args));
+        assert!(text.contains("class: none: a success"), "{status}: {text}");
+        assert!(text.contains("nothing to retry"), "{status}: {text}");
+        assert!(!text.contains("failure"), "{status}: {text}");
+        assert!(!text.contains("definitive"), "{status}: {text}");
+    }
+    // The library hands back any response that is not a 4xx or a 5xx unread: so does explain.
+    let redirect = json(&backoff(&["explain", "--status", "304", "--json"]));
+    assert_eq!(redirect["class"], Value::Null, "{redirect}");
+    // The help says what a success prints.
+    let help = stdout(&backoff(&["explain", "--help"]));
+    assert!(help.contains("null for a success"), "{help}");
+}
+
+#[test]
+fn explain_says_grpc_ok_is_a_success() {
+    let got = explain_json_args(&["explain", "--grpc", "OK", "--json"]);
+    assert_eq!(got["grpc_code"], "OK", "{got}");
+    assert_eq!(got["class"], Value::Null, "{got}");
+    assert_eq!(got["class_rule"], "grpc_code", "{got}");
+    assert_eq!(got["rule"], "grpc_code", "{got}");
+    assert_eq!(got["retried"], false, "{got}");
+    assert_eq!(got["stop_reason"], Value::Null, "{got}");
+    let text = stdout(&backoff(&["explain", "--grpc", "0"]));
+    assert!(text.contains("class: none: a success"), "{text}");
+    assert!(text.contains("nothing to retry"), "{text}");
+    assert!(!text.contains("failure"), "{text}");
+}
