@@ -144,6 +144,7 @@ struct tower::RetryLayer
 struct tower::RetryService
 mod turn
 struct Turn
+struct turn::Canceller
 fn turn::current
 struct turn::CutWait
 struct turn::GaveUpRecord
@@ -151,9 +152,11 @@ struct turn::InFlight
 struct turn::Op
 trait turn::OpName
 fn turn::remaining
+struct turn::Turn
 struct turn::TurnFuture
 struct turn::TurnHandle
 enum turn::TurnOutcome
+struct turn::TurnReport
 struct TurnReport
 ";
 

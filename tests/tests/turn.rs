@@ -9,9 +9,11 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use retry_runtime::turn::{CutWait, InFlight, TurnFuture};
+use retry_runtime::notice::{Action, Notice, RetryEvent, TurnEnded};
+use retry_runtime::turn::{CutWait, InFlight, TurnFuture, TurnOutcome, TurnReport};
 use retry_runtime::{
-    Class, Deadline, GaveUp, Policy, Quota, Retry, StopReason, Turn, testing, turn,
+    BoxSleep, Class, Clock, Deadline, Draw, GaveUp, Policy, Quota, Retry, StopReason, Turn,
+    testing, turn,
 };
 use tokio::time::Instant;
 
@@ -679,4 +681,333 @@ async fn a_carried_ladders_wait_cut_short_refunds_the_quota() {
 
     assert_eq!(gave_up.reason(), StopReason::Cancelled);
     assert_eq!(QUOTA.available(), 100);
+}
+
+/// What a turn's hook heard: each retry's chosen wait, in order, and the notice of the turn's
+/// end; and, once the second retry is announced, a permit (the call's wait starts in the same
+/// poll, so on a current-thread runtime it has started when the permit is taken).
+#[derive(Default)]
+struct Heard {
+    waits: Mutex<Vec<Duration>>,
+    ended: Mutex<Option<TurnEnded>>,
+    second_retry: tokio::sync::Notify,
+}
+
+impl Heard {
+    fn hook(self: &Arc<Self>) -> impl Fn(&Notice<'_>) + Send + Sync + 'static {
+        let heard = Arc::clone(self);
+        move |notice| match notice {
+            Notice::TurnEnded(ended) => *heard.ended.lock().unwrap() = Some(*ended),
+            Notice::Retry(RetryEvent {
+                action: Action::Retry { backoff },
+                ..
+            }) => {
+                let mut waits = heard.waits.lock().unwrap();
+                waits.push(*backoff);
+                if waits.len() == 2 {
+                    heard.second_retry.notify_one();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn waits(&self) -> Vec<Duration> {
+        self.waits.lock().unwrap().clone()
+    }
+
+    fn ended(&self) -> TurnEnded {
+        self.ended.lock().unwrap().expect("the turn said it ended")
+    }
+}
+
+/// Tokio's time and the ideal draw; every wait is over at once but the second, which says it
+/// has begun (the call's flight has started it by then) and never ends by itself. A carried
+/// call is brought into its second wait without a real sleep.
+#[derive(Clone, Default)]
+struct SecondWaitHangs {
+    sleeps: Arc<AtomicU32>,
+    second_begun: Arc<tokio::sync::Notify>,
+}
+
+impl Clock for SecondWaitHangs {
+    type Sleep = BoxSleep;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, _wait: Duration) -> BoxSleep {
+        if self.sleeps.fetch_add(1, Ordering::SeqCst) == 1 {
+            self.second_begun.notify_one();
+            Box::pin(std::future::pending())
+        } else {
+            Box::pin(async {})
+        }
+    }
+    fn draw(&self) -> Draw {
+        Draw::IDEAL
+    }
+}
+
+/// The figures of a turn cancelled while a call carried out of its work was in its second
+/// wait: the call's two attempts, its one retry, its first wait and the part of its second
+/// it waited (`cut_for`), the wait cut, no call in an attempt; the hook told the same.
+fn assert_counts_the_call_cut_in_its_second_wait(
+    outcome: &TurnOutcome<()>,
+    report: &TurnReport,
+    heard: &Heard,
+    (first, second): (Duration, Duration),
+    cut_for: Duration,
+) {
+    assert!(outcome.is_cancelled());
+    assert_eq!(report.calls(), 1, "{report}");
+    assert_eq!(report.attempts(), 2, "{report}");
+    assert_eq!(report.retries(), 1, "{report}");
+    assert_eq!(
+        report.retries_of(Class::Unavailable { retry_after: None }),
+        1
+    );
+    assert_eq!(report.waiting(), first + cut_for, "{report}");
+    assert!(report.in_flight().is_empty(), "{report}");
+    let [cut] = report.cut_waits() else {
+        panic!("one wait cut: {report}");
+    };
+    assert_eq!(cut.op, "job");
+    assert_eq!(cut.after_attempt, 2);
+    assert_eq!(cut.waited, cut_for);
+    assert_eq!(cut.wanted, second);
+    let ended = heard.ended();
+    assert_eq!((ended.in_flight, ended.cut_waits), (0, 1));
+}
+
+/// Issue 42: a turn cancelled while a call carried out of its work (`TurnHandle::scope`) waits
+/// for the second time reports that call as it stands: every attempt it made, its retry, its
+/// waits and the wait cut, though the call itself hears the cancel only after the turn has
+/// returned. The turn is polled at once after the cancel, before the call's task runs.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_turns_report_counts_a_carried_call_cut_in_its_second_wait() {
+    let heard = Arc::new(Heard::default());
+    let turn = Turn::new(TURN).on_notice(heard.hook());
+    let canceller = turn.canceller();
+    let job = Retry::new(&Policy::OUTAGE)
+        .named("job")
+        .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }));
+    // The work waits for the call it carried: only the cancel ends it.
+    let mut turn = std::pin::pin!(turn.run(async {
+        let _ = carry(job).0.await;
+    }));
+    tokio::select! {
+        _ = &mut turn => unreachable!("the work waits for its call"),
+        () = heard.second_retry.notified() => {}
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    let (outcome, report) = turn.await;
+
+    let [first, second] = heard.waits()[..] else {
+        panic!("two retries announced: {:?}", heard.waits());
+    };
+    assert_counts_the_call_cut_in_its_second_wait(
+        &outcome,
+        &report,
+        &heard,
+        (first, second),
+        Duration::from_secs(1),
+    );
+    assert_eq!(
+        report.to_string(),
+        format!(
+            "1 calls, 2 attempts, 1 retries; 0 ms working, {} ms waiting; `job`'s wait after \
+             attempt 2 was cut short at 1000 of {} ms",
+            (first + Duration::from_secs(1)).as_millis(),
+            second.as_millis()
+        )
+    );
+}
+
+/// The same on a multi-thread runtime, where the call's task, on a worker, may hear the
+/// cancel before or after the turn takes its report: either way the report counts it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_turns_report_counts_a_carried_call_cut_in_its_second_wait_on_another_thread() {
+    let heard = Arc::new(Heard::default());
+    let turn = Turn::new(TURN).on_notice(heard.hook());
+    let canceller = turn.canceller();
+    let clock = SecondWaitHangs::default();
+    let job = Retry::new(&Policy::OUTAGE)
+        .named("job")
+        .with_clock(clock.clone())
+        .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }));
+    let mut turn = std::pin::pin!(turn.run(async {
+        let _ = carry(job).0.await;
+    }));
+    tokio::select! {
+        _ = &mut turn => unreachable!("the work waits for its call"),
+        () = clock.second_begun.notified() => {}
+    }
+    canceller.cancel();
+    let (outcome, report) = turn.await;
+
+    // The ideal ladder: 5 s, then 15 s, of which the call waited what the cut wait says.
+    let waits = (Duration::from_secs(5), Duration::from_secs(15));
+    assert_eq!(heard.waits(), [waits.0, waits.1]);
+    let cut_for = report
+        .cut_waits()
+        .first()
+        .map_or(Duration::ZERO, |cut| cut.waited);
+    assert!(cut_for < Duration::from_secs(15), "{report}");
+    assert_counts_the_call_cut_in_its_second_wait(&outcome, &report, &heard, waits, cut_for);
+}
+
+/// The other order, on a paused clock: the carried call hears the cancel, gives up and writes
+/// its record before the turn takes its report. The report is the same, with the give-up.
+#[tokio::test(start_paused = true)]
+async fn a_carried_call_that_gives_up_before_its_cancelled_turn_ends_is_counted_once() {
+    let heard = Arc::new(Heard::default());
+    let turn = Turn::new(TURN).on_notice(heard.hook());
+    let canceller = turn.canceller();
+    let (gave_up_tx, gave_up_rx) = tokio::sync::oneshot::channel();
+    let job = async move {
+        let result = Retry::new(&Policy::OUTAGE)
+            .named("job")
+            .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
+            .await;
+        let _ = gave_up_tx.send(result.map_err(|gave_up| gave_up.reason()));
+    };
+    let mut turn = std::pin::pin!(turn.run(async {
+        carry(job).0.await.unwrap();
+    }));
+    tokio::select! {
+        _ = &mut turn => unreachable!("the work waits for its call"),
+        () = heard.second_retry.notified() => {}
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    canceller.cancel();
+    assert_eq!(gave_up_rx.await.unwrap(), Err(StopReason::Cancelled));
+    let (outcome, report) = turn.await;
+
+    let [first, second] = heard.waits()[..] else {
+        panic!("two retries announced: {:?}", heard.waits());
+    };
+    let cut_for = Duration::from_secs(1);
+    assert_counts_the_call_cut_in_its_second_wait(
+        &outcome,
+        &report,
+        &heard,
+        (first, second),
+        cut_for,
+    );
+    let [gave_up] = report.gave_up() else {
+        panic!("one give-up: {report}");
+    };
+    assert_eq!(
+        (gave_up.reason, gave_up.attempts),
+        (StopReason::Cancelled, 2)
+    );
+}
+
+/// Between the two: the turn takes its report while the carried call, its wait cut, is
+/// telling the hooks it gives up (on a worker, held there until the report is taken). The
+/// wait is counted as cut at the cancel, once, and the call as in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_ends_while_a_carried_call_gives_up_counts_its_cut_wait_once() {
+    let heard = Arc::new(Heard::default());
+    let (giving_up_tx, giving_up_rx) = std::sync::mpsc::channel();
+    let (go_on_tx, go_on_rx) = std::sync::mpsc::channel::<()>();
+    let go_on_rx = Mutex::new(go_on_rx);
+    let hear = heard.hook();
+    let turn = Turn::new(TURN).on_notice(move |notice| {
+        hear(notice);
+        if let Notice::Retry(RetryEvent {
+            action: Action::GiveUp { .. },
+            ..
+        }) = notice
+        {
+            giving_up_tx.send(()).unwrap();
+            go_on_rx.lock().unwrap().recv().unwrap();
+        }
+    });
+    let canceller = turn.canceller();
+    let clock = SecondWaitHangs::default();
+    let job = Retry::new(&Policy::OUTAGE)
+        .named("job")
+        .with_clock(clock.clone())
+        .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }));
+    let mut turn = std::pin::pin!(turn.run(async {
+        let _ = carry(job).0.await;
+    }));
+    tokio::select! {
+        _ = &mut turn => unreachable!("the work waits for its call"),
+        () = clock.second_begun.notified() => {}
+    }
+    canceller.cancel();
+    // The call, on a worker, has cut its wait and is in its give-up's notice.
+    giving_up_rx.recv().unwrap();
+    let (outcome, report) = turn.await;
+    go_on_tx.send(()).unwrap();
+
+    let waits = (Duration::from_secs(5), Duration::from_secs(15));
+    let cut_for = report
+        .cut_waits()
+        .first()
+        .map_or(Duration::ZERO, |cut| cut.waited);
+    assert_counts_the_call_cut_in_its_second_wait(&outcome, &report, &heard, waits, cut_for);
+    assert!(report.gave_up().is_empty(), "not given up yet: {report}");
+}
+
+/// Issue 42: all a turn returns is named from `retry_runtime::turn`, where `TurnOutcome` is,
+/// as the README's imports name it; the root's names are the same types.
+#[tokio::test(start_paused = true)]
+async fn a_turns_outcome_report_and_canceller_are_named_from_the_turn_module() {
+    let turn = turn::Turn::new(TURN);
+    let canceller: turn::Canceller = turn.canceller();
+    canceller.cancel();
+    let (outcome, report): (turn::TurnOutcome<()>, turn::TurnReport) = turn.run(async {}).await;
+    let root: (TurnOutcome<()>, retry_runtime::TurnReport) = (outcome, report);
+    let _: retry_runtime::Canceller = canceller;
+    assert!(root.0.is_cancelled());
+    assert_eq!(root.1, TurnReport::default());
+}
+
+/// Issue 42, at scale: ten thousand calls carried out of a turn's work, all brought into a
+/// wait at once (each takes its place among those who hear the cancel, in constant time),
+/// all hear the cancel, and the report counts each once, as it stood: whether the call or the
+/// turn heard the cancel first.
+#[tokio::test(start_paused = true)]
+async fn ten_thousand_carried_calls_waiting_in_one_turn_each_hear_its_cancel_and_count_once() {
+    const CALLS: u32 = 10_000;
+    let turn = Turn::new(TURN);
+    let canceller = turn.canceller();
+    let (jobs_tx, jobs_rx) = tokio::sync::oneshot::channel();
+    let work = async move {
+        let jobs: Vec<_> = (0..CALLS).map(|_| carry(outage_job()).0).collect();
+        let _ = jobs_tx.send(jobs);
+        std::future::pending::<()>().await
+    };
+    // The clock moves only once every call is parked in its first wait.
+    let cancel = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        canceller.cancel();
+    };
+    let ((outcome, report), ()) = tokio::join!(turn.run(work), cancel);
+
+    assert!(outcome.is_cancelled());
+    assert_eq!(
+        (report.calls(), report.attempts(), report.retries()),
+        (CALLS, CALLS, 0)
+    );
+    assert_eq!(report.waiting(), Duration::from_secs(CALLS.into()));
+    assert!(report.in_flight().is_empty());
+    assert_eq!(report.cut_waits().len(), CALLS as usize);
+    assert!(
+        report
+            .cut_waits()
+            .iter()
+            .all(|cut| (cut.after_attempt, cut.waited) == (1, Duration::from_secs(1)))
+    );
+    for job in jobs_rx.await.unwrap() {
+        assert_eq!(
+            job.await.unwrap().unwrap_err().reason(),
+            StopReason::Cancelled
+        );
+    }
 }

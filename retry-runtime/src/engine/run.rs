@@ -202,7 +202,10 @@ impl<R: Source> Run<R> {
     #[inline]
     fn start(&mut self) {
         let source = &self.source;
-        self.since = match (flight::flight(|| source.clock().now()), source.budget()) {
+        // The flight keeps the call's name from its start: a turn that ends before the call
+        // lists it as it stands.
+        let flight = flight::flight(|| (source.clock().now(), source.op_name()));
+        self.since = match (flight, source.budget()) {
             (Some(flight), _) => Since::InTurn(flight),
             (None, Deadline::Within(_)) => Since::Started(source.clock().now()),
             (None, Deadline::Turn) => Since::Unread,
@@ -568,13 +571,9 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
-        let (now, op, attempt) = (
-            self.source.clock().now(),
-            self.source.op_name(),
-            self.attempts(),
-        );
+        let now = self.source.clock().now();
         let cut = match &mut self.since {
-            Since::InTurn(flight) => flight.wait_cut(op, attempt, now),
+            Since::InTurn(flight) => flight.wait_cut(now),
             _ => None,
         };
         let Some((lasted, class, reached)) = cut else {
@@ -758,11 +757,10 @@ impl<R: Source> Run<R> {
     /// report it to the turn, and it is no longer in flight.
     fn report(&mut self, gave_up: Option<StopReason>) {
         self.end(Outcome::succeeded(self.attempts()), None);
-        if let Since::InTurn(flight) = &self.since {
+        if let Since::InTurn(flight) = &mut self.since {
             let now = self.source.clock().now();
             let nested = nesting::is_nested();
-            let op = self.source.op_name();
-            flight.finished(op, self.attempts(), now, nested, gave_up);
+            flight.finished(now, nested, gave_up);
             nesting::mark_ran();
             // Finished: no longer in flight.
             self.since = Since::Started(flight.started());
@@ -906,10 +904,9 @@ impl<R: Source> Run<R> {
 impl<R: Source> Run<R> {
     #[cold]
     fn dropped_in_turn(&mut self) {
-        let Since::InTurn(flight) = &self.since else {
+        let Since::InTurn(flight) = &mut self.since else {
             return;
         };
-        let now = self.source.clock().now();
-        flight.dropped_at(self.source.op_name(), self.attempts(), now);
+        flight.dropped_at(self.source.clock().now());
     }
 }

@@ -2,7 +2,9 @@
 //! holds a [`Flight`] and tells it what happens (an attempt started, a nested call ran, a wait
 //! started, ended or was cut short, a retry or a restart was made, a stream committed); the
 //! flight writes that into the turn's report, and the call's totals when it finishes or is
-//! dropped. It is the report's one writer, and owns its per-call arithmetic; it must not
+//! dropped. Meanwhile it keeps the call's progress in the ledger of its turn (and of each turn
+//! around it) with each write, under the same lock, so the report a turn takes when it ends
+//! counts a call it could not drop as it stands. It is the report's one writer; it must not
 //! decide or wait, and it reads no clock: the engine hands it every instant.
 
 use std::sync::Arc;
@@ -12,7 +14,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::cancel::Listening;
-use super::report::{Call, CutWait, InFlight};
+use super::ledger::{End, Progress};
+use super::report::TurnReport;
 use super::scope::{Scope, with_scope};
 use crate::class::Class;
 use crate::notice::{Hook, Reached};
@@ -24,24 +27,32 @@ use crate::verdict::StopReason;
 /// it was in, or the wait it was in.
 pub(crate) struct Flight {
     scope: Arc<Scope>,
-    /// When the call started.
-    started: Instant,
-    /// When the current attempt started.
-    attempt_started: Instant,
-    /// The waits over so far, each as the report counts it: a wait that ran to its end as the
-    /// wait chosen, exact to the nanosecond; one cut short as long as it lasted.
-    waited: Duration,
-    /// The wait in progress: since when, how long it was to be, and after what failure (its
-    /// class, and how far its attempt got, which a cut wait's give-up says).
-    waiting: Option<(Instant, Duration, Class, Reached)>,
-    /// The attempts in which a retried call nested in this one ran: that call counts them.
-    hollow_attempts: u32,
+    op: Op,
+    progress: Progress,
+    /// The failure the wait in progress followed: its class, and how far its attempt got,
+    /// which a cut wait's give-up says. Not in the progress its turns keep, which need not
+    /// know.
+    waiting_after: Option<(Class, Reached)>,
+    /// What the wait that just ended leads to, and the failure it followed: written with the
+    /// next attempt's start, which follows it in the same poll, under one lock for both (or
+    /// with the call's record). Until then its turns see the call still in that wait.
+    made: Option<(Next, Class)>,
+    /// Its places in the ledgers of its turn and of each turn around it, innermost first:
+    /// taken at its first attempt, given back when it has written its record.
+    places: Places,
     /// The call's place among those who hear its turn's cancel: taken at its first wait,
     /// kept for the next.
     listening: Option<Listening>,
 }
 
-/// A call's flight, if it runs inside a turn; `now` is read only then.
+/// A flight's places in the ledgers of its turns, innermost first: the first held in place,
+/// so a call in a turn that is not inside another allocates nothing for it.
+#[derive(Default)]
+struct Places {
+    first: Option<usize>,
+    outer: Vec<usize>,
+}
+
 /// What the attempt after a wait is, as a turn's report counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -54,17 +65,19 @@ pub(crate) enum Next {
     Resume,
 }
 
+/// A call's flight, if it runs inside a turn; `start` (the instant, and the call's name) is
+/// read only then.
 #[inline]
-pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
+pub(crate) fn flight(start: impl FnOnce() -> (Instant, Op)) -> Option<Box<Flight>> {
     with_scope(|scope| {
-        let started = now();
+        let (started, op) = start();
         Box::new(Flight {
             scope: Arc::clone(scope),
-            started,
-            attempt_started: started,
-            waited: Duration::ZERO,
-            waiting: None,
-            hollow_attempts: 0,
+            op,
+            progress: Progress::new(started),
+            waiting_after: None,
+            made: None,
+            places: Places::default(),
             listening: None,
         })
     })
@@ -73,7 +86,7 @@ pub(crate) fn flight(now: impl FnOnce() -> Instant) -> Option<Box<Flight>> {
 impl Flight {
     /// When the call started.
     pub(crate) fn started(&self) -> Instant {
-        self.started
+        self.progress.started()
     }
 
     /// The turn's deadline, already the sooner of its own and those around it. The flight
@@ -92,14 +105,17 @@ impl Flight {
         self.scope.for_each_hook(each);
     }
 
-    /// An attempt started at `now`.
+    /// An attempt started at `now`: the first takes the call's places in its turns' ledgers.
     pub(crate) fn attempt_started(&mut self, now: Instant) {
-        self.attempt_started = now;
+        self.progress.attempt_started(now);
+        let made = self.made.take();
+        self.publish(|report| write_made(made, report));
     }
 
     /// A retried call nested in the current attempt ran: it counts that attempt.
     pub(crate) fn inner_ran(&mut self) {
-        self.hollow_attempts = self.hollow_attempts.saturating_add(1);
+        self.progress.inner_ran();
+        self.publish(|_| {});
     }
 
     /// A wait of `wanted` started at `now`, after a `class` failure of an attempt that got as
@@ -111,7 +127,9 @@ impl Flight {
         class: Class,
         reached: Reached,
     ) {
-        self.waiting = Some((now, wanted, class, reached));
+        self.progress.wait_started(now, wanted);
+        self.waiting_after = Some((class, reached));
+        self.publish(|_| {});
     }
 
     /// Ready once the call's turn, or one around it, is cancelled: what its wait listens to.
@@ -124,130 +142,132 @@ impl Flight {
             .poll(cx)
     }
 
-    /// The wait in progress ran to its end, and the next attempt is `next`: counted in the
-    /// report, the wait as the one chosen. Returns that wait, and the failure it followed.
+    /// The wait in progress ran to its end, and the next attempt is `next`: the wait counts as
+    /// the one chosen, and `next` in the report when that attempt starts. Returns that wait,
+    /// and the failure it followed.
     pub(crate) fn wait_ended(&mut self, next: Next) -> Option<(Duration, Class)> {
-        let (_, wanted, class, _) = self.waiting.take()?;
-        self.waited = self.waited.saturating_add(wanted);
-        self.scope.write(|report| match next {
-            Next::Retry => report.add_retry(class),
-            Next::Restart => report.add_restart(),
-            Next::Resume => report.add_resume(),
-        });
+        let (wanted, (class, _)) = (self.progress.wait_ended()?, self.waiting_after.take()?);
+        self.made = Some((next, class));
         Some((wanted, class))
     }
 
-    /// A cancel cut the wait in progress short at `now`, after `op`'s attempt `after_attempt`:
-    /// reported as cut, counted as long as it lasted. Returns that time, and the failure the
-    /// wait followed: its class, and how far its attempt got.
-    pub(crate) fn wait_cut(
-        &mut self,
-        op: Op,
-        after_attempt: u32,
-        now: Instant,
-    ) -> Option<(Duration, Class, Reached)> {
-        let (since, wanted, class, reached) = self.waiting.take()?;
-        let waited = now.saturating_duration_since(since);
-        self.waited = self.waited.saturating_add(waited);
-        let cut = CutWait {
-            op,
-            after_attempt,
-            waited,
-            wanted,
-        };
-        self.scope.write(|report| report.add_cut_wait(cut.clone()));
-        Some((waited, class, reached))
+    /// A cancel cut the wait in progress short at `now`: it counts as long as it lasted, and
+    /// is reported as cut with the call's record, when the call gives up. Returns that time,
+    /// and the failure the wait followed: its class, and how far its attempt got.
+    pub(crate) fn wait_cut(&mut self, now: Instant) -> Option<(Duration, Class, Reached)> {
+        let (lasted, (class, reached)) = (self.progress.wait_cut(now)?, self.waiting_after?);
+        self.publish(|_| {});
+        Some((lasted, class, reached))
     }
 
     /// A stream reached its commit point: its output went to the caller.
     #[cfg(feature = "stream")]
     pub(crate) fn committed(&self) {
-        self.scope.write(super::report::TurnReport::add_commit);
-    }
-
-    /// The call `op` finished at `now`, after `attempts` attempts, and gave up for `gave_up`
-    /// (`None`: it succeeded). A call `nested` in another's attempt counts no working time:
-    /// that attempt's time is the outer call's to report, and its waits, which the outer
-    /// call's time includes, are taken off it.
-    pub(crate) fn finished(
-        &self,
-        op: Op,
-        attempts: u32,
-        now: Instant,
-        nested: bool,
-        gave_up: Option<StopReason>,
-    ) {
-        let call = self.call(op, attempts, self.waited, now, nested, gave_up);
-        self.scope.write(|report| report.add_call(&call));
-    }
-
-    /// The call `op` was dropped at `now`, after `attempts` attempts: report what it did so
-    /// far, and the attempt or the wait it was in.
-    pub(crate) fn dropped_at(&self, op: Op, attempts: u32, now: Instant) {
-        let waiting = self
-            .waiting
-            .map_or(Duration::ZERO, |(since, _, _, _)| {
-                now.saturating_duration_since(since)
-            })
-            .saturating_add(self.waited);
-        let call = self.call(op, attempts, waiting, now, false, None);
-        self.dropped(call, now);
-    }
-
-    /// The call `op` as the report counts it at `now`: its working time is what it did not
-    /// spend `waiting`, none if it was `nested` in another's attempt.
-    fn call(
-        &self,
-        op: Op,
-        attempts: u32,
-        waiting: Duration,
-        now: Instant,
-        nested: bool,
-        gave_up: Option<StopReason>,
-    ) -> Call {
-        let elapsed = now.saturating_duration_since(self.started);
-        Call {
-            op,
-            attempts,
-            counted_attempts: attempts.saturating_sub(self.hollow_attempts),
-            waiting,
-            working: if nested {
-                Duration::ZERO
-            } else {
-                elapsed.saturating_sub(waiting)
-            },
-            nested,
-            gave_up,
+        for turn in self.scope.chain() {
+            turn.ledger().report().add_commit();
         }
     }
 
-    /// Report the call as dropped at `now`: its counts so far, and what it was doing.
-    fn dropped(&self, call: Call, now: Instant) {
-        let stage = match self.waiting {
-            Some((since, wanted, _, _)) => Stage::Waiting(CutWait {
-                op: call.op.clone(),
-                after_attempt: call.attempts,
-                waited: now.saturating_duration_since(since),
-                wanted,
-            }),
-            None => Stage::Working(InFlight {
-                op: call.op.clone(),
-                attempt: call.attempts,
-                running: now.saturating_duration_since(self.attempt_started),
-            }),
+    /// The call finished at `now`, and gave up for `gave_up` (`None`: it succeeded). A call
+    /// `nested` in another's attempt counts no working time: that attempt's time is the outer
+    /// call's to report.
+    pub(crate) fn finished(&mut self, now: Instant, nested: bool, gave_up: Option<StopReason>) {
+        self.leave(now, End::Finished { nested, gave_up });
+    }
+
+    /// The call was dropped at `now`: report what it did so far, and the attempt or the wait
+    /// it was in.
+    pub(crate) fn dropped_at(&mut self, now: Instant) {
+        self.leave(now, End::InFlight);
+    }
+
+    /// The turns around the call's own, each with the call's place in its ledger.
+    fn around(&self) -> impl Iterator<Item = (&Scope, usize)> {
+        let outer = self.places.outer.iter().copied();
+        self.scope.chain().skip(1).zip(outer)
+    }
+
+    /// `write` the report of the call's turn and of each turn around it, and keep its progress
+    /// beside it, under that turn's lock: a turn that ends meanwhile counts the call once. The
+    /// first write takes the call's places.
+    fn publish(&mut self, mut write: impl FnMut(&mut TurnReport)) {
+        let Some(first) = self.places.first else {
+            return self.enter(write);
         };
-        self.scope.write(|report| {
-            report.add_call(&call);
-            match &stage {
-                Stage::Waiting(wait) => report.add_cut_wait(wait.clone()),
-                Stage::Working(call) => report.add_in_flight(call.clone()),
+        {
+            let mut ledger = self.scope.ledger();
+            write(ledger.report());
+            ledger.update(first, self.progress);
+        }
+        for (turn, at) in self.around() {
+            let mut ledger = turn.ledger();
+            write(ledger.report());
+            ledger.update(at, self.progress);
+        }
+    }
+
+    /// Take the call's places in its turns' ledgers, after `write`.
+    #[cold]
+    fn enter(&mut self, mut write: impl FnMut(&mut TurnReport)) {
+        let mut places = Places::default();
+        for turn in self.scope.chain() {
+            let mut ledger = turn.ledger();
+            write(ledger.report());
+            let at = ledger.enter(self.op.clone(), self.progress);
+            match places.first {
+                None => places.first = Some(at),
+                Some(_) => places.outer.push(at),
             }
-        });
+        }
+        self.places = places;
+    }
+
+    /// Write the call's record at `now`, ended as `end`, and give its places back, under each
+    /// turn's lock.
+    fn leave(&mut self, now: Instant, end: End) {
+        let made = self.made.take();
+        let places = std::mem::take(&mut self.places);
+        let outer = places.outer.iter().map(|&at| Some(at));
+        // A place for each turn, as `enter` took them (none if it never ran).
+        let places = std::iter::once(places.first)
+            .chain(outer)
+            .chain(std::iter::repeat(None));
+        for (turn, at) in self.scope.chain().zip(places) {
+            let mut ledger = turn.ledger();
+            write_made(made, ledger.report());
+            self.progress.record(ledger.report(), &self.op, now, end);
+            if let Some(at) = at {
+                ledger.leave(at);
+            }
+        }
     }
 }
 
-/// What a dropped call was doing.
-enum Stage {
-    Working(InFlight),
-    Waiting(CutWait),
+impl Drop for Flight {
+    fn drop(&mut self) {
+        // A flight the engine ends writes its record and gives its places back; one dropped
+        // otherwise gives them back all the same, so its turns count nothing of it twice.
+        if let Some(first) = self.places.first {
+            let made = self.made.take();
+            let mut ledger = self.scope.ledger();
+            write_made(made, ledger.report());
+            ledger.leave(first);
+            drop(ledger);
+            for (turn, at) in self.around() {
+                let mut ledger = turn.ledger();
+                write_made(made, ledger.report());
+                ledger.leave(at);
+            }
+        }
+    }
+}
+
+/// Count in `report` the attempt `made` after a wait, if one was.
+fn write_made(made: Option<(Next, Class)>, report: &mut TurnReport) {
+    match made {
+        Some((Next::Retry, class)) => report.add_retry(class),
+        Some((Next::Restart, _)) => report.add_restart(),
+        Some((Next::Resume, _)) => report.add_resume(),
+        None => {}
+    }
 }

@@ -1,7 +1,8 @@
 //! A turn's report: what the retries inside it cost ([`TurnReport`]) and the records it keeps
 //! of the calls that gave up, were dropped in an attempt, or had a wait cut short. It owns the
 //! report's fields and how they add up; a call's [`Flight`](super::flight::Flight) is the one
-//! writer, and it must not read a clock or a turn.
+//! writer (through the turn's ledger, which adds the calls still in flight when the turn
+//! ends), and it must not read a clock or a turn.
 
 use std::fmt;
 use std::time::Duration;
@@ -216,7 +217,10 @@ pub struct CutWait {
 }
 
 impl TurnReport {
-    /// The retried calls made in the turn: those that finished, and those dropped in flight.
+    /// The retried calls made in the turn: those that finished, those dropped in flight, and
+    /// those still in flight when it ended (carried into a task with
+    /// [`TurnHandle::scope`](super::TurnHandle::scope), which the turn cannot drop), counted as
+    /// they stood then.
     pub fn calls(&self) -> u32 {
         self.calls
     }
@@ -278,15 +282,17 @@ impl TurnReport {
         &self.gave_up
     }
 
-    /// The calls dropped in the middle of an attempt, in order: the attempt counts in
+    /// The calls dropped in the middle of an attempt, in order, then those still in one when
+    /// the turn ended (carried into a task): the attempt counts in
     /// [`attempts`](Self::attempts), since it was made.
     pub fn in_flight(&self) -> &[InFlight] {
         &self.in_flight
     }
 
     /// The waits cut short, in order: by a cancel, the deadline, or a call dropped while it
-    /// waited. The time they did wait counts in [`waiting`](Self::waiting); the retries after
-    /// them were never made and are not counted.
+    /// waited; then those of calls still waiting when the turn ended (carried into a task,
+    /// whose wait a cancel ends). The time they did wait counts in [`waiting`](Self::waiting);
+    /// the retries after them were not made by then and are not counted.
     pub fn cut_waits(&self) -> &[CutWait] {
         &self.cut_waits
     }

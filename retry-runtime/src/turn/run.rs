@@ -37,7 +37,8 @@ use crate::notice::{self, Hook, Notice, TurnEnd, TurnEnded};
 /// turn is outside it (task-locals do not follow `tokio::spawn`): carry the turn with
 /// [`TurnHandle::scope`]. Such a task is the spawner's, not the turn's: `run` cannot drop it,
 /// so at the deadline it runs on until its own ladder sees the expired turn (or its
-/// attempt's `timeout` fires).
+/// attempt's `timeout` fires). The report counts its calls still in flight as they stand when
+/// the turn ends: their attempts and waits so far, and the attempt or the wait each is in.
 ///
 /// [`remaining`]: super::remaining
 /// [`TurnHandle::scope`]: super::TurnHandle::scope
@@ -300,7 +301,8 @@ fn ended<T>(
     started: Instant,
     outcome: TurnOutcome<T>,
 ) -> (TurnOutcome<T>, TurnReport) {
-    let report = scope.take_report();
+    let now = TokioClock.now();
+    let report = scope.take_report(now);
     let end = match outcome {
         TurnOutcome::Finished(_) => None,
         TurnOutcome::Expired => Some(TurnEnd::Expired),
@@ -309,7 +311,7 @@ fn ended<T>(
     if let Some(end) = end {
         let ended = TurnEnded {
             end,
-            elapsed: TokioClock.now().saturating_duration_since(started),
+            elapsed: now.saturating_duration_since(started),
             in_flight: u32::try_from(report.in_flight().len()).unwrap_or(u32::MAX),
             cut_waits: u32::try_from(report.cut_waits().len()).unwrap_or(u32::MAX),
         };

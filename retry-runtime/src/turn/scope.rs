@@ -1,6 +1,6 @@
 //! A turn's scope, as the task it runs in carries it: the task-local that a call finds its
 //! turn through, the cheap test of whether there is one, the [`Scope`] itself (deadline,
-//! hooks, cancels, report, and the turn around it), and what a task asks of it
+//! hooks, cancels, ledger, and the turn around it), and what a task asks of it
 //! ([`current`], [`remaining`]). It owns the plumbing; it must not run, cancel or report a
 //! turn (`run.rs`, `cancel.rs`, `report.rs` do), nor retry, wait or decide.
 
@@ -16,6 +16,7 @@ use tokio::task::futures::TaskLocalFuture;
 use tokio::time::Instant;
 
 use super::cancel::{Cancel, Listening};
+use super::ledger::Ledger;
 use super::report::TurnReport;
 use crate::clock::{Clock, TokioClock};
 use crate::notice::Hook;
@@ -91,7 +92,8 @@ pub(super) struct Scope {
     deadline: Option<Instant>,
     hook: Option<Hook>,
     cancel: Arc<Cancel>,
-    report: Mutex<TurnReport>,
+    /// The report, and the calls in flight that count in it.
+    ledger: Mutex<Ledger>,
     parent: Option<Arc<Scope>>,
     /// This turn's place among those who hear the enclosing turn's cancel.
     nested_at: Option<usize>,
@@ -121,7 +123,7 @@ impl Scope {
             deadline: sooner(own, parent.as_ref().and_then(|p| p.deadline)),
             hook,
             cancel,
-            report: Mutex::new(TurnReport::default()),
+            ledger: Mutex::new(Ledger::new()),
             parent,
             nested_at,
         })
@@ -169,20 +171,18 @@ impl Scope {
         }
     }
 
-    /// `write` this turn's report and those of the turns around it.
-    pub(super) fn write(self: &Arc<Self>, mut write: impl FnMut(&mut TurnReport)) {
-        for turn in self.chain() {
-            write(&mut turn.report());
-        }
+    /// This turn's report as it stands at `now`, with the calls still in flight in it (those
+    /// carried into tasks, which the turn cannot drop) as they stand then; an empty one is
+    /// left for what they write after.
+    pub(super) fn take_report(&self, now: Instant) -> TurnReport {
+        self.ledger().take(now)
     }
 
-    /// This turn's report, as it stands, leaving an empty one.
-    pub(super) fn take_report(&self) -> TurnReport {
-        std::mem::take(&mut *self.report())
-    }
-
-    fn report(&self) -> MutexGuard<'_, TurnReport> {
-        self.report.lock().unwrap_or_else(|e| e.into_inner())
+    /// This turn's ledger: a call's flight writes the report and keeps its progress in it
+    /// under this one lock.
+    pub(super) fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // A flight never panics under the lock; a poisoned ledger is still a ledger.
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -217,9 +217,13 @@ impl TurnHandle {
     /// The task stays the spawner's: [`Turn::run`](crate::Turn::run) cannot drop it at the
     /// deadline or on cancel. Its ladder stops before any wait once the turn is over, a wait
     /// in progress ends on cancel, and an attempt with a `timeout` is bounded by the rest of
-    /// the turn; an attempt without one runs on until it ends by itself.
-    pub async fn scope<F: Future>(self, work: F) -> F::Output {
-        within(self.scope, work).await
+    /// the turn; an attempt without one runs on until it ends by itself. The report the turn
+    /// takes when it ends counts the task's calls still in flight as they stand then.
+    ///
+    /// The future returned is `work` in the turn's task-local, no larger: not an `async fn`'s,
+    /// which would keep `work` twice in every task that carries a turn.
+    pub fn scope<F: Future>(self, work: F) -> impl Future<Output = F::Output> {
+        within(self.scope, work)
     }
 }
 
