@@ -237,6 +237,9 @@ pub struct Failure {
     /// The reconnection time a resumable stream's server asked for (an SSE `retry:` field):
     /// a hint with the standing of the class's `Retry-After`, the longer of the two counting.
     pub reconnect: Option<Duration>,
+    /// Whether the failed attempt was a stream's reopen from its cursor: its first request
+    /// was sent and may have run, so a refusal answers the resume, not the request.
+    pub reopen: bool,
 }
 
 impl Failure {
@@ -254,6 +257,7 @@ impl Failure {
             committed: false,
             restartable: false,
             reconnect: None,
+            reopen: false,
         }
     }
 
@@ -273,6 +277,23 @@ impl Failure {
     /// ```
     pub const fn with_reconnect(mut self, reconnect: Option<Duration>) -> Failure {
         self.reconnect = reconnect;
+        self
+    }
+
+    /// This failure of a stream's reopen from its cursor (or not): a refusal, or a class the
+    /// policy does not retry, ends the ladder with [`StopReason::ResumeFailed`], which leaves
+    /// the outcome undetermined, where a request's own would be an answer.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Failure};
+    /// use retry_runtime::{Class, Draw, Policy, StopReason};
+    ///
+    /// let refused = Failure::new(2, Class::Definitive).with_reopen(true);
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, refused).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.stop_reason(), Some(StopReason::ResumeFailed));
+    /// ```
+    pub const fn with_reopen(mut self, reopen: bool) -> Failure {
+        self.reopen = reopen;
         self
     }
 
@@ -590,7 +611,9 @@ impl Pending {
 ///    the caller has (the class stays on the give-up, so an answer still reads as one); a
 ///    restartable one is decided as any other failure;
 /// 2. a retried call nested in the attempt gave up on a transient failure: `Nested`;
-/// 3. the class: cancelled, an answer, a class the policy does not retry (`Declined`);
+/// 3. the class: cancelled, an answer, a class the policy does not retry (`Declined`); an
+///    answer or a class not retried on a stream's reopen is `ResumeFailed` (the request was
+///    sent, and its outcome is unknown);
 /// 4. the attempts the policy allows: `Exhausted`;
 /// 5. the turn cancelled, or its deadline passed: `Cancelled`;
 /// 6. a rate limit under `RateLimit::Once` whose one retry is spent: `Exhausted`;
@@ -694,8 +717,13 @@ const fn refusal(policy: &Policy, failure: Failure) -> Option<(StopReason, Why)>
     if matches!(class, Class::Cancelled) {
         return Some((StopReason::Cancelled, Why::Declined));
     }
+    // A resume refused answers the resume, not the request, which was sent: unknown.
+    let answer = matches!(class, Class::Definitive);
+    if failure.reopen && (answer || !policy.retries(&class)) {
+        return Some((StopReason::ResumeFailed, Why::Declined));
+    }
     // An answer is never retried, whatever the policy's class list says.
-    if matches!(class, Class::Definitive) {
+    if answer {
         return Some((StopReason::Definitive, Why::Declined));
     }
     if !policy.retries(&class) {

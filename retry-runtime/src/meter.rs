@@ -88,6 +88,7 @@ pub const REASONS: &[&str] = &[
     "nested",
     "committed",
     "not_resendable",
+    "resume_failed",
 ];
 
 /// How a call ended, as the `outcome` label says it.
@@ -111,8 +112,8 @@ impl Outcome {
     }
 
     /// A give-up whose last failure was `class`: the verdict, not the count, decides.
-    pub(crate) const fn gave_up(class: Class) -> Outcome {
-        if class.is_transient() {
+    pub(crate) const fn gave_up(class: Class, reason: StopReason) -> Outcome {
+        if class.is_transient() || matches!(reason, StopReason::ResumeFailed) {
             Outcome::GaveUpUndetermined
         } else {
             Outcome::GaveUpAnswer
@@ -138,6 +139,7 @@ const fn reason_index(reason: StopReason) -> usize {
         StopReason::Nested => 7,
         StopReason::Committed => 8,
         StopReason::NotResendable => 9,
+        StopReason::ResumeFailed => 10,
     }
 }
 
@@ -369,6 +371,7 @@ mod tests {
             StopReason::Nested,
             StopReason::Committed,
             StopReason::NotResendable,
+            StopReason::ResumeFailed,
         ];
         for reason in reasons {
             assert_eq!(REASONS[reason_index(reason)], reason.name());

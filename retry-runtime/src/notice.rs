@@ -274,7 +274,20 @@ impl fmt::Display for RetryEvent<'_> {
             Class::Definitive => "answered with an error",
         };
         let op = self.op;
+        let resume_failed = matches!(
+            self.action,
+            Action::GiveUp {
+                reason: StopReason::ResumeFailed
+            }
+        );
         match (self.class, self.reached) {
+            // The refusal answers the resume, not the request: never "answered with an error".
+            _ if resume_failed => {
+                write!(f, "{op} could not resume its stream")?;
+                if self.reached == Reached::Output {
+                    f.write_str(" after it had delivered output")?;
+                }
+            }
             (Class::Transport, Reached::Stream) => {
                 write!(f, "{op}'s stream was cut before its first content")?;
             }

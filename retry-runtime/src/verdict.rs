@@ -64,6 +64,11 @@ pub enum StopReason {
     /// `clone_request` that gave none), so it cannot send it again. The failure was not an
     /// answer, and a caller that builds the request anew may still retry it.
     NotResendable,
+    /// A stream that had been cut could not be resumed: its reopen was refused (a `405`, a
+    /// `404` for an expired session) or failed with a class the policy does not retry. Its
+    /// first request was sent and may have run (a tool call, a generation), so the outcome is
+    /// unknown: [`GaveUp::is_undetermined`] is `true`, whatever the refusal's class.
+    ResumeFailed,
 }
 
 impl StopReason {
@@ -80,6 +85,7 @@ impl StopReason {
             StopReason::Nested => "nested",
             StopReason::Committed => "committed",
             StopReason::NotResendable => "not_resendable",
+            StopReason::ResumeFailed => "resume_failed",
         }
     }
 }
@@ -122,6 +128,9 @@ impl fmt::Display for StopReason {
             StopReason::NotResendable => {
                 f.write_str("the request could not be copied to send it again")
             }
+            StopReason::ResumeFailed => f.write_str(
+                "the stream could not be resumed; whether its request finished is unknown",
+            ),
         }
     }
 }
@@ -212,9 +221,10 @@ impl<E: Classify> GaveUp<E> {
 
     /// Whether the answer is still unknown: the last failure was transient (availability,
     /// a rate limit, a timeout, a cancelled turn), not an answer. Retries that ran out leave
-    /// it undetermined.
+    /// it undetermined, and so does a stream that could not be resumed
+    /// ([`StopReason::ResumeFailed`]): the refusal answers the resume, not the request.
     pub fn is_undetermined(&self) -> bool {
-        self.class().is_transient()
+        self.class().is_transient() || matches!(self.reason, StopReason::ResumeFailed)
     }
 }
 

@@ -54,9 +54,10 @@ const DELIVERED: u8 = 1 << 6;
 /// The caller opted in to restarting a stream after its commit point.
 const RESTARTABLE: u8 = 1 << 7;
 
-/// How a failure of a resumable stream that has a cursor is decided: on a ladder counted
-/// from its last renewal (a resume that brought something new starts it again), with the
-/// server's reconnection time as a hint, announced as a resume from `from`.
+/// How a failure of a resumable stream is decided: on a ladder counted from its last
+/// renewal (a resume that brought something new starts it again), whatever the failure; and,
+/// if it `resumes` from its cursor, with the server's reconnection time as a hint, announced
+/// as a resume from `from`, a refused reopen leaving the outcome unknown.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(not(feature = "stream"), allow(dead_code))]
 pub(crate) struct Resuming<'a> {
@@ -64,10 +65,52 @@ pub(crate) struct Resuming<'a> {
     pub(crate) attempts_before: u32,
     /// The time waited before it was last renewed.
     pub(crate) waited_before: Duration,
+    /// The failure resumes from the cursor; otherwise the stream is opened afresh, or ends.
+    pub(crate) resumes: bool,
+    /// The failed attempt was a reopen from the cursor that did not open.
+    pub(crate) reopen: bool,
     /// The server's reconnection time (SSE `retry:`).
     pub(crate) reconnect: Option<Duration>,
     /// The cursor, as text.
     pub(crate) from: &'a str,
+}
+
+/// A [`Run`]'s attempt counter: a `u16` for a call, whose ladder stops at
+/// [`Policy::MAX_ATTEMPTS`], which keeps `Run` to four words; a `u32` for a stream, whose
+/// resumes renew its ladder without a bound of the policy's. Not public API.
+#[doc(hidden)]
+pub trait Count: Copy {
+    /// No attempt yet.
+    const ZERO: Self;
+    /// The count.
+    fn get(self) -> u32;
+    /// One more: saturating, at `u16::MAX` (never reached by a call's ladder) or `u32::MAX`.
+    #[must_use]
+    fn next(self) -> Self;
+}
+
+impl Count for u16 {
+    const ZERO: u16 = 0;
+    #[inline]
+    fn get(self) -> u32 {
+        u32::from(self)
+    }
+    #[inline]
+    fn next(self) -> u16 {
+        self.saturating_add(1)
+    }
+}
+
+impl Count for u32 {
+    const ZERO: u32 = 0;
+    #[inline]
+    fn get(self) -> u32 {
+        self
+    }
+    #[inline]
+    fn next(self) -> u32 {
+        self.saturating_add(1)
+    }
 }
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
@@ -83,11 +126,11 @@ pub(crate) struct Resuming<'a> {
 /// is `Send` whatever lifetimes its configuration borrows; what it does when dropped
 /// unfinished is [`Call`]'s drop, or a stream's.
 #[doc(hidden)]
-pub struct Run<R> {
+pub struct Run<R, A = u16> {
     source: R,
     since: Since,
     waited_ms: u32,
-    attempts: u16,
+    attempts: A,
     flags: u8,
     paid: Paid,
     /// Empty without the `spans` feature; with it, a box made at the first failure.
@@ -105,7 +148,7 @@ enum Since {
     InTurn(Box<Flight>),
 }
 
-impl<R: Source> fmt::Debug for Run<R> {
+impl<R: Source, A: Count> fmt::Debug for Run<R, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Run")
             .field("op", &self.source.op())
@@ -174,7 +217,7 @@ impl<S: Source> Source for &S {
     }
 }
 
-impl<R: Source> Run<R> {
+impl<R: Source, A: Count> Run<R, A> {
     /// A call not yet started: nothing is read until its first attempt, so a future made
     /// outside a turn and awaited inside one belongs to that turn.
     #[inline]
@@ -183,7 +226,7 @@ impl<R: Source> Run<R> {
             source,
             since: Since::Unread,
             waited_ms: 0,
-            attempts: 0,
+            attempts: A::ZERO,
             flags: 0,
             paid: Paid::NONE,
             spans: CallSpans::NONE,
@@ -232,7 +275,7 @@ impl<R: Source> Run<R> {
 
     /// The attempts made so far.
     pub fn attempts(&self) -> u32 {
-        u32::from(self.attempts)
+        self.attempts.get()
     }
 
     /// Start one attempt, marked so that a retried call inside it knows it is nested.
@@ -247,8 +290,9 @@ impl<R: Source> Run<R> {
     #[inline]
     pub(crate) fn begin_attempt(&mut self) {
         self.start_once();
-        // The ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`.
-        self.attempts = self.attempts.saturating_add(1);
+        // A call's ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`; a stream's
+        // counts in a `u32`, its renewals unbounded (at one attempt a millisecond, 49 days).
+        self.attempts = self.attempts.next();
         // What nested ladders did in an earlier attempt says nothing about this one, and a
         // restart is over once its attempt begins.
         self.flags &= !(INNER_GAVE_UP | RESTARTING | HOLLOW);
@@ -344,13 +388,18 @@ impl<R: Source> Run<R> {
             (false, true) => Reached::Stream,
             (false, false) => Reached::Nothing,
         };
+        let resumes = resuming.is_some_and(|resuming| resuming.resumes);
         // `decide` reads the commit and the opt-in; a restart is announced and counted as one.
         // A resume repeats nothing, so it is never a restart.
-        if resuming.is_none() && self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
+        if !resumes && self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
             self.flags |= RESTARTING;
         }
         let decided = self.failed_after(error, reached, resuming);
-        self.flags &= !COMMITTED;
+        // A stream resumed after its commit point has still delivered output: a give-up on
+        // its reopen says so, and a drop in the wait before it finishes the call.
+        if !resumes {
+            self.flags &= !COMMITTED;
+        }
         decided
     }
 
@@ -597,7 +646,9 @@ impl<R: Source> Run<R> {
         match self.next_step(class, resuming) {
             Step::Retry { wait } => {
                 let (action, from) = match resuming {
-                    Some(resuming) => (Action::Resume { backoff: wait }, Some(resuming.from)),
+                    Some(resuming) if resuming.resumes => {
+                        (Action::Resume { backoff: wait }, Some(resuming.from))
+                    }
                     _ if self.flags & RESTARTING != 0 => (Action::Restart { backoff: wait }, None),
                     _ => (Action::Retry { backoff: wait }, None),
                 };
@@ -649,29 +700,28 @@ impl<R: Source> Run<R> {
         }
     }
 
-    /// The facts of the run the ladder decides a failure of `class` on. A resume's ladder
-    /// counts from its last renewal, and repeats nothing the caller has.
+    /// The facts of the run the ladder decides a failure of `class` on. A resumable stream's
+    /// ladder counts from its last renewal, whatever the failure; a resume repeats nothing the
+    /// caller has, and its refused reopen answers the resume, not the request.
     fn failure(
         &self,
         class: Class,
         remaining: Option<Duration>,
         resuming: Option<&Resuming<'_>>,
     ) -> Failure {
-        let (attempt, waited, committed, reconnect) = match resuming {
+        let (attempt, waited) = match resuming {
             Some(resuming) => (
                 self.attempts().saturating_sub(resuming.attempts_before),
                 self.total_waited().saturating_sub(resuming.waited_before),
-                false,
-                resuming.reconnect,
             ),
-            _ => (
-                self.attempts(),
-                self.total_waited(),
-                self.flags & COMMITTED != 0,
-                None,
-            ),
+            None => (self.attempts(), self.total_waited()),
+        };
+        let (committed, reconnect, reopen) = match resuming {
+            Some(resuming) if resuming.resumes => (false, resuming.reconnect, resuming.reopen),
+            _ => (self.flags & COMMITTED != 0, None, false),
         };
         Failure::new(attempt, class)
+            .with_reopen(reopen)
             .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
             .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
             .with_committed(committed, self.flags & RESTARTABLE != 0)
@@ -718,7 +768,7 @@ impl<R: Source> Run<R> {
     ) -> GaveUp<E> {
         self.notify(&error, class, Action::GiveUp { reason }, reached, None);
         meter::count(self.source.op(), Series::GiveUp(reason));
-        self.end(Outcome::gave_up(class), None);
+        self.end(Outcome::gave_up(class, reason), None);
         // Only a ladder that ran out tells the one around it: a failure it declined to retry
         // (another policy may) or a cancelled turn (the outer ladder sees that itself) does not.
         if class.is_transient()
@@ -885,14 +935,14 @@ impl<R: Source> Drop for Call<R> {
     }
 }
 
-impl<R: Source> Run<R> {
+impl<R: Source, A: Count> Run<R, A> {
     /// A call dropped before it finished (its turn ended, or its caller dropped it) reports
     /// itself to its turn: what it did so far, and the attempt or the wait it was in.
     #[inline]
     pub(crate) fn dropped(&mut self) {
         // The retry the quota paid for, if the call was dropped in its wait, is never made.
         self.paid.refund(self.source.quota());
-        if self.attempts > 0 && self.flags & ENDED == 0 {
+        if self.attempts() > 0 && self.flags & ENDED == 0 {
             meter::count(self.source.op(), Series::Call(Outcome::Dropped));
         }
         if matches!(self.since, Since::InTurn(_)) {
@@ -901,7 +951,7 @@ impl<R: Source> Run<R> {
     }
 }
 
-impl<R: Source> Run<R> {
+impl<R: Source, A: Count> Run<R, A> {
     #[cold]
     fn dropped_in_turn(&mut self) {
         let Since::InTurn(flight) = &mut self.since else {

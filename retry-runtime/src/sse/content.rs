@@ -99,11 +99,13 @@ impl AsEvent for std::rc::Rc<Event> {
 ///   `response.output_item.added` and `response.content_part.added`;
 /// - an OpenAI chat chunk (data with `"choices"`) in which no choice's `delta` has a
 ///   non-empty `content`, `refusal`, `tool_calls` (or `function_call`, `audio`, and the
-///   reasoning fields of OpenAI-compatible servers), such as the first chunk,
-///   `{"role":"assistant","content":""}`. A chunk with only a `finish_reason` and an empty
-///   delta, and the usage chunk (`"choices": []`), are not content either: the caller has
-///   seen nothing yet, so a retry repeats nothing. An answer that is empty is still
-///   delivered when the stream ends cleanly, but a failure before then is retried;
+///   reasoning fields of OpenAI-compatible servers) and no choice has a `finish_reason`,
+///   such as the first chunk, `{"role":"assistant","content":""}`, and the usage chunk
+///   (`"choices": []`).
+///
+/// A chat chunk whose choice has a `finish_reason` is content even with an empty delta: the
+/// model has answered (a content filter; a reasoning model that spent its tokens before any
+/// text), and sending the request again would bill the same answer again;
 /// - a nameless event with empty data.
 ///
 /// An event it does not know is content (`true`): holding it back would hold the stream. A
@@ -152,8 +154,14 @@ pub fn is_content<T: AsEvent + ?Sized>(event: &T) -> bool {
 }
 
 /// Whether a chat chunk's choice carries output: in its `delta`, or (legacy completions) as
-/// `text`.
+/// `text`; or ends the answer with a `finish_reason`, which is the model's answer too.
 fn says_something(choice: &Value) -> bool {
+    if choice
+        .get("finish_reason")
+        .is_some_and(|reason| !reason.is_null())
+    {
+        return true;
+    }
     let delta = match choice.get("delta") {
         Some(Value::Object(delta)) => delta,
         _ => return is_filled(choice.get("text")),
@@ -246,11 +254,21 @@ mod tests {
     }
 
     #[test]
-    fn a_chat_chunk_with_only_a_finish_reason_or_usage_is_not_content() {
-        let finish = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+    fn a_chat_chunk_with_only_usage_is_not_content() {
         let usage = r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":0}}"#;
-        assert!(!nameless(finish));
         assert!(!nameless(usage));
+    }
+
+    #[test]
+    fn a_chat_chunk_with_a_finish_reason_and_no_text_is_content_an_answer() {
+        // Issue 42 reversed this: an empty answer is an answer, and retrying it bills it again.
+        for reason in ["stop", "content_filter", "length"] {
+            let finish =
+                format!(r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"{reason}"}}]}}"#);
+            assert!(nameless(&finish), "{reason}");
+        }
+        let running = r#"{"choices":[{"index":0,"delta":{},"finish_reason":null}]}"#;
+        assert!(!nameless(running));
     }
 
     #[test]

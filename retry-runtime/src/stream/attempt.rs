@@ -34,16 +34,16 @@ pub(super) type Passed<Fut, ReFut, W> = Result<Poll<Option<Yielded<Fut>>>, Next<
 
 /// What one attempt hands to the next: the items held before the commit point, and the
 /// cursor. A fresh open starts both again; a resume keeps them.
-pub(super) struct Carry<S, T, Re> {
+pub(super) struct Carry<S, T, Re, Q> {
     pub(super) hold: Hold<T>,
-    pub(super) resume: Resume<S, T, Re>,
+    pub(super) resume: Resume<S, T, Re, Q>,
 }
 
 /// Open the next attempt, under its timer: `open`'s future, or (`Err`) the resume's.
-pub(super) fn open<R, O, Fut, H, Re, ReFut>(
+pub(super) fn open<R, O, Fut, H, Re, ReFut, C, K, Q>(
     core: &mut Core<R, O>,
-    rules: &Rules<Item<Fut>, Fut::Error, H>,
-    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     timer: Pin<&mut Timer>,
 ) -> Result<Fut, ReFut>
 where
@@ -73,10 +73,10 @@ where
 
 /// Arm the attempt's timer: up to the commit point, the attempt's own bound; a resume that
 /// has brought nothing yet is bounded by the idle timeout, or the default for resumes.
-fn arm<R, T, E, H, S, Re>(
-    run: &Run<R>,
-    rules: &Rules<T, E, H>,
-    resume: &Resume<S, T, Re>,
+fn arm<R, T, E, H, S, Re, C, K, Q>(
+    run: &Run<R, u32>,
+    rules: &Rules<T, E, H, C, K>,
+    resume: &Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
 ) where
     R: Source,
@@ -98,10 +98,10 @@ fn arm<R, T, E, H, S, Re>(
 
 /// Whether `item` (`content` or not) is a replay to drop; a resume's first content hands the
 /// attempt's timer back to the stream's own bounds.
-fn is_replay<R, T, E, H, S, Re>(
-    run: &Run<R>,
-    rules: &Rules<T, E, H>,
-    resume: &mut Resume<S, T, Re>,
+fn is_replay<R, T, E, H, S, Re, C, K, Q>(
+    run: &Run<R, u32>,
+    rules: &Rules<T, E, H, C, K>,
+    resume: &mut Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
     stream: &S,
     item: &T,
@@ -109,6 +109,7 @@ fn is_replay<R, T, E, H, S, Re>(
 ) -> bool
 where
     R: Source,
+    Q: Fn(&T) -> Option<u64>,
 {
     match resume.take(stream, item, content) {
         Taken::Replay => true,
@@ -123,10 +124,10 @@ where
 
 /// A resume's first content: its silence bound gives way to the stream's own timers, the
 /// attempt's up to the commit point, the idle bound and the turn after it.
-fn resumed_progress<R, T, E, H, S, Re>(
-    run: &Run<R>,
-    rules: &Rules<T, E, H>,
-    resume: &Resume<S, T, Re>,
+fn resumed_progress<R, T, E, H, S, Re, C, K, Q>(
+    run: &Run<R, u32>,
+    rules: &Rules<T, E, H, C, K>,
+    resume: &Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
 ) where
     R: Source,
@@ -148,7 +149,7 @@ fn resumed_progress<R, T, E, H, S, Re>(
 /// When an attempt must have committed: the sooner of the attempt timeout and
 /// `commit_timeout`, bounded by the turn and a literal budget.
 fn attempt_bound<R: Source>(
-    run: &Run<R>,
+    run: &Run<R, u32>,
     commit_timeout: Option<Duration>,
 ) -> Option<(tokio::time::Instant, TimeoutBound)> {
     let own = match (run.attempt_timeout(), commit_timeout) {
@@ -165,10 +166,10 @@ fn attempt_bound<R: Source>(
 
 /// Whether the attempt's timer fired: its error, if so. A resume silent until then brought
 /// nothing new.
-fn timed_out<T, E, H, S, Re>(
+fn timed_out<T, E, H, S, Re, C, K, Q>(
     timer: Pin<&mut Timer>,
-    rules: &Rules<T, E, H>,
-    resume: &Resume<S, T, Re>,
+    rules: &Rules<T, E, H, C, K>,
+    resume: &Resume<S, T, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Option<E> {
     let timed_out: TimedOut = timer.expired(cx)?;
@@ -183,9 +184,9 @@ fn timed_out<T, E, H, S, Re>(
 /// A failure of the attempt: the wait before the next (a resume, where the cursor allows), or
 /// the give-up that ends the stream. The state it becomes drops the attempt; a fresh open
 /// drops what it held too.
-fn fail<R, O, Fut, W, ReFut, Re>(
+fn fail<R, O, Fut, W, ReFut, Re, Q>(
     core: &mut Core<R, O>,
-    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     error: Fut::Error,
     opened: bool,
 ) -> Next<Fut, ReFut, W>
@@ -198,17 +199,22 @@ where
 {
     core.run.note_frame(mem::take(&mut core.frame));
     let resume = &mut carry.resume;
-    let decided = if resume.resumes(error.classify(), opened) {
+    let resumes = resume.resumes(error.classify(), opened);
+    if !resumes {
+        // A fresh open follows, or the end: what the attempt held goes with it.
+        carry.hold.clear();
+    }
+    let decided = if resume.is_on() {
+        // Resumed or not, the failure is decided on the ladder as its last renewal left it.
         let text = resume.text();
-        let resuming = resume.resuming(core.run.attempts(), core.run.total_waited(), &text);
+        let (attempts, waited) = (core.run.attempts(), core.run.total_waited());
+        let resuming = resume.resuming(attempts, waited, &text, (resumes, opened));
         let decided = core.run.stream_failed(error, opened, Some(&resuming));
-        if decided.is_ok() {
+        if resumes && decided.is_ok() {
             resume.will_resume();
         }
         decided
     } else {
-        // A fresh open follows, or the end: what the attempt held goes with it.
-        carry.hold.clear();
         core.run.stream_failed(error, opened, None)
     };
     match decided {
@@ -219,10 +225,10 @@ where
 
 /// The commit point: the call's output goes to the caller; a restart's hook runs first. After
 /// it, only the idle bound and the turn time the stream.
-fn commit<R, O, T, E, H: FnMut(), S, Re>(
+fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
     core: &mut Core<R, O>,
-    rules: &mut Rules<T, E, H>,
-    resume: &mut Resume<S, T, Re>,
+    rules: &mut Rules<T, E, H, C, K>,
+    resume: &mut Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
 ) where
     R: Source,
@@ -244,12 +250,12 @@ fn commit<R, O, T, E, H: FnMut(), S, Re>(
 }
 
 /// Poll `open`'s future, or the resume's: the attempt's stream, or its failure.
-pub(super) fn opening<R, O, Fut, F, H, W, ReFut, Re>(
+pub(super) fn opening<R, O, Fut, F, H, W, ReFut, Re, C, K, Q>(
     future: Pin<&mut F>,
     timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
-    rules: &Rules<Item<Fut>, Fut::Error, H>,
-    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Next<Fut, ReFut, W>
 where
@@ -277,17 +283,17 @@ where
             None => return Then::Yield(Poll::Pending),
         },
     };
-    fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, false)
+    fail::<R, O, Fut, W, ReFut, Re, Q>(core, carry, failure, false)
 }
 
 /// Poll an open stream before its commit point, or deliver what it held at it.
-pub(super) fn hold_or_release<R, O, Fut, H, W, ReFut, Re>(
+pub(super) fn hold_or_release<R, O, Fut, H, W, ReFut, Re, C, K, Q>(
     stream: Pin<&mut Fut::Ok>,
     flow: &mut Flow<Item<Fut>>,
     mut timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
-    rules: &mut Rules<Item<Fut>, Fut::Error, H>,
-    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    rules: &mut Rules<Item<Fut>, Fut::Error, H, C, K>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Next<Fut, ReFut, W>
 where
@@ -298,6 +304,9 @@ where
     <Fut::Ok as TryStream>::Error: Into<Fut::Error>,
     Fut::Error: Classify + fmt::Display,
     H: FnMut(),
+    C: Fn(&Item<Fut>) -> bool,
+    K: Fn(&Item<Fut>) -> bool,
+    Q: Fn(&Item<Fut>) -> Option<u64>,
 {
     match flow {
         Flow::Holding => {}
@@ -320,7 +329,7 @@ where
     }
     match holding(stream, timer.as_mut(), core, rules, carry, cx) {
         Held::Pending => Then::Yield(Poll::Pending),
-        Held::Failed(error) => fail::<R, O, Fut, W, ReFut, Re>(core, carry, error, true),
+        Held::Failed(error) => fail::<R, O, Fut, W, ReFut, Re, Q>(core, carry, error, true),
         Held::Passed(item) => {
             commit(core, rules, &mut carry.resume, timer);
             *flow = Flow::Passing;
@@ -356,18 +365,21 @@ enum Held<T, E> {
 }
 
 /// Poll the stream before its commit point, holding its items, until it commits or fails.
-fn holding<R, O, S, E, H, Re>(
+fn holding<R, O, S, E, H, Re, C, K, Q>(
     mut stream: Pin<&mut S>,
     mut timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
-    rules: &Rules<S::Ok, E, H>,
-    carry: &mut Carry<S, S::Ok, Re>,
+    rules: &Rules<S::Ok, E, H, C, K>,
+    carry: &mut Carry<S, S::Ok, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Held<S::Ok, E>
 where
     R: Source,
     S: TryStream,
     S::Error: Into<E>,
+    C: Fn(&S::Ok) -> bool,
+    K: Fn(&S::Ok) -> bool,
+    Q: Fn(&S::Ok) -> Option<u64>,
 {
     loop {
         let polled = nesting::enter(&mut core.frame, || stream.as_mut().try_poll_next(cx));
@@ -389,7 +401,11 @@ where
                 {
                     continue;
                 }
-                if rules.complete.is_some_and(|complete| complete(&item)) {
+                if rules
+                    .complete
+                    .as_ref()
+                    .is_some_and(|complete| complete(&item))
+                {
                     carry.hold.keep(item);
                     return Held::Ended;
                 }
@@ -423,9 +439,9 @@ where
 /// stream with a complete rule that ends before it was closed early; one with a commit rule
 /// that ends before its commit point (`held` items held; `None` past it) ended early.
 /// Otherwise it is the end.
-fn ended<T, E, H, S, Re>(
-    rules: &Rules<T, E, H>,
-    resume: &Resume<S, T, Re>,
+fn ended<T, E, H, S, Re, C, K, Q>(
+    rules: &Rules<T, E, H, C, K>,
+    resume: &Resume<S, T, Re, Q>,
     held: Option<usize>,
 ) -> Option<E> {
     let to_error = rules.ended_early?;
@@ -446,12 +462,12 @@ fn ended<T, E, H, S, Re>(
 /// is returned as it came, not through a [`Then`] (which holds a whole state: a copy of the
 /// item into it, and out again, for every event).
 #[inline]
-pub(super) fn pass<R, O, Fut, H, W, ReFut, Re>(
+pub(super) fn pass<R, O, Fut, H, W, ReFut, Re, C, K, Q>(
     stream: Pin<&mut Fut::Ok>,
     timer: Pin<&mut Timer>,
     core: &mut Core<R, O>,
-    rules: &Rules<Item<Fut>, Fut::Error, H>,
-    carry: &mut Carry<Fut::Ok, Item<Fut>, Re>,
+    rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
+    carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Passed<Fut, ReFut, W>
 where
@@ -461,6 +477,9 @@ where
     Fut::Ok: TryStream,
     <Fut::Ok as TryStream>::Error: Into<Fut::Error>,
     Fut::Error: Classify + fmt::Display,
+    C: Fn(&Item<Fut>) -> bool,
+    K: Fn(&Item<Fut>) -> bool,
+    Q: Fn(&Item<Fut>) -> Option<u64>,
 {
     let (mut stream, mut timer) = (stream, timer);
     let plain = !timer.is_armed() && !carry.resume.is_on() && rules.complete.is_none();
@@ -489,7 +508,11 @@ where
                     return Err(Then::Again);
                 }
             }
-            if rules.complete.is_some_and(|complete| complete(&item)) {
+            if rules
+                .complete
+                .as_ref()
+                .is_some_and(|complete| complete(&item))
+            {
                 return Err(Then::Last(Ok(item)));
             }
             return Ok(Poll::Ready(Some(Ok(item))));
@@ -508,14 +531,16 @@ where
         },
     };
     carry.resume.note(&stream);
-    Err(fail::<R, O, Fut, W, ReFut, Re>(core, carry, failure, true))
+    Err(fail::<R, O, Fut, W, ReFut, Re, Q>(
+        core, carry, failure, true,
+    ))
 }
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.
-pub(super) fn waiting<R, O, Fut, W, ReFut, Re>(
+pub(super) fn waiting<R, O, Fut, W, ReFut, Re, Q>(
     wait: Pin<&mut Wait<W, Fut::Error>>,
     core: &mut Core<R, O>,
-    carry: &Carry<Fut::Ok, Item<Fut>, Re>,
+    carry: &Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Next<Fut, ReFut, W>
 where

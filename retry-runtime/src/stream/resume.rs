@@ -4,6 +4,7 @@
 //! resumes.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -138,12 +139,13 @@ pub(super) enum Taken {
 }
 
 /// How a [`RetryStream`](super::RetryStream) resumes (`reopen`, and how it reads a cursor
-/// from its stream `S` and items `T`), and its cursor.
-pub(super) struct Resume<S, T, Re> {
+/// from its stream `S` and items `T`: `Q` gives an item's sequence number), and its cursor.
+pub(super) struct Resume<S, T, Re, Q> {
     pub(super) reopen: Option<Re>,
     pub(super) last_event_id: fn(&S) -> Option<&str>,
     pub(super) reconnection_time: fn(&S) -> Option<Duration>,
-    pub(super) sequence: Option<fn(&T) -> Option<u64>>,
+    pub(super) sequence: Option<Q>,
+    pub(super) item: PhantomData<fn(&T)>,
     pub(super) silence: Duration,
     pub(super) cursor: Cursor,
 }
@@ -177,16 +179,48 @@ fn no_time<S>(_: &S) -> Option<Duration> {
     None
 }
 
-impl<S, T, Re> Resume<S, T, Re> {
+impl<S, T, Re, Q> Resume<S, T, Re, Q> {
     /// Not resumable: a cut is decided as today.
-    pub(super) fn off() -> Resume<S, T, Re> {
+    pub(super) fn off() -> Resume<S, T, Re, Q> {
         Resume {
             reopen: None,
             last_event_id: none,
             reconnection_time: no_time,
             sequence: None,
+            item: PhantomData,
             silence: DEFAULT_RESUME_SILENCE,
             cursor: Cursor::default(),
+        }
+    }
+
+    /// This resume with another reopen, reading its cursor from a stream `S2`.
+    pub(super) fn reopen_with<S2, Re2>(
+        self,
+        reopen: Re2,
+        last_event_id: fn(&S2) -> Option<&str>,
+        reconnection_time: fn(&S2) -> Option<Duration>,
+    ) -> Resume<S2, T, Re2, Q> {
+        Resume {
+            reopen: Some(reopen),
+            last_event_id,
+            reconnection_time,
+            sequence: self.sequence,
+            item: PhantomData,
+            silence: self.silence,
+            cursor: Cursor::default(),
+        }
+    }
+
+    /// This resume with `sequence` as the items' sequence number.
+    pub(super) fn sequenced<Q2>(self, sequence: Q2) -> Resume<S, T, Re, Q2> {
+        Resume {
+            reopen: self.reopen,
+            last_event_id: self.last_event_id,
+            reconnection_time: self.reconnection_time,
+            sequence: Some(sequence),
+            item: PhantomData,
+            silence: self.silence,
+            cursor: self.cursor,
         }
     }
 
@@ -241,9 +275,12 @@ impl<S, T, Re> Resume<S, T, Re> {
     /// resume), or new. A new item that is `content` (by the commit rule: a priming event or a
     /// keep-alive is not) is progress, which renews the ladder; the first in a resume says so.
     #[inline]
-    pub(super) fn take(&mut self, stream: &S, item: &T, content: bool) -> Taken {
+    pub(super) fn take(&mut self, stream: &S, item: &T, content: bool) -> Taken
+    where
+        Q: Fn(&T) -> Option<u64>,
+    {
         let cursor = &mut self.cursor;
-        if let Some(sequence) = self.sequence {
+        if let Some(sequence) = &self.sequence {
             if let Some(number) = sequence(item) {
                 if cursor.sequence.is_some_and(|last| number <= last) {
                     return Taken::Replay;
@@ -294,13 +331,15 @@ impl<S, T, Re> Resume<S, T, Re> {
         self.from(0).to_string()
     }
 
-    /// How the failure is decided, after `attempts` and `waited`: a resume that brought
-    /// something new renews the ladder, so its failure is the first of a new one.
+    /// How the failure is decided, after `attempts` and `waited`, and whether it `resumes`
+    /// (after an attempt that `opened`, or not): a resume that brought something new renews
+    /// the ladder, so its failure, a resume or not, is the first of a new one.
     pub(super) fn resuming<'a>(
         &mut self,
         attempts: u32,
         waited: Duration,
         text: &'a str,
+        (resumes, opened): (bool, bool),
     ) -> Resuming<'a> {
         let cursor = &mut self.cursor;
         if cursor.fresh {
@@ -309,6 +348,8 @@ impl<S, T, Re> Resume<S, T, Re> {
         Resuming {
             attempts_before: cursor.renewed.0,
             waited_before: cursor.renewed.1,
+            resumes,
+            reopen: resumes && cursor.resumed && !opened,
             reconnect: cursor.reconnect,
             from: text,
         }

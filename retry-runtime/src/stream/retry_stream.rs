@@ -31,7 +31,11 @@ pin_project_lite::pin_project! {
     /// restart hook (`H`, a no-op unless
     /// [`restart_after_commit`](RetryStream::restart_after_commit) sets one), the clock's
     /// sleep (`W`, tokio's by default), and the resume function and its future (`Re` and
-    /// `ReFut`, unused unless [`resume`](RetryStream::resume) sets them). It has no bound of this crate's on them: it is `Send`
+    /// `ReFut`, unused unless [`resume`](RetryStream::resume) sets them), and its rules: the
+    /// commit rule (`C`, [`commit_when`](RetryStream::commit_when)), the complete rule (`K`,
+    /// [`complete_when`](RetryStream::complete_when)) and the cursor (`Q`,
+    /// [`cursor`](RetryStream::cursor)), `fn` pointers unless a closure is given, so that a
+    /// rule can capture what its call knows. It has no bound of this crate's on them: it is `Send`
     /// when they and the stream are, whatever lifetimes the retry borrows, so a task that
     /// holds one can be spawned. It allocates nothing per attempt: the open future and the
     /// stream are pinned in place, and so is a wait, as in [`Retry::run`](crate::Retry::run).
@@ -61,7 +65,18 @@ pin_project_lite::pin_project! {
     /// # }
     /// ```
     #[must_use = "a stream does nothing unless polled"]
-    pub struct RetryStream<R, O, Fut, H = fn(), W = TokioSleep, Re = fn(ResumeFrom) -> Fut, ReFut = Fut>
+    pub struct RetryStream<
+        R,
+        O,
+        Fut,
+        H = fn(),
+        W = TokioSleep,
+        Re = fn(ResumeFrom) -> Fut,
+        ReFut = Fut,
+        C = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> bool,
+        K = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> bool,
+        Q = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> Option<u64>,
+    >
     where
         Fut: TryFuture,
         Fut::Ok: TryStream,
@@ -71,8 +86,8 @@ pin_project_lite::pin_project! {
         #[pin]
         timer: Timer,
         core: Core<R, O>,
-        rules: Rules<Item<Fut>, Fut::Error, H>,
-        carry: Carry<Fut::Ok, Item<Fut>, Re>,
+        rules: Rules<Item<Fut>, Fut::Error, H, C, K>,
+        carry: Carry<Fut::Ok, Item<Fut>, Re, Q>,
     }
 }
 
@@ -129,7 +144,7 @@ where
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut> RetryStream<R, O, Fut, H, W, Re, ReFut>
+impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
 where
     R: Source,
     Fut: TryFuture,
@@ -173,14 +188,61 @@ where
     /// assert_eq!(items, ["start", "text"]);
     /// # }
     /// ```
-    pub fn commit_when(mut self, is_content: fn(&Item<Fut>) -> bool) -> Self
+    ///
+    /// The rule may be a closure that captures: a tools/call stream commits at the first event
+    /// that is not a priming one, and is complete at its own response, by its JSON-RPC id.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Classify, EndedEarly, Policy, Retry};
+    ///
+    /// #[derive(Debug)]
+    /// struct Ended;
+    /// impl From<EndedEarly> for Ended {
+    ///     fn from(_: EndedEarly) -> Self { Ended }
+    /// }
+    /// impl Classify for Ended {
+    ///     fn classify(&self) -> Class { Class::Transport }
+    /// }
+    /// impl std::fmt::Display for Ended {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("ended") }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (priming, id) = (0, 7);
+    /// let stream = Retry::new(&Policy::AVAILABILITY)
+    ///     .stream(|_| async { Ok::<_, Ended>(testing::stream_of(vec![Ok::<_, Ended>(0), Ok(3), Ok(7), Ok(9)])) })
+    ///     .commit_when(move |n: &u32| *n != priming)
+    ///     .complete_when(move |n: &u32| *n == id);
+    /// let (items, _) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<u32> = items.into_iter().map(Result::unwrap).collect();
+    /// assert_eq!(items, [0, 3, 7]);
+    /// # }
+    /// ```
+    pub fn commit_when<C2>(
+        self,
+        is_content: C2,
+    ) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C2, K, Q>
     where
+        C2: Fn(&Item<Fut>) -> bool,
         Fut::Error: HoldsEndedEarly,
     {
-        self.rules.commit = is_content;
-        self.rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-        self.rules.before_content = true;
-        self
+        let RetryStream {
+            state,
+            timer,
+            core,
+            mut rules,
+            carry,
+        } = self;
+        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
+        rules.before_content = true;
+        RetryStream {
+            state,
+            timer,
+            core,
+            rules: rules.with(|_, complete, restart| (is_content, complete, restart)),
+            carry,
+        }
     }
 
     /// Retry even after the commit point, under the same policy: `hook` runs once before the
@@ -212,7 +274,7 @@ where
     pub fn restart_after_commit<G: FnMut()>(
         self,
         hook: G,
-    ) -> RetryStream<R, O, Fut, G, W, Re, ReFut> {
+    ) -> RetryStream<R, O, Fut, G, W, Re, ReFut, C, K, Q> {
         let RetryStream {
             state,
             timer,
@@ -225,18 +287,7 @@ where
             state,
             timer,
             core,
-            rules: Rules {
-                commit: rules.commit,
-                weigh: rules.weigh,
-                limits: rules.limits,
-                commit_timeout: rules.commit_timeout,
-                idle_timeout: rules.idle_timeout,
-                timed_out: rules.timed_out,
-                ended_early: rules.ended_early,
-                before_content: rules.before_content,
-                complete: rules.complete,
-                restart: hook,
-            },
+            rules: rules.with(|commit, complete, _| (commit, complete, hook)),
             carry,
         }
     }
@@ -287,7 +338,7 @@ where
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut> RetryStream<R, O, Fut, H, W, Re, ReFut>
+impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
 where
     R: Source,
     Fut: TryFuture,
@@ -354,7 +405,10 @@ where
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn resume<Re2, ReFut2>(self, reopen: Re2) -> RetryStream<R, O, Fut, H, W, Re2, ReFut2>
+    pub fn resume<Re2, ReFut2>(
+        self,
+        reopen: Re2,
+    ) -> RetryStream<R, O, Fut, H, W, Re2, ReFut2, C, K, Q>
     where
         Re2: FnMut(ResumeFrom) -> ReFut2,
         ReFut2: Future<Output = Result<Fut::Ok, Fut::Error>>,
@@ -369,9 +423,6 @@ where
             ..
         } = self;
         rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-        let Resume {
-            sequence, silence, ..
-        } = carry.resume;
         RetryStream {
             state: State::Start,
             timer,
@@ -379,14 +430,11 @@ where
             rules,
             carry: Carry {
                 hold: carry.hold,
-                resume: Resume {
-                    reopen: Some(reopen),
-                    last_event_id: <Fut::Ok as Resumable>::last_event_id,
-                    reconnection_time: <Fut::Ok as Resumable>::reconnection_time,
-                    sequence,
-                    silence,
-                    cursor: Default::default(),
-                },
+                resume: carry.resume.reopen_with(
+                    reopen,
+                    <Fut::Ok as Resumable>::last_event_id,
+                    <Fut::Ok as Resumable>::reconnection_time,
+                ),
             },
         }
     }
@@ -396,7 +444,9 @@ where
     /// [`ResumeFrom::sequence`] gives. Items at or below it are dropped, so a server that
     /// replays never makes the caller see an item twice.
     ///
-    /// A Responses API stream's cursor, in a function a `fn` pointer can name:
+    /// `sequence`, like the commit and complete rules, is a function or a closure, which may
+    /// capture what its call knows; the stream stays `Send` (and spawnable) when it is. A
+    /// Responses API stream's cursor, as a function:
     ///
     /// ```
     /// # #[cfg(feature = "sse")] {
@@ -408,9 +458,27 @@ where
     /// assert_eq!(sequence_number(&event), Some(7));
     /// # }
     /// ```
-    pub fn cursor(mut self, sequence: fn(&Item<Fut>) -> Option<u64>) -> Self {
-        self.carry.resume.sequence = Some(sequence);
-        self
+    pub fn cursor<Q2>(self, sequence: Q2) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q2>
+    where
+        Q2: Fn(&Item<Fut>) -> Option<u64>,
+    {
+        let RetryStream {
+            state,
+            timer,
+            core,
+            rules,
+            carry,
+        } = self;
+        RetryStream {
+            state,
+            timer,
+            core,
+            rules,
+            carry: Carry {
+                hold: carry.hold,
+                resume: carry.resume.sequenced(sequence),
+            },
+        }
     }
 
     /// The stream is complete at the first item for which `is_complete` is true (MCP's
@@ -446,17 +514,34 @@ where
     /// assert_eq!(items, ["a", "stop"]);
     /// # }
     /// ```
-    pub fn complete_when(mut self, is_complete: fn(&Item<Fut>) -> bool) -> Self
+    pub fn complete_when<K2>(
+        self,
+        is_complete: K2,
+    ) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K2, Q>
     where
+        K2: Fn(&Item<Fut>) -> bool,
         Fut::Error: HoldsEndedEarly,
     {
-        self.rules.complete = Some(is_complete);
-        self.rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-        self
+        let RetryStream {
+            state,
+            timer,
+            core,
+            mut rules,
+            carry,
+        } = self;
+        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
+        RetryStream {
+            state,
+            timer,
+            core,
+            rules: rules.with(|commit, _, restart| (commit, Some(is_complete), restart)),
+            carry,
+        }
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut> Stream for RetryStream<R, O, Fut, H, W, Re, ReFut>
+impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> Stream
+    for RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -469,6 +554,9 @@ where
     W: Future<Output = ()>,
     Re: FnMut(ResumeFrom) -> ReFut,
     ReFut: TryFuture<Ok = Fut::Ok, Error = Fut::Error>,
+    C: Fn(&Item<Fut>) -> bool,
+    K: Fn(&Item<Fut>) -> bool,
+    Q: Fn(&Item<Fut>) -> Option<u64>,
 {
     type Item = Yielded<Fut>;
 
@@ -552,7 +640,8 @@ where
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut> fmt::Debug for RetryStream<R, O, Fut, H, W, Re, ReFut>
+impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> fmt::Debug
+    for RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
 where
     R: Source,
     Fut: TryFuture,

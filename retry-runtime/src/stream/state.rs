@@ -55,10 +55,12 @@ pub(super) enum Flow<T> {
     Passing,
 }
 
-/// The rules of a [`RetryStream`]: its commit point, what it holds before it, its timeouts,
-/// how its error holds a [`TimedOut`] or an [`EndedEarly`], and its restart hook.
-pub(super) struct Rules<T, E, H> {
-    pub(super) commit: fn(&T) -> bool,
+/// The rules of a [`RetryStream`]: its commit point (`C`), what it holds before it, its
+/// timeouts, how its error holds a [`TimedOut`] or an [`EndedEarly`], when it is complete
+/// (`K`), and its restart hook. The rules are closures, so that one can capture what the
+/// call knows (its JSON-RPC id); `fn` pointers until the caller sets them.
+pub(super) struct Rules<T, E, H, C, K> {
+    pub(super) commit: C,
     pub(super) weigh: fn(&T) -> usize,
     pub(super) limits: Limits,
     pub(super) commit_timeout: Option<Duration>,
@@ -68,16 +70,38 @@ pub(super) struct Rules<T, E, H> {
     /// A commit rule was given: a stream that ends before its commit point ended early.
     pub(super) before_content: bool,
     /// The item after which the stream is complete, if a rule says so.
-    pub(super) complete: Option<fn(&T) -> bool>,
+    pub(super) complete: Option<K>,
     pub(super) restart: H,
+}
+
+impl<T, E, H, C, K> Rules<T, E, H, C, K> {
+    /// These rules with `change`'s commit rule, complete rule and hook, given today's.
+    pub(super) fn with<H2, C2, K2>(
+        self,
+        change: impl FnOnce(C, Option<K>, H) -> (C2, Option<K2>, H2),
+    ) -> Rules<T, E, H2, C2, K2> {
+        let (commit, complete, restart) = change(self.commit, self.complete, self.restart);
+        Rules {
+            commit,
+            weigh: self.weigh,
+            limits: self.limits,
+            commit_timeout: self.commit_timeout,
+            idle_timeout: self.idle_timeout,
+            timed_out: self.timed_out,
+            ended_early: self.ended_early,
+            before_content: self.before_content,
+            complete,
+            restart,
+        }
+    }
 }
 
 /// What the stream's states share: the run, `open` and the nesting frame of the attempt.
 pub(super) struct Core<R, O> {
-    pub(super) run: Run<R>,
+    pub(super) run: Run<R, u32>,
     /// What the run does when the stream is dropped: `Run::stream_dropped` for this `R`, kept as a
     /// pointer so that the stream itself needs no bound.
-    pub(super) dropped: fn(&mut Run<R>),
+    pub(super) dropped: fn(&mut Run<R, u32>),
     pub(super) open: O,
     pub(super) frame: nesting::Frame,
 }
