@@ -65,6 +65,8 @@ mod call_error;
 mod error;
 mod google;
 mod headers;
+#[cfg(feature = "sse")]
+mod mcp;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 mod model_events;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
@@ -88,6 +90,9 @@ use crate::class::{Class, Classify};
 pub use call_error::CallError;
 pub use error::HttpError;
 pub use headers::{parse_retry_after, retry_after};
+#[cfg(feature = "sse")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
+pub use mcp::is_jsonrpc_response;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "sse", feature = "reqwest"))))]
 pub use model_events::ModelEvents;

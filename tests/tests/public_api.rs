@@ -53,6 +53,7 @@ fn http::classify_status
 trait http::ClassifyError
 enum http::HintSource
 struct http::HttpError
+fn http::is_jsonrpc_response
 struct http::ModelEvents
 fn http::parse_retry_after
 trait http::Reply

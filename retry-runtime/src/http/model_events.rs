@@ -220,7 +220,7 @@ where
 /// resumed with `starting_after`:
 ///
 /// ```no_run
-/// use retry_runtime::http::{ModelEvents, ResponseExt, StreamError};
+/// use retry_runtime::http::{ModelEvents, ResponseExt, StreamError, is_jsonrpc_response};
 /// use retry_runtime::sse::{self, Event};
 /// use retry_runtime::{Classify, EndedEarly, Policy, Retry};
 ///
@@ -236,10 +236,6 @@ where
 ///     Ok(request.send().await?.check_status().await?.events().raw())
 /// }
 ///
-/// fn is_response(event: &Event) -> bool {
-///     event.data().contains(r#""result""#) || event.data().contains(r#""error""#)
-/// }
-///
 /// fn sequence_number(event: &Event) -> Option<u64> {
 ///     serde_json::from_str::<serde_json::Value>(event.data()).ok()?["sequence_number"].as_u64()
 /// }
@@ -249,7 +245,7 @@ where
 /// let tool_call = Retry::new(&Policy::AVAILABILITY)
 ///     .stream(|_| send(http.post(&url).header("mcp-session-id", &session).body(call.clone())))
 ///     .commit_when(|event: &Event| !event.data().trim().is_empty())
-///     .complete_when(is_response)
+///     .complete_when(is_jsonrpc_response)
 ///     .resume(|from| {
 ///         let get = http.get(&url).header("mcp-session-id", &session);
 ///         send(match from.last_event_id() {
