@@ -55,9 +55,10 @@ impl DrawArgs {
 /// A built-in policy, adjusted by flags, as the attribute adjusts it by keys.
 #[derive(Debug, Args)]
 pub(crate) struct PolicyArgs {
-    /// The built-in policy: `availability` (4 attempts; 250, 500, 1000 ms; equal jitter; seed
-    /// 000), `outage` (4 attempts; at least 5, 15, 45 s; above jitter; seed 001) or `transient`
-    /// (5 attempts; 1, 2, 4, 8 s capped at 16 s; proportional jitter; seed 004).
+    /// The built-in policy: `availability` (4 attempts; 250, 500, 1000 ms; equal jitter: a
+    /// blip, under two seconds), `outage` (4 attempts; at least 5, 15, 45 s; above jitter: an
+    /// outage waited out) or `transient` (5 attempts; 1, 2, 4, 8 s capped at 16 s;
+    /// proportional jitter: a script's flaky step).
     #[arg(long, default_value = "availability", value_parser = policy_names())]
     policy: String,
     /// Attempts in all, the first included; at most 1000.

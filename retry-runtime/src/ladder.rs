@@ -240,6 +240,9 @@ pub struct Failure {
     /// Whether the failed attempt was a stream's reopen from its cursor: its first request
     /// was sent and may have run, so a refusal answers the resume, not the request.
     pub reopen: bool,
+    /// Whether the request can be sent again: an HTTP layer that could not copy it for
+    /// another attempt cannot, and a failure it would retry stops `NotResendable`.
+    pub resendable: bool,
 }
 
 impl Failure {
@@ -258,6 +261,7 @@ impl Failure {
             restartable: false,
             reconnect: None,
             reopen: false,
+            resendable: true,
         }
     }
 
@@ -294,6 +298,28 @@ impl Failure {
     /// ```
     pub const fn with_reopen(mut self, reopen: bool) -> Failure {
         self.reopen = reopen;
+        self
+    }
+
+    /// This failure of a request that can (or, `false`, cannot) be sent again: one that
+    /// cannot stops with [`StopReason::NotResendable`] where it would have waited, and with
+    /// its own stop where it has one.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Failure, Why};
+    /// use retry_runtime::{Class, Draw, Policy, StopReason};
+    ///
+    /// let cut = Failure::new(1, Class::Transport).with_resendable(false);
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, cut).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.stop_reason(), Some(StopReason::NotResendable));
+    /// assert_eq!(decision.rule, Why::NotResendable);
+    /// // An answer stops as an answer.
+    /// let answer = Failure::new(1, Class::Definitive).with_resendable(false);
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, answer).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.stop_reason(), Some(StopReason::Definitive));
+    /// ```
+    pub const fn with_resendable(mut self, resendable: bool) -> Failure {
+        self.resendable = resendable;
         self
     }
 
@@ -383,6 +409,8 @@ pub enum Why {
     MaxTotal,
     /// The wait would go past the budget's remaining time.
     Remaining,
+    /// The failure would be retried, but its request cannot be sent again.
+    NotResendable,
 }
 
 impl Why {
@@ -405,6 +433,7 @@ impl Why {
             Why::MaxHint => "max_hint",
             Why::MaxTotal => "max_total",
             Why::Remaining => "budget",
+            Why::NotResendable => "not_resendable",
         }
     }
 }
@@ -618,13 +647,14 @@ impl Pending {
 /// 5. the turn cancelled, or its deadline passed: `Cancelled`;
 /// 6. a rate limit under `RateLimit::Once` whose one retry is spent: `Exhausted`;
 /// 7. a hint over the policy's `max_retry_after`: `RetryAfterTooLong`;
+/// 8. a request that cannot be sent again (an HTTP layer could not copy it): `NotResendable`;
 ///
 /// and, with the draw ([`Decided::with_draw`]), since only these depend on it:
 ///
-/// 8. the wait (the longer of the hint, its spread cut at the room left, and the policy's own)
+/// 9. the wait (the longer of the hint, its spread cut at the room left, and the policy's own)
 ///    past the policy's total allowance: `RetryAfterTooLong` if the hint alone is over it,
 ///    else `Budget`;
-/// 9. the wait past the budget's remaining time: `Budget`.
+/// 10. the wait past the budget's remaining time: `Budget`.
 ///
 /// The quota is not read here: the engine withdraws from it after a `Retry`, and a refusal is
 /// `Stop(Quota)` (reading it inside the decision would race two calls).
@@ -687,6 +717,10 @@ pub const fn decide(policy: &Policy, failure: Failure) -> Decided {
             max: policy.max_retry_after(),
         };
         return Decided::Stop(stop(reason, Why::MaxHint));
+    }
+    // Every stop of its own has had its say: a request that cannot be sent again ends here.
+    if !failure.resendable {
+        return Decided::Stop(stop(StopReason::NotResendable, Why::NotResendable));
     }
     // The whole ladder, hints included, stays within the policy's total, and never past the
     // most any ladder may wait, so the time waited is always exact.

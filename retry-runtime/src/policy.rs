@@ -30,7 +30,7 @@ pub enum Jitter {
     /// A factor in [0, 1).
     Full,
     /// A factor in [1, 1.2): never shorter than stated, so a ladder sized to wait out an
-    /// outage always does (seed 001), and spread by at most a fifth above it.
+    /// outage always does (outages delay, never fail fast), and spread by at most a fifth above it.
     Above,
     /// No jitter: every wait is its ideal.
     None,
@@ -368,7 +368,7 @@ impl Policy {
     }
 
     /// This policy retrying `class` too (for example `InvalidOutput`, which no built-in policy
-    /// retries: seed 002).
+    /// retries: a new try of unusable output may be valid, so a policy opts in).
     pub const fn retrying(self, class: Class) -> Policy {
         Policy {
             retried: self.retried.with(class),

@@ -81,9 +81,9 @@ use crate::quota::Quota;
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryLayer<R = Retry, K = AsTransport, Q = ByClone> {
+pub struct RetryLayer<R = Retry, K = AsTransport, Cp = ByClone> {
     core: Core<R, K>,
-    requests: Q,
+    requests: Cp,
 }
 
 /// How a [`RetryLayer`] makes each attempt's request from the caller's: a copy, or `None`
@@ -163,7 +163,7 @@ impl<C, P, N, U> RetryLayer<Retry<C, P, N, U>> {
     }
 }
 
-impl<R, K, Q> RetryLayer<R, K, Q> {
+impl<R, K, Cp> RetryLayer<R, K, Cp> {
     /// Classify the service's own errors (no response at all) with `errors`, a closure
     /// `Fn(&E) -> Class` or any [`ClassifyError`], instead of calling them all `Transport`.
     ///
@@ -179,7 +179,7 @@ impl<R, K, Q> RetryLayer<R, K, Q> {
     /// );
     /// # let _ = layer;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Q> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Cp> {
         RetryLayer {
             core: self.core.classify_errors(errors),
             requests: self.requests,
@@ -231,8 +231,8 @@ impl<R, K, Q> RetryLayer<R, K, Q> {
     layer::builders!();
 }
 
-impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> {
-    type Service = RetryService<S, R, K, Q>;
+impl<S, R: Clone, K: Clone, Cp: Clone> ::tower::Layer<S> for RetryLayer<R, K, Cp> {
+    type Service = RetryService<S, R, K, Cp>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RetryService {
@@ -256,21 +256,21 @@ impl<S, R: Clone, K: Clone, Q: Clone> ::tower::Layer<S> for RetryLayer<R, K, Q> 
 /// # let _ = service;
 /// ```
 #[derive(Debug, Clone)]
-pub struct RetryService<S, R = Retry, K = AsTransport, Q = ByClone> {
+pub struct RetryService<S, R = Retry, K = AsTransport, Cp = ByClone> {
     inner: S,
     core: Core<R, K>,
-    requests: Q,
+    requests: Cp,
 }
 
-impl<S, R, K, Q> RetryService<S, R, K, Q> {
+impl<S, R, K, Cp> RetryService<S, R, K, Cp> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, Request, C, P, N, U, K, Q> ::tower::Service<Request>
-    for RetryService<S, Retry<C, P, N, U>, K, Q>
+impl<S, Request, C, P, N, U, K, Cp> ::tower::Service<Request>
+    for RetryService<S, Retry<C, P, N, U>, K, Cp>
 where
     P: AsRef<Policy> + Clone + Send + 'static,
     N: OpName + Clone + Send + 'static,
@@ -282,7 +282,7 @@ where
     Request: Send + 'static,
     C: Clock + Clone + Send + 'static,
     K: ClassifyError<S::Error> + Clone + Send + 'static,
-    Q: CloneRequest<Request> + Clone + Send + 'static,
+    Cp: CloneRequest<Request> + Clone + Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;

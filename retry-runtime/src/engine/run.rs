@@ -25,8 +25,8 @@ use crate::quota::Quota;
 use crate::redact::Redacted;
 use crate::span::CallSpans;
 use crate::timeout::TimeoutBound;
-use crate::turn::flight::{self, Flight, Next};
-use crate::turn::scope as turn;
+use crate::turn::flight::{self, AfterWait, Flight};
+use crate::turn::scope;
 
 use crate::op::Op;
 use crate::verdict::{GaveUp, StopReason};
@@ -336,7 +336,7 @@ impl<R: Source, A: Count> Run<R, A> {
             None => (None, TimeoutBound::Timeout),
         };
         // The very instant the turn drops its work: on a tie, the turn wins.
-        if let Some(turn) = turn::expiry()
+        if let Some(turn) = scope::expiry()
             && end.0.is_none_or(|end| turn <= end)
         {
             end = (Some(turn), TimeoutBound::Turn);
@@ -413,17 +413,13 @@ impl<R: Source, A: Count> Run<R, A> {
     {
         let class = error.classify();
         self.attempt_failed(class);
-        // The ladder's own stop before any wait, if it has one: no draw, no clock.
-        let reason = match ladder::decide(self.source.policy(), self.failure(class, None, None)) {
-            Decided::Stop(decision) => decision.step.stop_reason(),
-            Decided::Pending(_) => None,
+        // The one decision, told the request cannot be sent again: it stops, with the
+        // class's own stop where there is one.
+        let reason = match self.next_step(class, None, false) {
+            Step::Stop(reason) => reason,
+            Step::Retry { .. } => StopReason::NotResendable,
         };
-        self.give_up(
-            error,
-            class,
-            reason.unwrap_or(StopReason::NotResendable),
-            Reached::Nothing,
-        )
+        self.give_up(error, class, reason, Reached::Nothing)
     }
 
     /// Take one attempt's output, noting what the retried calls nested inside it did: whether
@@ -546,7 +542,7 @@ impl<R: Source, A: Count> Run<R, A> {
         resuming: Option<&Resuming<'_>>,
     ) -> Result<Duration, StopReason> {
         self.attempt_failed(class);
-        let wait = self.decide(error, class, reached, resuming)?;
+        let wait = self.step_and_tell(error, class, reached, resuming)?;
         meter::waited(self.source.op(), wait);
         match &mut self.since {
             // A turn can cut the wait short, and then counts it as long as it lasted: the
@@ -572,9 +568,9 @@ impl<R: Source, A: Count> Run<R, A> {
         E: Classify + fmt::Display,
     {
         let next = if self.flags & RESTARTING != 0 {
-            Next::Restart
+            AfterWait::Restart
         } else {
-            Next::Retry
+            AfterWait::Retry
         };
         self.waited_before(waited, next)
     }
@@ -585,11 +581,11 @@ impl<R: Source, A: Count> Run<R, A> {
     where
         E: Classify + fmt::Display,
     {
-        self.waited_before(waited, Next::Resume)
+        self.waited_before(waited, AfterWait::Resume)
     }
 
     #[inline]
-    fn waited_before<E>(&mut self, waited: Waited<E>, next: Next) -> Result<(), GaveUp<E>>
+    fn waited_before<E>(&mut self, waited: Waited<E>, next: AfterWait) -> Result<(), GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
@@ -606,9 +602,9 @@ impl<R: Source, A: Count> Run<R, A> {
             self.add_waited(wanted);
         }
         match next {
-            Next::Retry => {}
-            Next::Restart => meter::count(self.source.op(), Series::StreamRestart),
-            Next::Resume => meter::count(self.source.op(), Series::StreamResume),
+            AfterWait::Retry => {}
+            AfterWait::Restart => meter::count(self.source.op(), Series::StreamRestart),
+            AfterWait::Resume => meter::count(self.source.op(), Series::StreamResume),
         }
         Ok(())
     }
@@ -635,15 +631,16 @@ impl<R: Source, A: Count> Run<R, A> {
         Err(self.give_up(waited.into_error(), class, StopReason::Cancelled, reached))
     }
 
-    /// The wait before the next attempt, with the retry announced; or the reason to stop.
-    fn decide(
+    /// The wait before the next attempt, as [`ladder::decide`] decides it, with the retry
+    /// announced; or the reason to stop.
+    fn step_and_tell(
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
         reached: Reached,
         resuming: Option<&Resuming<'_>>,
     ) -> Result<Duration, StopReason> {
-        match self.next_step(class, resuming) {
+        match self.next_step(class, resuming, true) {
             Step::Retry { wait } => {
                 let (action, from) = match resuming {
                     Some(resuming) if resuming.resumes => {
@@ -662,7 +659,15 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    fn next_step(&mut self, class: Class, resuming: Option<&Resuming<'_>>) -> Step {
+    /// The one decision on a failure of `class`, on the run's facts (a request that is not
+    /// `resendable` cannot be sent again); then the quota pays for a retry, or refuses it
+    /// (`Quota`: read after the decision, so two calls never race inside it).
+    fn next_step(
+        &mut self,
+        class: Class,
+        resuming: Option<&Resuming<'_>>,
+        resendable: bool,
+    ) -> Step {
         // A call started outside any turn stays outside one; one inside asks its flight,
         // which holds the turn.
         let flight = self.flight();
@@ -681,7 +686,8 @@ impl<R: Source, A: Count> Run<R, A> {
         };
         let failure = self
             .failure(class, remaining, resuming)
-            .with_turn_over(turn_over);
+            .with_turn_over(turn_over)
+            .with_resendable(resendable);
         // One decision; the RNG is read only where a wait may follow.
         let decision = match ladder::decide(self.source.policy(), failure) {
             Decided::Stop(decision) => decision,
@@ -735,7 +741,7 @@ impl<R: Source, A: Count> Run<R, A> {
             (Deadline::Within(limit), Some(started)) => started.checked_add(limit),
             _ => None,
         };
-        turn::sooner(own, turn)
+        scope::sooner(own, turn)
     }
 
     fn add_waited(&mut self, waited: Duration) {

@@ -19,7 +19,7 @@ use super::HttpError;
 use super::stream_peek::{Fault, Refusal, StreamPeek};
 use crate::sse::{self, Decoder};
 use crate::stream::Hold;
-use crate::turn::scope as turn;
+use crate::turn::scope;
 
 /// What a peek found before the commit point.
 #[derive(Debug)]
@@ -128,7 +128,7 @@ pub(crate) fn deadline(peek: &StreamPeek) -> Option<(Instant, Duration)> {
     let own = peek
         .commit_timeout
         .and_then(|timeout| start.checked_add(timeout));
-    let at = turn::sooner(own, peek.commit_timeout.and(turn::expiry()))?;
+    let at = scope::sooner(own, peek.commit_timeout.and(scope::expiry()))?;
     Some((at, at.saturating_duration_since(start)))
 }
 

@@ -50,10 +50,10 @@ use crate::class::{Class, Classify};
 /// #     poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *events), cx)).await
 /// # }
 /// ```
-pub struct StreamError(Box<Failure>);
+pub struct StreamError(Box<EventFailure>);
 
 #[derive(Debug)]
-enum Failure {
+enum EventFailure {
     Provider(HttpError),
     Cut {
         class: Class,
@@ -70,7 +70,7 @@ enum Failure {
 
 impl StreamError {
     pub(super) fn provider(error: HttpError) -> StreamError {
-        StreamError(Box::new(Failure::Provider(error)))
+        StreamError(Box::new(EventFailure::Provider(error)))
     }
 
     /// The source failed mid-read: classified now, by its own `Classify`.
@@ -78,21 +78,21 @@ impl StreamError {
     where
         E: Classify + Error + Send + Sync + 'static,
     {
-        StreamError(Box::new(Failure::Cut {
+        StreamError(Box::new(EventFailure::Cut {
             class: error.classify(),
             error: Box::new(error),
         }))
     }
 
     pub(super) fn malformed(error: &serde_json::Error) -> StreamError {
-        StreamError(Box::new(Failure::Malformed {
+        StreamError(Box::new(EventFailure::Malformed {
             line: error.line(),
             column: error.column(),
         }))
     }
 
     pub(super) fn too_large(limit: usize) -> StreamError {
-        StreamError(Box::new(Failure::TooLarge { limit }))
+        StreamError(Box::new(EventFailure::TooLarge { limit }))
     }
 
     /// The provider's error event, as an [`HttpError`] that keeps the head's status and
@@ -118,7 +118,7 @@ impl StreamError {
     /// ```
     pub fn http_error(&self) -> Option<&HttpError> {
         match &*self.0 {
-            Failure::Provider(error) => Some(error),
+            EventFailure::Provider(error) => Some(error),
             _ => None,
         }
     }
@@ -128,9 +128,9 @@ impl StreamError {
 impl Classify for StreamError {
     fn classify(&self) -> Class {
         match &*self.0 {
-            Failure::Provider(error) => error.classify(),
-            Failure::Cut { class, .. } => *class,
-            Failure::Malformed { .. } | Failure::TooLarge { .. } => Class::Definitive,
+            EventFailure::Provider(error) => error.classify(),
+            EventFailure::Cut { class, .. } => *class,
+            EventFailure::Malformed { .. } | EventFailure::TooLarge { .. } => Class::Definitive,
         }
     }
 }
@@ -140,13 +140,13 @@ impl Classify for StreamError {
 impl fmt::Display for StreamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
-            Failure::Provider(error) => fmt::Display::fmt(error, f),
-            Failure::Cut { .. } => f.write_str("the model stream failed mid-read"),
-            Failure::Malformed { line, column } => write!(
+            EventFailure::Provider(error) => fmt::Display::fmt(error, f),
+            EventFailure::Cut { .. } => f.write_str("the model stream failed mid-read"),
+            EventFailure::Malformed { line, column } => write!(
                 f,
                 "a malformed event in the model stream: its data is not JSON (line {line} column {column})"
             ),
-            Failure::TooLarge { limit } => write!(
+            EventFailure::TooLarge { limit } => write!(
                 f,
                 "an event in the model stream is larger than its limit of {limit} bytes"
             ),
@@ -163,7 +163,7 @@ impl fmt::Debug for StreamError {
 impl Error for StreamError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match &*self.0 {
-            Failure::Cut { error, .. } => Some(&**error),
+            EventFailure::Cut { error, .. } => Some(&**error),
             _ => None,
         }
     }

@@ -14,23 +14,23 @@ use futures_core::{TryFuture, TryStream};
 use super::ended::EndedEarly;
 use super::hold::Hold;
 use super::resume::{Resume, ResumeFrom, Taken};
-use super::state::{Core, Flow, Item, Rules, State, Then, Yielded};
+use super::state::{Flow, Item, Rules, Shared, State, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::nesting;
 use crate::timeout::{TimedOut, TimeoutBound};
-use crate::turn::scope as turn;
+use crate::turn::scope;
 use crate::wait::{Wait, Waited};
 
 /// The state type of a [`RetryStream`], and what its polls say to do next.
 pub(super) type StateOf<Fut, ReFut, W> =
     State<Fut, ReFut, <Fut as TryFuture>::Ok, Item<Fut>, W, <Fut as TryFuture>::Error>;
-pub(super) type Next<Fut, ReFut, W> = Then<StateOf<Fut, ReFut, W>, Yielded<Fut>>;
+pub(super) type Advance<Fut, ReFut, W> = Then<StateOf<Fut, ReFut, W>, Yielded<Fut>>;
 
 /// A committed stream's poll: what to return at once (its item, or pending), or what to do.
-pub(super) type Passed<Fut, ReFut, W> = Result<Poll<Option<Yielded<Fut>>>, Next<Fut, ReFut, W>>;
+pub(super) type Passed<Fut, ReFut, W> = Result<Poll<Option<Yielded<Fut>>>, Advance<Fut, ReFut, W>>;
 
 /// What one attempt hands to the next: the items held before the commit point, and the
 /// cursor. A fresh open starts both again; a resume keeps them.
@@ -41,7 +41,7 @@ pub(super) struct Carry<S, T, Re, Q> {
 
 /// Open the next attempt, under its timer: `open`'s future, or (`Err`) the resume's.
 pub(super) fn open<R, O, Fut, H, Re, ReFut, C, K, Q>(
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     timer: Pin<&mut Timer>,
@@ -83,7 +83,7 @@ fn arm<R, T, E, H, S, Re, C, K, Q>(
 {
     let fixed = match rules.timed_out {
         Some(_) if resume.is_resumed() && resume.was_committed() => {
-            turn::expiry().map(|at| (at, TimeoutBound::Turn))
+            scope::expiry().map(|at| (at, TimeoutBound::Turn))
         }
         Some(_) => attempt_bound(run, rules.commit_timeout),
         None => None,
@@ -138,7 +138,7 @@ fn resumed_progress<R, T, E, H, S, Re, C, K, Q>(
         }
         (Some(_), Some(idle)) => {
             timer.arm(
-                turn::expiry().map(|at| (at, TimeoutBound::Turn)),
+                scope::expiry().map(|at| (at, TimeoutBound::Turn)),
                 Some(idle),
             );
         }
@@ -185,11 +185,11 @@ fn timed_out<T, E, H, S, Re, C, K, Q>(
 /// the give-up that ends the stream. The state it becomes drops the attempt; a fresh open
 /// drops what it held too.
 fn fail<R, O, Fut, W, ReFut, Re, Q>(
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     error: Fut::Error,
     opened: bool,
-) -> Next<Fut, ReFut, W>
+) -> Advance<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -226,7 +226,7 @@ where
 /// The commit point: the call's output goes to the caller; a restart's hook runs first. After
 /// it, only the idle bound and the turn time the stream.
 fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &mut Rules<T, E, H, C, K>,
     resume: &mut Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
@@ -240,7 +240,7 @@ fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
     resume.committed();
     match (rules.timed_out, rules.idle_timeout) {
         (Some(_), Some(idle)) => {
-            let turn = turn::expiry().map(|at| (at, TimeoutBound::Turn));
+            let turn = scope::expiry().map(|at| (at, TimeoutBound::Turn));
             timer.arm(turn, Some(idle));
         }
         // A resume still silent keeps its bound.
@@ -253,11 +253,11 @@ fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
 pub(super) fn opening<R, O, Fut, F, H, W, ReFut, Re, C, K, Q>(
     future: Pin<&mut F>,
     timer: Pin<&mut Timer>,
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
-) -> Next<Fut, ReFut, W>
+) -> Advance<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -291,11 +291,11 @@ pub(super) fn hold_or_release<R, O, Fut, H, W, ReFut, Re, C, K, Q>(
     stream: Pin<&mut Fut::Ok>,
     flow: &mut Flow<Item<Fut>>,
     mut timer: Pin<&mut Timer>,
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &mut Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
-) -> Next<Fut, ReFut, W>
+) -> Advance<Fut, ReFut, W>
 where
     R: Source,
     R::Clock: Clock<Sleep = W>,
@@ -368,7 +368,7 @@ enum Held<T, E> {
 fn holding<R, O, S, E, H, Re, C, K, Q>(
     mut stream: Pin<&mut S>,
     mut timer: Pin<&mut Timer>,
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &Rules<S::Ok, E, H, C, K>,
     carry: &mut Carry<S, S::Ok, Re, Q>,
     cx: &mut Context<'_>,
@@ -465,7 +465,7 @@ fn ended<T, E, H, S, Re, C, K, Q>(
 pub(super) fn pass<R, O, Fut, H, W, ReFut, Re, C, K, Q>(
     stream: Pin<&mut Fut::Ok>,
     timer: Pin<&mut Timer>,
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
@@ -539,10 +539,10 @@ where
 /// Wait before the next attempt; a cancel of the turn ends the stream.
 pub(super) fn waiting<R, O, Fut, W, ReFut, Re, Q>(
     wait: Pin<&mut Wait<W, Fut::Error>>,
-    core: &mut Core<R, O>,
+    core: &mut Shared<R, O>,
     carry: &Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
-) -> Next<Fut, ReFut, W>
+) -> Advance<Fut, ReFut, W>
 where
     R: Source,
     Fut: TryFuture,

@@ -15,7 +15,7 @@ use super::attempt::{Carry, hold_or_release, open, opening, pass, waiting};
 use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
 use super::resume::{Resumable, Resume, ResumeFrom};
-use super::state::{Core, Flow, Item, Rules, State, StateProj, Then, Yielded};
+use super::state::{Flow, Item, Rules, Shared, State, StateProj, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
 use crate::clock::{Clock, TokioSleep};
@@ -85,7 +85,7 @@ pin_project_lite::pin_project! {
         state: State<Fut, ReFut, Fut::Ok, Item<Fut>, W, Fut::Error>,
         #[pin]
         timer: Timer,
-        core: Core<R, O>,
+        core: Shared<R, O>,
         rules: Rules<Item<Fut>, Fut::Error, H, C, K>,
         carry: Carry<Fut::Ok, Item<Fut>, Re, Q>,
     }
@@ -118,7 +118,7 @@ where
         RetryStream {
             state: State::Start,
             timer: Timer::new(),
-            core: Core {
+            core: Shared {
                 run: Run::new(source),
                 dropped: Run::stream_dropped,
                 open,

@@ -97,7 +97,7 @@ impl<T, E, H, C, K> Rules<T, E, H, C, K> {
 }
 
 /// What the stream's states share: the run, `open` and the nesting frame of the attempt.
-pub(super) struct Core<R, O> {
+pub(super) struct Shared<R, O> {
     pub(super) run: Run<R, u32>,
     /// What the run does when the stream is dropped: `Run::stream_dropped` for this `R`, kept as a
     /// pointer so that the stream itself needs no bound.
@@ -106,7 +106,7 @@ pub(super) struct Core<R, O> {
     pub(super) frame: nesting::Frame,
 }
 
-impl<R, O> Drop for Core<R, O> {
+impl<R, O> Drop for Shared<R, O> {
     /// Dropped unfinished, the call reports itself; after its commit point it has finished.
     fn drop(&mut self) {
         (self.dropped)(&mut self.run);

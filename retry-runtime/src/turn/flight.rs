@@ -36,7 +36,7 @@ pub(crate) struct Flight {
     /// What the wait that just ended leads to, and the failure it followed: written with the
     /// next attempt's start, which follows it in the same poll, under one lock for both (or
     /// with the call's record). Until then its turns see the call still in that wait.
-    made: Option<(Next, Class)>,
+    made: Option<(AfterWait, Class)>,
     /// Its places in the ledgers of its turn and of each turn around it, innermost first:
     /// taken at its first attempt, given back when it has written its record.
     places: Places,
@@ -55,7 +55,7 @@ struct Places {
 
 /// What the attempt after a wait is, as a turn's report counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
+pub(crate) enum AfterWait {
     /// A retry of the call.
     Retry,
     /// A stream's restart after its commit point.
@@ -145,7 +145,7 @@ impl Flight {
     /// The wait in progress ran to its end, and the next attempt is `next`: the wait counts as
     /// the one chosen, and `next` in the report when that attempt starts. Returns that wait,
     /// and the failure it followed.
-    pub(crate) fn wait_ended(&mut self, next: Next) -> Option<(Duration, Class)> {
+    pub(crate) fn wait_ended(&mut self, next: AfterWait) -> Option<(Duration, Class)> {
         let (wanted, (class, _)) = (self.progress.wait_ended()?, self.waiting_after.take()?);
         self.made = Some((next, class));
         Some((wanted, class))
@@ -263,11 +263,11 @@ impl Drop for Flight {
 }
 
 /// Count in `report` the attempt `made` after a wait, if one was.
-fn write_made(made: Option<(Next, Class)>, report: &mut TurnReport) {
+fn write_made(made: Option<(AfterWait, Class)>, report: &mut TurnReport) {
     match made {
-        Some((Next::Retry, class)) => report.add_retry(class),
-        Some((Next::Restart, _)) => report.add_restart(),
-        Some((Next::Resume, _)) => report.add_resume(),
+        Some((AfterWait::Retry, class)) => report.add_retry(class),
+        Some((AfterWait::Restart, _)) => report.add_restart(),
+        Some((AfterWait::Resume, _)) => report.add_resume(),
         None => {}
     }
 }

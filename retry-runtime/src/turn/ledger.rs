@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::report::{Call, CutWait, InFlight, TurnReport};
+use super::report::{CallRecord, CutWait, InFlight, TurnReport};
 use super::slab::Slab;
 use crate::op::Op;
 use crate::verdict::StopReason;
@@ -134,7 +134,7 @@ impl Progress {
             End::InFlight => (false, None),
         };
         let elapsed = now.saturating_duration_since(self.started);
-        report.add_call(&Call {
+        report.add_call(&CallRecord {
             op: op.clone(),
             attempts: self.attempts,
             counted_attempts: self.attempts.saturating_sub(self.hollow_attempts),

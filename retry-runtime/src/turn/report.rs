@@ -52,7 +52,7 @@ pub struct TurnReport {
 }
 
 /// A finished or dropped call, as its turn's report counts it: made by its flight.
-pub(super) struct Call {
+pub(super) struct CallRecord {
     pub(super) op: Op,
     /// The attempts this call's ladder made.
     pub(super) attempts: u32,
@@ -68,7 +68,7 @@ pub(super) struct Call {
 
 impl TurnReport {
     /// Count `call`.
-    pub(super) fn add_call(&mut self, call: &Call) {
+    pub(super) fn add_call(&mut self, call: &CallRecord) {
         self.calls = self.calls.saturating_add(1);
         self.attempts = self.attempts.saturating_add(call.counted_attempts);
         self.waiting = self.waiting.saturating_add(call.waiting);
