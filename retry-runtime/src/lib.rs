@@ -195,7 +195,7 @@ pub mod __private {
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
-    pub use crate::engine::{Call, Retry, Run, Source, TimedRetry, Waiting};
+    pub use crate::engine::{Call, Count, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

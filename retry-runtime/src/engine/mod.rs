@@ -9,7 +9,10 @@
 //! state of its own (the flight the turn hands it does, with what listens for the turn's
 //! cancel), and no wait's (`wait.rs` holds the sleep, the failure and the quota's refund).
 
+mod call;
+mod count;
 mod run;
+mod source;
 mod waiting;
 
 use std::fmt;
@@ -25,9 +28,12 @@ use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpName};
+pub use call::Call;
+pub use count::Count;
+pub use run::Run;
 #[cfg(feature = "stream")]
-pub(crate) use run::Resuming;
-pub use run::{Call, Run, Source};
+pub(crate) use run::facts::{Resuming, StreamFacts};
+pub use source::Source;
 pub use waiting::Waiting;
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and

@@ -19,99 +19,35 @@ use crate::deadline::Deadline;
 use crate::ladder::{self, Decided, Failure, Step};
 use crate::meter::{self, Outcome, Series};
 use crate::nesting;
-use crate::notice::{self, Action, Reached, RetryEvent};
-use crate::policy::Policy;
-use crate::quota::Quota;
-use crate::redact::Redacted;
+use crate::notice::{Action, Reached};
 use crate::span::CallSpans;
 use crate::timeout::TimeoutBound;
 use crate::turn::flight::{self, AfterWait, Flight};
 use crate::turn::scope;
 
-use crate::op::Op;
 use crate::verdict::{GaveUp, StopReason};
 use crate::wait::{Paid, Wait, Waited};
 
-/// Flags of [`Run::flags`]: whether a rate limit was retried, whether the next attempt is a
-/// stream's restart, and whether an inner ladder gave up on a transient failure during the
-/// current attempt.
+use super::count::Count;
+use super::source::Source;
+use facts::StreamFacts;
+
+pub(crate) mod facts;
+#[cfg(feature = "stream")]
+mod stream;
+mod tell;
+
+/// Flags of [`Run::flags`]: whether a rate limit was retried, and whether an inner ladder gave
+/// up on a transient failure during the current attempt. A stream's own facts (its commit,
+/// its restarts, its resumes) are the stream's, and reach the run on each failure as
+/// [`StreamFacts`].
 const RATE_LIMITED: u8 = 1;
-/// The next attempt is a stream's restart after its commit point: its wait counts as one.
-const RESTARTING: u8 = 1 << 1;
 const INNER_GAVE_UP: u8 = 1 << 2;
 /// A retried call nested in the current attempt ran: that call counts the attempt.
 const HOLLOW: u8 = 1 << 3;
 /// The call has ended (succeeded, gave up, or its stream ended after its commit point): its
 /// outcome is counted, and a drop now is not a dropped call.
 const ENDED: u8 = 1 << 4;
-/// A stream's current attempt has delivered output (it is past its commit point): its end, or
-/// its drop, finishes the call; a failure now is decided as one after the commit point.
-const COMMITTED: u8 = 1 << 5;
-/// The call's stream has reached its commit point once: the quota and the turn have counted
-/// it, and a later commit is a restart's.
-#[cfg(feature = "stream")]
-const DELIVERED: u8 = 1 << 6;
-/// The caller opted in to restarting a stream after its commit point.
-const RESTARTABLE: u8 = 1 << 7;
-
-/// How a failure of a resumable stream is decided: on a ladder counted from its last
-/// renewal (a resume that brought something new starts it again), whatever the failure; and,
-/// if it `resumes` from its cursor, with the server's reconnection time as a hint, announced
-/// as a resume from `from`, a refused reopen leaving the outcome unknown.
-#[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(feature = "stream"), allow(dead_code))]
-pub(crate) struct Resuming<'a> {
-    /// The attempts made before the ladder was last renewed.
-    pub(crate) attempts_before: u32,
-    /// The time waited before it was last renewed.
-    pub(crate) waited_before: Duration,
-    /// The failure resumes from the cursor; otherwise the stream is opened afresh, or ends.
-    pub(crate) resumes: bool,
-    /// The failed attempt was a reopen from the cursor that did not open.
-    pub(crate) reopen: bool,
-    /// The server's reconnection time (SSE `retry:`).
-    pub(crate) reconnect: Option<Duration>,
-    /// The cursor, as text.
-    pub(crate) from: &'a str,
-}
-
-/// A [`Run`]'s attempt counter: a `u16` for a call, whose ladder stops at
-/// [`Policy::MAX_ATTEMPTS`], which keeps `Run` to four words; a `u32` for a stream, whose
-/// resumes renew its ladder without a bound of the policy's. Not public API.
-#[doc(hidden)]
-pub trait Count: Copy {
-    /// No attempt yet.
-    const ZERO: Self;
-    /// The count.
-    fn get(self) -> u32;
-    /// One more: saturating, at `u16::MAX` (never reached by a call's ladder) or `u32::MAX`.
-    #[must_use]
-    fn next(self) -> Self;
-}
-
-impl Count for u16 {
-    const ZERO: u16 = 0;
-    #[inline]
-    fn get(self) -> u32 {
-        u32::from(self)
-    }
-    #[inline]
-    fn next(self) -> u16 {
-        self.saturating_add(1)
-    }
-}
-
-impl Count for u32 {
-    const ZERO: u32 = 0;
-    #[inline]
-    fn get(self) -> u32 {
-        self
-    }
-    #[inline]
-    fn next(self) -> u32 {
-        self.saturating_add(1)
-    }
-}
 
 /// One call's progress through its ladder. Used by `#[retry]`'s expansion and by
 /// [`Retry::run`](super::Retry::run); not public API.
@@ -155,65 +91,6 @@ impl<R: Source, A: Count> fmt::Debug for Run<R, A> {
             .field("attempts", &self.attempts())
             .field("in_turn", &self.flight().is_some())
             .finish()
-    }
-}
-
-/// Where a [`Run`] finds its configuration: a [`Retry`](super::Retry) or a
-/// [`TimedRetry`](super::TimedRetry) it owns ([`Retry::run`](super::Retry::run)), or a
-/// `&'static` one (the attribute's). Not public API.
-#[doc(hidden)]
-pub trait Source {
-    /// The clock of the retry.
-    type Clock: Clock;
-    /// The policy.
-    fn policy(&self) -> &Policy;
-    /// The operation's name.
-    fn op(&self) -> &str;
-    /// The operation's name, as a turn's report keeps it.
-    fn op_name(&self) -> Op;
-    /// The budget.
-    fn budget(&self) -> Deadline;
-    /// The quota, if any.
-    fn quota(&self) -> Option<&Quota>;
-    /// The clock.
-    fn clock(&self) -> &Self::Clock;
-    /// Each attempt's timeout: only a [`TimedRetry`](super::TimedRetry) has one.
-    #[inline]
-    fn timeout(&self) -> Option<Duration> {
-        None
-    }
-}
-
-/// A borrowed source: the attribute's `&'static` one.
-impl<S: Source> Source for &S {
-    type Clock = S::Clock;
-    #[inline]
-    fn policy(&self) -> &Policy {
-        (**self).policy()
-    }
-    #[inline]
-    fn op(&self) -> &str {
-        (**self).op()
-    }
-    #[inline]
-    fn op_name(&self) -> Op {
-        (**self).op_name()
-    }
-    #[inline]
-    fn budget(&self) -> Deadline {
-        (**self).budget()
-    }
-    #[inline]
-    fn quota(&self) -> Option<&Quota> {
-        (**self).quota()
-    }
-    #[inline]
-    fn clock(&self) -> &S::Clock {
-        (**self).clock()
-    }
-    #[inline]
-    fn timeout(&self) -> Option<Duration> {
-        (**self).timeout()
     }
 }
 
@@ -295,7 +172,7 @@ impl<R: Source, A: Count> Run<R, A> {
         self.attempts = self.attempts.next();
         // What nested ladders did in an earlier attempt says nothing about this one, and a
         // restart is over once its attempt begins.
-        self.flags &= !(INNER_GAVE_UP | RESTARTING | HOLLOW);
+        self.flags &= !(INNER_GAVE_UP | HOLLOW);
         if let Since::InTurn(flight) = &mut self.since {
             flight.attempt_started(self.source.clock().now());
         }
@@ -358,51 +235,6 @@ impl<R: Source, A: Count> Run<R, A> {
         end
     }
 
-    #[cfg(feature = "stream")]
-    /// Each attempt's own timeout: only a [`TimedRetry`](super::TimedRetry)'s.
-    pub(crate) fn attempt_timeout(&self) -> Option<Duration> {
-        self.source.timeout()
-    }
-
-    #[cfg(feature = "stream")]
-    /// The caller opted in to restarting the stream after its commit point.
-    pub(crate) fn allow_restart(&mut self) {
-        self.flags |= RESTARTABLE;
-    }
-
-    #[cfg(feature = "stream")]
-    /// A failure of a stream's attempt: before its commit point, decided as any failure; after
-    /// it, the end of the call (it had delivered output, and a retry would repeat it), unless
-    /// the caller opted in to a restart, which the policy decides on like a retry.
-    pub(crate) fn stream_failed<E>(
-        &mut self,
-        error: E,
-        opened: bool,
-        resuming: Option<&Resuming<'_>>,
-    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
-    where
-        E: Classify + fmt::Display,
-    {
-        let reached = match (self.flags & COMMITTED != 0, opened) {
-            (true, _) => Reached::Output,
-            (false, true) => Reached::Stream,
-            (false, false) => Reached::Nothing,
-        };
-        let resumes = resuming.is_some_and(|resuming| resuming.resumes);
-        // `decide` reads the commit and the opt-in; a restart is announced and counted as one.
-        // A resume repeats nothing, so it is never a restart.
-        if !resumes && self.flags & (COMMITTED | RESTARTABLE) == COMMITTED | RESTARTABLE {
-            self.flags |= RESTARTING;
-        }
-        let decided = self.failed_after(error, reached, resuming);
-        // A stream resumed after its commit point has still delivered output: a give-up on
-        // its reopen says so, and a drop in the wait before it finishes the call.
-        if !resumes {
-            self.flags &= !COMMITTED;
-        }
-        decided
-    }
-
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     /// A failure after which an HTTP layer cannot send its request again: the class's own stop
     /// (an answer, a class not retried, the last attempt) if it has one, else
@@ -445,36 +277,6 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    /// The current attempt's series, ended with a `class` failure or (`None`) a success;
-    /// none if a retried call nested in it ran: that call counts it.
-    #[inline]
-    fn attempt_series(&self, class: Option<Class>) -> Option<Series> {
-        (self.flags & HOLLOW == 0).then_some(Series::Attempt(class))
-    }
-
-    /// The current attempt failed with `class`: counted, and said in the call's spans.
-    #[inline]
-    fn attempt_failed(&mut self, class: Class) {
-        if let Some(attempt) = self.attempt_series(Some(class)) {
-            meter::count(self.source.op(), attempt);
-        }
-        let policy = self.source.policy().name();
-        self.spans.failed(self.source.op(), policy, class);
-    }
-
-    /// The call has ended with `outcome`, its last attempt counted as `attempt` if given:
-    /// counted once, however it is reported after.
-    #[inline]
-    fn end(&mut self, outcome: Outcome, attempt: Option<Series>) {
-        if self.flags & ENDED == 0 {
-            self.flags |= ENDED;
-            // One look-up of the operation's handles for both.
-            meter::count_with(self.source.op(), Series::Call(outcome), attempt);
-            self.spans
-                .ended(self.attempts(), self.waited_ms, outcome.name());
-        }
-    }
-
     /// Account for a success: the quota's refill and the turn's report. Never waits.
     #[inline]
     pub fn succeeded(&mut self) {
@@ -512,37 +314,17 @@ impl<R: Source, A: Count> Run<R, A> {
         wait.poll(cancelled, cx)
     }
 
-    /// [`failed`](Self::failed), for a stream's attempt that got as far as `reached`: the
-    /// notices say so. Inlined, so that the wait is made where the caller keeps it.
-    #[cfg(feature = "stream")]
-    #[inline]
-    fn failed_after<E>(
-        &mut self,
-        error: E,
-        reached: Reached,
-        resuming: Option<&Resuming<'_>>,
-    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
-    where
-        E: Classify + fmt::Display,
-    {
-        let class = error.classify();
-        match self.wait_after(&error, class, reached, resuming) {
-            Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
-            Err(reason) => Err(self.give_up(error, class, reason, reached)),
-        }
-    }
-
     /// The wait after a `class` failure, counted and announced; or the reason to stop. One
     /// body for every error type: it reads the failure only to tell it.
     pub(super) fn wait_after(
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
-        reached: Reached,
-        resuming: Option<&Resuming<'_>>,
+        stream: Option<&StreamFacts<'_>>,
     ) -> Result<Duration, StopReason> {
         self.attempt_failed(class);
-        let wait = self.step_and_tell(error, class, reached, resuming)?;
+        let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
+        let wait = self.step_and_tell(error, class, stream)?;
         meter::waited(self.source.op(), wait);
         match &mut self.since {
             // A turn can cut the wait short, and then counts it as long as it lasted: the
@@ -567,21 +349,7 @@ impl<R: Source, A: Count> Run<R, A> {
     where
         E: Classify + fmt::Display,
     {
-        let next = if self.flags & RESTARTING != 0 {
-            AfterWait::Restart
-        } else {
-            AfterWait::Retry
-        };
-        self.waited_before(waited, next)
-    }
-
-    /// [`waited`](Self::waited), before a stream's resume from its cursor.
-    #[cfg(feature = "stream")]
-    pub(crate) fn waited_to_resume<E>(&mut self, waited: Waited<E>) -> Result<(), GaveUp<E>>
-    where
-        E: Classify + fmt::Display,
-    {
-        self.waited_before(waited, AfterWait::Resume)
+        self.waited_before(waited, AfterWait::Retry)
     }
 
     #[inline]
@@ -637,18 +405,21 @@ impl<R: Source, A: Count> Run<R, A> {
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
-        reached: Reached,
-        resuming: Option<&Resuming<'_>>,
+        stream: Option<&StreamFacts<'_>>,
     ) -> Result<Duration, StopReason> {
-        match self.next_step(class, resuming, true) {
+        match self.next_step(class, stream, true) {
             Step::Retry { wait } => {
-                let (action, from) = match resuming {
-                    Some(resuming) if resuming.resumes => {
+                let resuming = stream.and_then(|stream| stream.resuming);
+                let (action, from) = match (resuming, stream) {
+                    (Some(resuming), _) if resuming.resumes => {
                         (Action::Resume { backoff: wait }, Some(resuming.from))
                     }
-                    _ if self.flags & RESTARTING != 0 => (Action::Restart { backoff: wait }, None),
+                    (_, Some(stream)) if stream.restarts() => {
+                        (Action::Restart { backoff: wait }, None)
+                    }
                     _ => (Action::Retry { backoff: wait }, None),
                 };
+                let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
                 self.notify(error, class, action, reached, from);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.flags |= RATE_LIMITED;
@@ -665,7 +436,7 @@ impl<R: Source, A: Count> Run<R, A> {
     fn next_step(
         &mut self,
         class: Class,
-        resuming: Option<&Resuming<'_>>,
+        stream: Option<&StreamFacts<'_>>,
         resendable: bool,
     ) -> Step {
         // A call started outside any turn stays outside one; one inside asks its flight,
@@ -685,7 +456,7 @@ impl<R: Source, A: Count> Run<R, A> {
             _ => None,
         };
         let failure = self
-            .failure(class, remaining, resuming)
+            .failure(class, remaining, stream)
             .with_turn_over(turn_over)
             .with_resendable(resendable);
         // One decision; the RNG is read only where a wait may follow.
@@ -713,8 +484,9 @@ impl<R: Source, A: Count> Run<R, A> {
         &self,
         class: Class,
         remaining: Option<Duration>,
-        resuming: Option<&Resuming<'_>>,
+        stream: Option<&StreamFacts<'_>>,
     ) -> Failure {
+        let resuming = stream.and_then(|stream| stream.resuming);
         let (attempt, waited) = match resuming {
             Some(resuming) => (
                 self.attempts().saturating_sub(resuming.attempts_before),
@@ -722,15 +494,17 @@ impl<R: Source, A: Count> Run<R, A> {
             ),
             None => (self.attempts(), self.total_waited()),
         };
-        let (committed, reconnect, reopen) = match resuming {
-            Some(resuming) if resuming.resumes => (false, resuming.reconnect, resuming.reopen),
-            _ => (self.flags & COMMITTED != 0, None, false),
+        let (committed, reconnect, reopen) = match (resuming, stream) {
+            (Some(resuming), _) if resuming.resumes => (false, resuming.reconnect, resuming.reopen),
+            (_, Some(stream)) => (stream.committed, None, false),
+            _ => (false, None, false),
         };
+        let restartable = stream.is_some_and(|stream| stream.restartable);
         Failure::new(attempt, class)
             .with_reopen(reopen)
             .with_rate_limited_before(self.flags & RATE_LIMITED != 0)
             .with_inner_gave_up(self.flags & INNER_GAVE_UP != 0)
-            .with_committed(committed, self.flags & RESTARTABLE != 0)
+            .with_committed(committed, restartable)
             .with_remaining(remaining)
             .with_waited(waited)
             .with_reconnect(reconnect)
@@ -824,120 +598,6 @@ impl<R: Source, A: Count> Run<R, A> {
             // The attempt this call ran in is this call's to count, in a turn or not.
             nesting::mark_ran();
         }
-    }
-
-    /// A committed stream ended, or was dropped: its last attempt delivered, and the call is
-    /// over.
-    #[cfg(feature = "stream")]
-    pub(crate) fn ended_after_commit(&mut self) {
-        self.flags &= !COMMITTED;
-        if self.flags & ENDED != 0 {
-            return;
-        }
-        self.end(
-            Outcome::succeeded(self.attempts()),
-            self.attempt_series(None),
-        );
-        self.report(None);
-    }
-
-    /// A stream was dropped: past its commit point it has finished (its output reached the
-    /// caller); before it, it is a call dropped unfinished. Apart from [`dropped`](Self::dropped),
-    /// so that a call's drop stays as small as it was.
-    #[cfg(feature = "stream")]
-    pub(crate) fn stream_dropped(&mut self) {
-        if self.flags & COMMITTED != 0 {
-            self.ended_after_commit();
-        }
-        self.dropped();
-    }
-
-    /// A resumed stream's attempt continues past the commit point an earlier attempt reached:
-    /// it is committed again, not restarted.
-    #[cfg(feature = "stream")]
-    pub(crate) fn resume_committed(&mut self) {
-        self.flags |= COMMITTED;
-    }
-
-    /// A stream reached its commit point: its output goes to the caller. The first commit
-    /// settles the quota and is counted; a later one is a restart's, and says so (`true`), so
-    /// the caller can discard what it had.
-    #[cfg(feature = "stream")]
-    pub(crate) fn commit(&mut self) -> bool {
-        self.flags |= COMMITTED;
-        if self.flags & DELIVERED != 0 {
-            return true;
-        }
-        self.flags |= DELIVERED;
-        self.settle_quota();
-        if let Some(flight) = self.flight() {
-            flight.committed();
-        }
-        meter::count(self.source.op(), Series::StreamCommit);
-        false
-    }
-
-    fn notify(
-        &self,
-        error: &dyn fmt::Display,
-        class: Class,
-        action: Action,
-        reached: Reached,
-        resume_from: Option<&str>,
-    ) {
-        let flight = self.flight();
-        let event = RetryEvent {
-            op: self.source.op(),
-            policy: self.source.policy().name(),
-            attempt: self.attempts(),
-            total: self.source.policy().attempts().max(1),
-            class,
-            error: Redacted::new(error),
-            action,
-            reached,
-            resume_from,
-        };
-        let hooks = |each: &mut dyn FnMut(&notice::Hook)| {
-            if let Some(flight) = flight {
-                flight.for_each_hook(each);
-            }
-        };
-        self.spans.in_scope(|| notice::emit(hooks, &event));
-    }
-}
-
-/// A [`Run`] that reports itself when dropped unfinished: what the attribute's expansion and
-/// [`Retry::run`](super::Retry::run) hold. Not public API.
-#[doc(hidden)]
-pub struct Call<R: Source>(Run<R>);
-
-impl<R: Source> Call<R> {
-    /// A call not yet started, as [`Run::new`].
-    #[inline]
-    pub const fn new(source: R) -> Self {
-        Call(Run::new(source))
-    }
-}
-
-impl<R: Source> std::ops::Deref for Call<R> {
-    type Target = Run<R>;
-    #[inline]
-    fn deref(&self) -> &Run<R> {
-        &self.0
-    }
-}
-
-impl<R: Source> std::ops::DerefMut for Call<R> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut Run<R> {
-        &mut self.0
-    }
-}
-
-impl<R: Source> Drop for Call<R> {
-    #[inline]
-    fn drop(&mut self) {
-        self.0.dropped();
     }
 }
 

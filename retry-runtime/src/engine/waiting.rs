@@ -8,7 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use super::run::{Run, Source};
+use super::run::Run;
+use super::source::Source;
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::notice::Reached;
@@ -71,7 +72,7 @@ impl<R: Source> Run<R> {
         // `failed_after`'s body, written out: the wait is then made in the `Waiting` itself,
         // which callgrind counts as about 19 instructions a retry fewer than moving it there.
         let class = error.classify();
-        match self.wait_after(&error, class, Reached::Nothing, None) {
+        match self.wait_after(&error, class, None) {
             Ok(wait) => {
                 let sleep = self.sleep_for(wait);
                 Waiting::wait(self, Wait::new(error, sleep))

@@ -7,7 +7,6 @@ use std::fmt;
 use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures_core::{TryFuture, TryStream};
 
@@ -15,13 +14,14 @@ use super::ended::EndedEarly;
 use super::hold::Hold;
 use super::resume::{Resume, ResumeFrom, Taken};
 use super::state::{Flow, Item, Rules, Shared, State, Then, Yielded};
-use super::timer::Timer;
+use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::class::Classify;
 use crate::clock::Clock;
-use crate::engine::{Run, Source};
+use crate::engine::{Run, Source, StreamFacts};
 use crate::nesting;
-use crate::timeout::{TimedOut, TimeoutBound};
-use crate::turn::scope;
+use crate::notice::Reached;
+use crate::timeout::TimedOut;
+use crate::turn::flight::AfterWait;
 use crate::wait::{Wait, Waited};
 
 /// The state type of a [`RetryStream`], and what its polls say to do next.
@@ -67,33 +67,33 @@ where
     };
     resume.begin(resumed);
     core.run.begin_attempt();
-    arm(&core.run, rules, resume, timer);
+    let phase = Phase::Begins {
+        resumed,
+        was_committed: resume.was_committed(),
+    };
+    rearm(&core.run, rules, resume, timer, phase);
     future
 }
 
-/// Arm the attempt's timer: up to the commit point, the attempt's own bound; a resume that
-/// has brought nothing yet is bounded by the idle timeout, or the default for resumes.
-fn arm<R, T, E, H, S, Re, C, K, Q>(
+/// Arm the attempt's timer for `phase`, as [`bounds`] says.
+fn rearm<R, T, E, H, S, Re, C, K, Q>(
     run: &Run<R, u32>,
     rules: &Rules<T, E, H, C, K>,
     resume: &Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
+    phase: Phase,
 ) where
     R: Source,
 {
-    let fixed = match rules.timed_out {
-        Some(_) if resume.is_resumed() && resume.was_committed() => {
-            scope::expiry().map(|at| (at, TimeoutBound::Turn))
-        }
-        Some(_) => attempt_bound(run, rules.commit_timeout),
-        None => None,
+    let timeouts = Timeouts {
+        timed: rules.timed_out.is_some(),
+        commit: rules.commit_timeout,
+        idle: rules.idle_timeout,
+        silence: resume.silence,
     };
-    let idle = match (rules.timed_out, resume.is_resumed()) {
-        (_, true) => Some(rules.idle_timeout.unwrap_or(resume.silence)),
-        (Some(_), false) => rules.idle_timeout,
-        (None, false) => None,
-    };
-    timer.arm(fixed, idle);
+    if let Some((fixed, idle)) = bounds(run, timeouts, phase) {
+        timer.arm(fixed, idle);
+    }
 }
 
 /// Whether `item` (`content` or not) is a replay to drop; a resume's first content hands the
@@ -115,52 +115,13 @@ where
         Taken::Replay => true,
         Taken::New { first_progress } => {
             if first_progress {
-                resumed_progress(run, rules, resume, timer);
+                let phase = Phase::Progress {
+                    was_committed: resume.was_committed(),
+                };
+                rearm(run, rules, resume, timer, phase);
             }
             false
         }
-    }
-}
-
-/// A resume's first content: its silence bound gives way to the stream's own timers, the
-/// attempt's up to the commit point, the idle bound and the turn after it.
-fn resumed_progress<R, T, E, H, S, Re, C, K, Q>(
-    run: &Run<R, u32>,
-    rules: &Rules<T, E, H, C, K>,
-    resume: &Resume<S, T, Re, Q>,
-    timer: Pin<&mut Timer>,
-) where
-    R: Source,
-{
-    match (rules.timed_out, rules.idle_timeout) {
-        (Some(_), idle) if !resume.was_committed() => {
-            timer.arm(attempt_bound(run, rules.commit_timeout), idle);
-        }
-        (Some(_), Some(idle)) => {
-            timer.arm(
-                scope::expiry().map(|at| (at, TimeoutBound::Turn)),
-                Some(idle),
-            );
-        }
-        _ => timer.arm(None, None),
-    }
-}
-
-/// When an attempt must have committed: the sooner of the attempt timeout and
-/// `commit_timeout`, bounded by the turn and a literal budget.
-fn attempt_bound<R: Source>(
-    run: &Run<R, u32>,
-    commit_timeout: Option<Duration>,
-) -> Option<(tokio::time::Instant, TimeoutBound)> {
-    let own = match (run.attempt_timeout(), commit_timeout) {
-        (Some(attempt), Some(commit)) if commit <= attempt => (commit, TimeoutBound::Commit),
-        (Some(attempt), _) => (attempt, TimeoutBound::Timeout),
-        (None, Some(commit)) => (commit, TimeoutBound::Commit),
-        (None, None) => return None,
-    };
-    match run.bound(Some(own), true) {
-        (Some(at), bound) => Some((at, bound)),
-        (None, _) => None,
     }
 }
 
@@ -204,21 +165,45 @@ where
         // A fresh open follows, or the end: what the attempt held goes with it.
         carry.hold.clear();
     }
-    let decided = if resume.is_on() {
-        // Resumed or not, the failure is decided on the ladder as its last renewal left it.
-        let text = resume.text();
-        let (attempts, waited) = (core.run.attempts(), core.run.total_waited());
-        let resuming = resume.resuming(attempts, waited, &text, (resumes, opened));
-        let decided = core.run.stream_failed(error, opened, Some(&resuming));
-        if resumes && decided.is_ok() {
-            resume.will_resume();
-        }
-        decided
+    let text = if resume.is_on() {
+        resume.text()
     } else {
-        core.run.stream_failed(error, opened, None)
+        String::new()
     };
+    let mut facts = StreamFacts {
+        reached: match (core.committed, opened) {
+            (true, _) => Reached::Output,
+            (false, true) => Reached::Stream,
+            (false, false) => Reached::Nothing,
+        },
+        committed: core.committed,
+        restartable: core.restartable,
+        resuming: None,
+    };
+    // Resumed or not, a resumable stream's failure is decided on the ladder as its last
+    // renewal left it.
+    if resume.is_on() {
+        let (attempts, waited) = (core.run.attempts(), core.run.total_waited());
+        facts.resuming = Some(resume.resuming(attempts, waited, &text, (resumes, opened)));
+    }
+    let next = match resumes {
+        true => AfterWait::Resume,
+        false if facts.committed && facts.restartable => AfterWait::Restart,
+        false => AfterWait::Retry,
+    };
+    let decided = core.run.stream_failed(error, &facts);
+    // A stream resumed after its commit point has still delivered output: a give-up on its
+    // reopen says so, and a drop in the wait before it finishes the call.
+    if !resumes {
+        core.committed = false;
+    }
     match decided {
-        Ok(wait) => Then::Become(State::Waiting { wait }),
+        Ok(wait) => {
+            if resumes {
+                resume.will_resume();
+            }
+            Then::Become(State::Waiting { wait, next })
+        }
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }
 }
@@ -234,19 +219,19 @@ fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
     R: Source,
 {
     core.run.note_frame(mem::take(&mut core.frame));
-    if core.run.commit() {
+    core.committed = true;
+    if core.delivered {
+        // A restart's commit: the caller discards what it had.
         (rules.restart)();
+    } else {
+        core.delivered = true;
+        core.run.delivered();
     }
     resume.committed();
-    match (rules.timed_out, rules.idle_timeout) {
-        (Some(_), Some(idle)) => {
-            let turn = scope::expiry().map(|at| (at, TimeoutBound::Turn));
-            timer.arm(turn, Some(idle));
-        }
-        // A resume still silent keeps its bound.
-        _ if resume.is_silent_resume() => {}
-        _ => timer.arm(None, None),
-    }
+    let phase = Phase::Commit {
+        silent_resume: resume.is_silent_resume(),
+    };
+    rearm(&core.run, rules, resume, timer, phase);
 }
 
 /// Poll `open`'s future, or the resume's: the attempt's stream, or its failure.
@@ -270,7 +255,7 @@ where
         Poll::Ready(Ok(stream)) => {
             // A resume of a stream that had delivered goes on delivering.
             let flow = if carry.resume.is_resumed() && carry.resume.was_committed() {
-                core.run.resume_committed();
+                core.committed = true;
                 Flow::Passing
             } else {
                 Flow::Holding
@@ -521,7 +506,8 @@ where
         Poll::Ready(None) => match ended(rules, &carry.resume, None) {
             Some(error) => error,
             None => {
-                core.run.ended_after_commit();
+                core.committed = false;
+                core.run.ended();
                 return Err(Then::End(None));
             }
         },
@@ -537,10 +523,10 @@ where
 }
 
 /// Wait before the next attempt; a cancel of the turn ends the stream.
-pub(super) fn waiting<R, O, Fut, W, ReFut, Re, Q>(
+pub(super) fn waiting<R, O, Fut, W, ReFut>(
     wait: Pin<&mut Wait<W, Fut::Error>>,
+    next: AfterWait,
     core: &mut Shared<R, O>,
-    carry: &Carry<Fut::Ok, Item<Fut>, Re, Q>,
     cx: &mut Context<'_>,
 ) -> Advance<Fut, ReFut, W>
 where
@@ -554,12 +540,7 @@ where
         Poll::Ready(waited) => waited,
         Poll::Pending => return Then::Yield(Poll::Pending),
     };
-    let next = if carry.resume.next_is_resume() {
-        core.run.waited_to_resume(waited)
-    } else {
-        core.run.waited(waited)
-    };
-    match next {
+    match core.run.waited_for(waited, next) {
         Ok(()) => Then::Become(State::Start),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }

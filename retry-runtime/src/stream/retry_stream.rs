@@ -120,9 +120,12 @@ where
             timer: Timer::new(),
             core: Shared {
                 run: Run::new(source),
-                dropped: Run::stream_dropped,
+                dropped: super::state::dropped::<R>,
                 open,
                 frame: nesting::Frame::default(),
+                committed: false,
+                delivered: false,
+                restartable: false,
             },
             rules: Rules {
                 commit: every_item,
@@ -282,7 +285,7 @@ where
             rules,
             carry,
         } = self;
-        core.run.allow_restart();
+        core.restartable = true;
         RetryStream {
             state,
             timer,
@@ -614,11 +617,12 @@ where
                 StateProj::Draining { held } => match held.pop_front() {
                     Some(item) => Then::Yield(Poll::Ready(Some(Ok(item)))),
                     None => {
-                        this.core.run.ended_after_commit();
+                        this.core.committed = false;
+                        this.core.run.ended();
                         Then::End(None)
                     }
                 },
-                StateProj::Waiting { wait } => waiting(wait, this.core, this.carry, cx),
+                StateProj::Waiting { wait, next } => waiting(wait, *next, this.core, cx),
                 StateProj::Done => return Poll::Ready(None),
             };
             match then {

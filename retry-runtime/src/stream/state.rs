@@ -14,6 +14,7 @@ use super::hold::Limits;
 use crate::engine::Run;
 use crate::nesting;
 use crate::timeout::TimedOut;
+use crate::turn::flight::AfterWait;
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
@@ -37,8 +38,8 @@ pin_project_lite::pin_project! {
         Open { #[pin] stream: S, flow: Flow<T> },
         /// The stream ended at its commit point, or is complete: what it held, then the end.
         Draining { held: VecDeque<T> },
-        /// Waiting before the next attempt.
-        Waiting { #[pin] wait: Wait<W, E> },
+        /// Waiting before the next attempt, which is `next`: a retry, a restart or a resume.
+        Waiting { #[pin] wait: Wait<W, E>, next: AfterWait },
         /// Over: it has returned its last item, or its give-up.
         Done,
     }
@@ -96,21 +97,39 @@ impl<T, E, H, C, K> Rules<T, E, H, C, K> {
     }
 }
 
-/// What the stream's states share: the run, `open` and the nesting frame of the attempt.
+/// What the stream's states share: the run, `open`, the nesting frame of the attempt, and
+/// the stream's own facts: where it is against its commit point, which the run reads on each
+/// failure ([`StreamFacts`](crate::engine::StreamFacts)).
 pub(super) struct Shared<R, O> {
     pub(super) run: Run<R, u32>,
-    /// What the run does when the stream is dropped: `Run::stream_dropped` for this `R`, kept as a
+    /// What the run does when the stream is dropped ([`dropped`] for this `R`), kept as a
     /// pointer so that the stream itself needs no bound.
-    pub(super) dropped: fn(&mut Run<R, u32>),
+    pub(super) dropped: fn(&mut Run<R, u32>, bool),
     pub(super) open: O,
     pub(super) frame: nesting::Frame,
+    /// The current attempt has delivered output (it is past its commit point, or resumes a
+    /// stream that was): its end, or its drop, finishes the call.
+    pub(super) committed: bool,
+    /// The stream has reached its commit point once: a later commit is a restart's.
+    pub(super) delivered: bool,
+    /// The caller opted in to restarting the stream after its commit point.
+    pub(super) restartable: bool,
 }
 
 impl<R, O> Drop for Shared<R, O> {
     /// Dropped unfinished, the call reports itself; after its commit point it has finished.
     fn drop(&mut self) {
-        (self.dropped)(&mut self.run);
+        (self.dropped)(&mut self.run, self.committed);
     }
+}
+
+/// A stream dropped: past its commit point it has finished (its output reached the caller);
+/// before it, it is a call dropped unfinished.
+pub(super) fn dropped<R: crate::engine::Source>(run: &mut Run<R, u32>, committed: bool) {
+    if committed {
+        run.ended();
+    }
+    run.dropped();
 }
 
 /// What a state's poll says to do next.

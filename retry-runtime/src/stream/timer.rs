@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
+use crate::engine::{Run, Source};
 use crate::timeout::{TimedOut, TimeoutBound};
+use crate::turn::scope;
 
 pin_project_lite::pin_project! {
     /// A stream's timer. Disarmed, it costs nothing and fires never.
@@ -126,5 +128,90 @@ impl Timer {
             // An item came since the sleep was set: wait on for the idle bound's new end.
             sleep.as_mut().reset(due);
         }
+    }
+}
+
+/// Where a stream is, as its timer's bounds depend on it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Phase {
+    /// An attempt begins: a fresh open, or a resume of a stream that had (or had not)
+    /// delivered output.
+    Begins { resumed: bool, was_committed: bool },
+    /// A resume brought its first new content.
+    Progress { was_committed: bool },
+    /// The commit point, in an attempt that is (or is not) a resume still silent.
+    Commit { silent_resume: bool },
+}
+
+/// The timeouts a stream was given: whether it has any (an error that holds a [`TimedOut`]),
+/// `commit_timeout`, `idle_timeout`, and a resume's silence bound.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timeouts {
+    pub(super) timed: bool,
+    pub(super) commit: Option<Duration>,
+    pub(super) idle: Option<Duration>,
+    pub(super) silence: Duration,
+}
+
+/// A timer's fixed bound and idle bound.
+type Bounds = (Option<(Instant, TimeoutBound)>, Option<Duration>);
+
+/// The timer's bounds in `phase`, or `None` to keep them: the one place its arming rules are
+/// written. Up to the commit point, the attempt's own bound; after it (or resuming a stream
+/// that was past it), the turn and the idle bound; a resume that has brought nothing yet is
+/// bounded by the idle timeout, or the default for resumes, until its first new content.
+pub(super) fn bounds<R: Source>(
+    run: &Run<R, u32>,
+    timeouts: Timeouts,
+    phase: Phase,
+) -> Option<Bounds> {
+    let turn = || scope::expiry().map(|at| (at, TimeoutBound::Turn));
+    let (timed, idle) = (timeouts.timed, timeouts.idle);
+    Some(match phase {
+        Phase::Begins {
+            resumed,
+            was_committed,
+        } => {
+            let fixed = match timed {
+                true if resumed && was_committed => turn(),
+                true => attempt_bound(run, timeouts.commit),
+                false => None,
+            };
+            let idle = match (timed, resumed) {
+                (_, true) => Some(idle.unwrap_or(timeouts.silence)),
+                (true, false) => idle,
+                (false, false) => None,
+            };
+            (fixed, idle)
+        }
+        Phase::Progress { was_committed } => match (timed, idle) {
+            (true, idle) if !was_committed => (attempt_bound(run, timeouts.commit), idle),
+            (true, Some(idle)) => (turn(), Some(idle)),
+            _ => (None, None),
+        },
+        Phase::Commit { silent_resume } => match (timed, idle) {
+            (true, Some(idle)) => (turn(), Some(idle)),
+            // A resume still silent keeps its bound.
+            _ if silent_resume => return None,
+            _ => (None, None),
+        },
+    })
+}
+
+/// When an attempt must have committed: the sooner of the attempt timeout and
+/// `commit_timeout`, bounded by the turn and a literal budget.
+fn attempt_bound<R: Source>(
+    run: &Run<R, u32>,
+    commit_timeout: Option<Duration>,
+) -> Option<(Instant, TimeoutBound)> {
+    let own = match (run.attempt_timeout(), commit_timeout) {
+        (Some(attempt), Some(commit)) if commit <= attempt => (commit, TimeoutBound::Commit),
+        (Some(attempt), _) => (attempt, TimeoutBound::Timeout),
+        (None, Some(commit)) => (commit, TimeoutBound::Commit),
+        (None, None) => return None,
+    };
+    match run.bound(Some(own), true) {
+        (Some(at), bound) => Some((at, bound)),
+        (None, _) => None,
     }
 }

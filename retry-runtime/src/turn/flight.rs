@@ -59,6 +59,7 @@ pub(crate) enum AfterWait {
     /// A retry of the call.
     Retry,
     /// A stream's restart after its commit point.
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
     Restart,
     /// A stream's resume from its cursor.
     #[cfg_attr(not(feature = "stream"), allow(dead_code))]

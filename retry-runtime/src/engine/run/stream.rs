@@ -1,0 +1,80 @@
+//! The protocol's steps only a stream takes. A child of the run, so that it reads the run's
+//! state without widening it; the stream's own facts are the stream's.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::facts::StreamFacts;
+use super::{ENDED, Run};
+use crate::class::Classify;
+use crate::clock::Clock;
+use crate::engine::count::Count;
+use crate::engine::source::Source;
+use crate::meter::{self, Outcome, Series};
+use crate::turn::flight::AfterWait;
+use crate::verdict::GaveUp;
+use crate::wait::{Wait, Waited};
+
+/// The protocol's steps only a stream takes: a failure with the stream's facts, a wait before
+/// a restart or a resume, its output's first delivery, and its end after it.
+impl<R: Source, A: Count> Run<R, A> {
+    /// Each attempt's own timeout: only a [`TimedRetry`](super::TimedRetry)'s.
+    pub(crate) fn attempt_timeout(&self) -> Option<Duration> {
+        self.source.timeout()
+    }
+
+    /// A failure of a stream's attempt, decided on the run's facts and the stream's: before
+    /// its commit point as any failure; after it, the end of the call (a retry would repeat
+    /// what the caller has), unless the caller opted in to a restart or it resumes.
+    #[inline]
+    pub(crate) fn stream_failed<E>(
+        &mut self,
+        error: E,
+        stream: &StreamFacts<'_>,
+    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        match self.wait_after(&error, class, Some(stream)) {
+            Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
+            Err(reason) => Err(self.give_up(error, class, reason, stream.reached)),
+        }
+    }
+
+    /// [`waited`](Self::waited), before the attempt `next` is: a retry, a stream's restart
+    /// after its commit point, or its resume from its cursor.
+    pub(crate) fn waited_for<E>(
+        &mut self,
+        waited: Waited<E>,
+        next: AfterWait,
+    ) -> Result<(), GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        self.waited_before(waited, next)
+    }
+
+    /// The stream's output reached the caller for the first time, at its commit point: the
+    /// quota counts the call a success, and the turn a commit.
+    pub(crate) fn delivered(&mut self) {
+        self.settle_quota();
+        if let Some(flight) = self.flight() {
+            flight.committed();
+        }
+        meter::count(self.source.op(), Series::StreamCommit);
+    }
+
+    /// The stream ended, or was dropped, after delivering output: its last attempt delivered,
+    /// and the call is over.
+    pub(crate) fn ended(&mut self) {
+        if self.flags & ENDED != 0 {
+            return;
+        }
+        self.end(
+            Outcome::succeeded(self.attempts()),
+            self.attempt_series(None),
+        );
+        self.report(None);
+    }
+}
