@@ -276,3 +276,26 @@ impl futures_core::Stream for Chunks {
         self.receiver.poll_recv(cx)
     }
 }
+
+/// A reqwest client for these servers: no proxy, and no pooled connection, so each request
+/// (a resume included) is a connection the server counts.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("build a reqwest client")
+}
+
+/// The `GET` that resumes a stream at `url` from `from`, with its `Last-Event-ID`.
+pub fn resume_get(
+    http: &reqwest::Client,
+    url: &str,
+    from: &retry_runtime::ResumeFrom,
+) -> reqwest::RequestBuilder {
+    let request = http.get(url);
+    match from.last_event_id() {
+        Some(id) => request.header("last-event-id", id),
+        None => request,
+    }
+}

@@ -6,32 +6,16 @@ use std::time::Duration;
 
 use retry_runtime::http::{CallError, ModelEvents, ResponseExt, is_jsonrpc_response};
 use retry_runtime::sse::Event;
-use retry_runtime::{Policy, ResumeFrom, Retry, testing};
-use retry_tests::event_server::{EventServer, Part};
+use retry_runtime::{Policy, Retry, testing};
+use retry_tests::event_server::{EventServer, Part, client, resume_get as get};
 
 const LOG: &str = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","logger":"count","data":"one step failed, retrying it"}}"#;
 const RESULT: &str =
     r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"counted to 3"}]}}"#;
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("build a reqwest client")
-}
-
 /// The stream as MCP's Streamable HTTP sends it: raw events, a priming event a keep-alive.
 async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, CallError> {
     Ok(request.send().await?.check_status().await?.events().raw())
-}
-
-fn get(http: &reqwest::Client, url: &str, from: &ResumeFrom) -> reqwest::RequestBuilder {
-    let request = http.get(url);
-    match from.last_event_id() {
-        Some(id) => request.header("last-event-id", id),
-        None => request,
-    }
 }
 
 /// The POST's stream: a priming event, an error-level log notification, then a clean close

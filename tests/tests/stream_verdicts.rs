@@ -11,54 +11,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use retry_runtime::http::{HttpError, ModelEvents, ResponseExt, StreamError};
+use retry_runtime::http::{CallError, ModelEvents, ResponseExt};
 use retry_runtime::notice::{Action, Notice, Reached};
 use retry_runtime::sse::{self, Event};
 use retry_runtime::{
-    Class, Classify, EndedEarly, GaveUp, Policy, ResumeFrom, Retry, StopReason, TimedOut, Turn,
-    testing,
+    Class, Classify, EndedEarly, GaveUp, Policy, Retry, StopReason, Turn, testing,
 };
-use retry_tests::event_server::{EventServer, Part};
+use retry_tests::event_server::{EventServer, Part, client, resume_get as get};
 
-#[derive(Debug, thiserror::Error, Classify)]
-enum Failed {
-    #[error(transparent)]
-    #[classify(from)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    #[classify(from)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[classify(from)]
-    Stream(#[from] StreamError),
-    #[error(transparent)]
-    #[classify(from)]
-    Ended(#[from] EndedEarly),
-    #[error(transparent)]
-    #[classify(from)]
-    TimedOut(#[from] TimedOut),
-}
+type Delivered = Vec<Result<Event, GaveUp<CallError>>>;
 
-type Delivered = Vec<Result<Event, GaveUp<Failed>>>;
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("build a reqwest client")
-}
-
-async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, Failed> {
+/// A model's event stream, as the README's example reads it.
+async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, CallError> {
     Ok(request.send().await?.check_status().await?.events())
-}
-
-fn get(http: &reqwest::Client, url: &str, from: &ResumeFrom) -> reqwest::RequestBuilder {
-    let request = http.get(url);
-    match from.last_event_id() {
-        Some(id) => request.header("last-event-id", id),
-        None => request,
-    }
 }
 
 fn with_id(id: &str, data: &str) -> Part {

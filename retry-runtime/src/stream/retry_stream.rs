@@ -230,22 +230,11 @@ where
         C2: Fn(&Item<Fut>) -> bool,
         Fut::Error: HoldsEndedEarly,
     {
-        let RetryStream {
-            state,
-            timer,
-            core,
-            mut rules,
-            carry,
-        } = self;
-        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-        rules.before_content = true;
-        RetryStream {
-            state,
-            timer,
-            core,
-            rules: rules.with(|_, complete, restart| (is_content, complete, restart)),
-            carry,
-        }
+        self.with_rules(|mut rules| {
+            rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
+            rules.before_content = true;
+            rules.with(|_, complete, restart| (is_content, complete, restart))
+        })
     }
 
     /// Retry even after the commit point, under the same policy: `hook` runs once before the
@@ -278,19 +267,31 @@ where
         self,
         hook: G,
     ) -> RetryStream<R, O, Fut, G, W, Re, ReFut, C, K, Q> {
+        let mut stream = self;
+        stream.core.restartable = true;
+        stream.with_rules(|rules| rules.with(|commit, complete, _| (commit, complete, hook)))
+    }
+
+    /// This stream with `change`'s rules: a commit rule, a complete rule or a hook of
+    /// another type.
+    fn with_rules<H2, C2, K2>(
+        self,
+        change: impl FnOnce(
+            Rules<Item<Fut>, Fut::Error, H, C, K>,
+        ) -> Rules<Item<Fut>, Fut::Error, H2, C2, K2>,
+    ) -> RetryStream<R, O, Fut, H2, W, Re, ReFut, C2, K2, Q> {
         let RetryStream {
             state,
             timer,
-            mut core,
+            core,
             rules,
             carry,
         } = self;
-        core.restartable = true;
         RetryStream {
             state,
             timer,
             core,
-            rules: rules.with(|commit, complete, _| (commit, complete, hook)),
+            rules: change(rules),
             carry,
         }
     }
@@ -525,21 +526,10 @@ where
         K2: Fn(&Item<Fut>) -> bool,
         Fut::Error: HoldsEndedEarly,
     {
-        let RetryStream {
-            state,
-            timer,
-            core,
-            mut rules,
-            carry,
-        } = self;
-        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-        RetryStream {
-            state,
-            timer,
-            core,
-            rules: rules.with(|commit, _, restart| (commit, Some(is_complete), restart)),
-            carry,
-        }
+        self.with_rules(|mut rules| {
+            rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
+            rules.with(|commit, _, restart| (commit, Some(is_complete), restart))
+        })
     }
 }
 
