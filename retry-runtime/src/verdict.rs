@@ -160,6 +160,7 @@ pub struct GaveUp<E> {
     error: E,
     reason: StopReason,
     attempts: u32,
+    delivered: bool,
     waited: Duration,
 }
 
@@ -169,8 +170,36 @@ impl<E> GaveUp<E> {
             error,
             reason,
             attempts,
+            delivered: false,
             waited,
         }
+    }
+
+    /// The same, from a stream that had (or had not) delivered output to the caller.
+    pub(crate) fn with_delivered(mut self, delivered: bool) -> Self {
+        self.delivered = delivered;
+        self
+    }
+
+    /// Whether the call's stream had delivered output to the caller before it gave up: past
+    /// its commit point, or resuming a stream that was (a reopen refused after the first
+    /// events were shown). `false` for a call that is not a stream.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Policy, Retry, testing};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // One item delivered, then a cut: the give-up says the caller has output.
+    /// let stream = Retry::new(&Policy::AVAILABILITY)
+    ///     .stream(|_| async { Ok::<_, Class>(testing::stream_of(vec![Ok("Hel"), Err(Class::Transport)])) });
+    /// let (items, _) = testing::scope(testing::collect(stream)).await;
+    /// let gave_up = items.last().unwrap().as_ref().unwrap_err();
+    /// assert!(gave_up.delivered_output());
+    /// # }
+    /// ```
+    pub fn delivered_output(&self) -> bool {
+        self.delivered
     }
 
     /// The last attempt's error.

@@ -151,6 +151,7 @@ async fn a_refused_resume_after_delivered_events_gives_up_undetermined_with_its_
         let gave_up = delivered.last().unwrap().as_ref().unwrap_err();
         assert_eq!(gave_up.reason().name(), "resume_failed", "{status}");
         assert!(gave_up.is_undetermined(), "{status}: the tool may have run");
+        assert!(gave_up.delivered_output(), "{status}");
         assert_eq!(gave_up.attempts(), 2);
         let (sentence, action, reached) = told.last().unwrap().clone();
         assert!(
@@ -213,6 +214,37 @@ type Items = testing::StreamOf<Result<u64, Scripted>>;
 
 fn ready(items: Vec<Result<u64, Scripted>>) -> std::future::Ready<Result<Items, Scripted>> {
     std::future::ready(Ok(testing::stream_of(items)))
+}
+
+#[tokio::test]
+async fn a_give_up_on_a_reopen_after_delivered_output_says_the_output_was_delivered() {
+    // Two items delivered, a cut, then every reopen fails before it opens.
+    let stream = Retry::new(&Policy::AVAILABILITY)
+        .named("model")
+        .stream(|_| ready(vec![Ok(1), Ok(2), Err(Scripted::Cut)]))
+        .cursor(|n: &u64| Some(*n))
+        .complete_when(|n: &u64| *n == 3)
+        .resume(|_| std::future::ready(Err::<Items, _>(Scripted::Cut)));
+    let (turn, told) = telling();
+    let ((items, _), _) = testing::scope(turn.run(testing::collect(stream))).await;
+    let items = items.unwrap();
+    assert!(matches!(items[..2], [Ok(1), Ok(2)]));
+    let gave_up = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(gave_up.reason(), StopReason::Exhausted { attempts: 4 });
+    assert!(gave_up.delivered_output());
+    let told = told.lock().unwrap().clone();
+    let (sentence, action, reached) = told.last().unwrap().clone();
+    assert!(matches!(action, Action::GiveUp { .. }));
+    assert_eq!(reached, Reached::Output, "{sentence}");
+    assert!(
+        sentence.starts_with("model's stream was cut after it had delivered output"),
+        "{sentence}"
+    );
+    // Every reopen's notice says the same: not "could not be reached".
+    assert!(
+        told.iter()
+            .all(|(_, _, reached)| *reached == Reached::Output)
+    );
 }
 
 #[tokio::test(start_paused = true)]

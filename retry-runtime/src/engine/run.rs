@@ -565,6 +565,7 @@ impl<R: Source, A: Count> Run<R, A> {
         }
         self.finish(Some(reason));
         GaveUp::new(error, reason, self.attempts(), self.total_waited())
+            .with_delivered(reached == Reached::Output)
     }
 
     /// Account for the finished call: the quota refill and the turn's report.
