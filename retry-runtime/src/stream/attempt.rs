@@ -30,7 +30,22 @@ pub(super) type StateOf<Fut, ReFut, W> =
 pub(super) type Advance<Fut, ReFut, W> = Then<StateOf<Fut, ReFut, W>, Yielded<Fut>>;
 
 /// A committed stream's poll: what to return at once (its item, or pending), or what to do.
-pub(super) type Passed<Fut, ReFut, W> = Result<Poll<Option<Yielded<Fut>>>, Advance<Fut, ReFut, W>>;
+pub(super) enum Passed<Fut, ReFut, W>
+where
+    Fut: TryFuture,
+    Fut::Ok: TryStream,
+{
+    /// Return this: the hot path.
+    Now(Poll<Option<Yielded<Fut>>>),
+    /// Do this.
+    Then(Advance<Fut, ReFut, W>),
+}
+
+/// The next attempt's future: `open`'s, or the resume's.
+pub(super) enum Opened<Fut, ReFut> {
+    Fresh(Fut),
+    Resumed(ReFut),
+}
 
 /// What one attempt hands to the next: the items held before the commit point, and the
 /// cursor. A fresh open starts both again; a resume keeps them.
@@ -39,13 +54,15 @@ pub(super) struct Carry<S, T, Re, Q> {
     pub(super) resume: Resume<S, T, Re, Q>,
 }
 
-/// Open the next attempt, under its timer: `open`'s future, or (`Err`) the resume's.
+/// Open the next attempt, under its timer: `open`'s future, or (if it `resumes`) the
+/// resume's.
 pub(super) fn open<R, O, Fut, H, Re, ReFut, C, K, Q>(
     core: &mut Shared<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     timer: Pin<&mut Timer>,
-) -> Result<Fut, ReFut>
+    resumes: bool,
+) -> Opened<Fut, ReFut>
 where
     R: Source,
     O: FnMut(u32) -> Fut,
@@ -56,13 +73,16 @@ where
     let attempt = core.run.attempts().saturating_add(1);
     core.frame = nesting::Frame::default();
     let resume = &mut carry.resume;
-    let resumed = resume.next_is_resume();
-    let from = resumed.then(|| resume.from(attempt));
-    let future = match (from, resume.reopen.as_mut()) {
-        (Some(from), Some(reopen)) => Err(nesting::enter(&mut core.frame, || reopen(from))),
+    let from = resumes.then(|| resume.from(attempt));
+    let (future, resumed) = match (from, resume.reopen.as_mut()) {
+        (Some(from), Some(reopen)) => {
+            let future = nesting::enter(&mut core.frame, || reopen(from));
+            (Opened::Resumed(future), true)
+        }
         _ => {
             carry.hold.clear();
-            Ok(nesting::enter(&mut core.frame, || (core.open)(attempt)))
+            let future = nesting::enter(&mut core.frame, || (core.open)(attempt));
+            (Opened::Fresh(future), false)
         }
     };
     resume.begin(resumed);
@@ -198,12 +218,7 @@ where
         core.committed = false;
     }
     match decided {
-        Ok(wait) => {
-            if resumes {
-                resume.will_resume();
-            }
-            Then::Become(State::Waiting { wait, next })
-        }
+        Ok(wait) => Then::Become(State::Waiting { wait, next }),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }
 }
@@ -307,8 +322,8 @@ where
         // The stream's poll sends a passing stream to `pass` first; this is the same step.
         Flow::Passing => {
             return match pass(stream, timer, core, rules, carry, cx) {
-                Ok(polled) => Then::Yield(polled),
-                Err(then) => then,
+                Passed::Now(polled) => Then::Yield(polled),
+                Passed::Then(then) => then,
             };
         }
     }
@@ -469,8 +484,8 @@ where
     let (mut stream, mut timer) = (stream, timer);
     let plain = !timer.is_armed() && !carry.resume.is_on() && rules.complete.is_none();
     let polled = match stream.as_mut().try_poll_next(cx) {
-        Poll::Ready(Some(Ok(item))) if plain => return Ok(Poll::Ready(Some(Ok(item)))),
-        Poll::Pending if !timer.is_armed() => return Ok(Poll::Pending),
+        Poll::Ready(Some(Ok(item))) if plain => return Passed::Now(Poll::Ready(Some(Ok(item)))),
+        Poll::Pending if !timer.is_armed() => return Passed::Now(Poll::Pending),
         polled => polled,
     };
     let failure = match polled {
@@ -490,7 +505,7 @@ where
                     &item,
                     content,
                 ) {
-                    return Err(Then::Again);
+                    return Passed::Then(Then::Again);
                 }
             }
             if rules
@@ -498,9 +513,9 @@ where
                 .as_ref()
                 .is_some_and(|complete| complete(&item))
             {
-                return Err(Then::Last(Ok(item)));
+                return Passed::Then(Then::Last(Ok(item)));
             }
-            return Ok(Poll::Ready(Some(Ok(item))));
+            return Passed::Now(Poll::Ready(Some(Ok(item))));
         }
         Poll::Ready(Some(Err(error))) => error.into(),
         Poll::Ready(None) => match ended(rules, &carry.resume, None) {
@@ -508,16 +523,16 @@ where
             None => {
                 core.committed = false;
                 core.run.ended();
-                return Err(Then::End(None));
+                return Passed::Then(Then::End(None));
             }
         },
         Poll::Pending => match timed_out(timer, rules, &carry.resume, cx) {
             Some(error) => error,
-            None => return Ok(Poll::Pending),
+            None => return Passed::Now(Poll::Pending),
         },
     };
     carry.resume.note(&stream);
-    Err(fail::<R, O, Fut, W, ReFut, Re, Q>(
+    Passed::Then(fail::<R, O, Fut, W, ReFut, Re, Q>(
         core, carry, failure, true,
     ))
 }
@@ -541,7 +556,9 @@ where
         Poll::Pending => return Then::Yield(Poll::Pending),
     };
     match core.run.waited_for(waited, next) {
-        Ok(()) => Then::Become(State::Start),
+        Ok(()) => Then::Become(State::Start {
+            resumes: next == AfterWait::Resume,
+        }),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
     }
 }

@@ -164,8 +164,6 @@ pub(super) struct Cursor {
     replaying: bool,
     /// The stream had delivered output when it was cut: its resume goes on delivering.
     committed: bool,
-    /// The next attempt is a resume.
-    next_is_resume: bool,
     /// The attempts made, and the time waited, when the ladder was last renewed.
     renewed: (u32, Duration),
 }
@@ -240,11 +238,6 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         self.cursor.resumed
     }
 
-    /// Whether the next attempt is a resume.
-    pub(super) fn next_is_resume(&self) -> bool {
-        self.cursor.next_is_resume
-    }
-
     /// Whether the stream had delivered output before the cut the next attempt resumes.
     pub(super) fn was_committed(&self) -> bool {
         self.cursor.committed
@@ -267,7 +260,6 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         cursor.resumed = resumed;
         cursor.fresh = false;
         cursor.replaying = resumed;
-        cursor.next_is_resume = false;
     }
 
     /// What `item`, which `stream` just gave, is to the caller: a replay to drop (an item at or
@@ -353,11 +345,6 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
             reconnect: cursor.reconnect,
             from: text,
         }
-    }
-
-    /// The failure resumes: the next attempt reopens from the cursor.
-    pub(super) fn will_resume(&mut self) {
-        self.cursor.next_is_resume = true;
     }
 
     /// The resume point for `attempt`.

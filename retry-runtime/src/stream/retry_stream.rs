@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_core::{Stream, TryFuture, TryStream};
 
-use super::attempt::{Carry, hold_or_release, open, opening, pass, waiting};
+use super::attempt::{Carry, Opened, Passed, hold_or_release, open, opening, pass, waiting};
 use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
 use super::resume::{Resumable, Resume, ResumeFrom};
@@ -116,7 +116,7 @@ where
         timed_out: Option<fn(TimedOut) -> Fut::Error>,
     ) -> RetryStream<R, O, Fut, fn(), W> {
         RetryStream {
-            state: State::Start,
+            state: State::Start { resumes: false },
             timer: Timer::new(),
             core: Shared {
                 run: Run::new(source),
@@ -428,7 +428,7 @@ where
         } = self;
         rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
         RetryStream {
-            state: State::Start,
+            state: State::Start { resumes: false },
             timer,
             core,
             rules,
@@ -570,8 +570,8 @@ where
                     this.carry,
                     cx,
                 ) {
-                    Ok(polled) => return polled,
-                    Err(then) => then,
+                    Passed::Now(polled) => return polled,
+                    Passed::Then(then) => then,
                 },
                 StateProj::Open { stream, flow } => hold_or_release(
                     stream,
@@ -582,12 +582,21 @@ where
                     this.carry,
                     cx,
                 ),
-                StateProj::Start => Then::Become(
-                    match open(this.core, this.rules, this.carry, this.timer.as_mut()) {
-                        Ok(future) => State::Opening { future },
-                        Err(future) => State::Reopening { future },
-                    },
-                ),
+                StateProj::Start { resumes } => {
+                    let resumes = *resumes;
+                    Then::Become(
+                        match open(
+                            this.core,
+                            this.rules,
+                            this.carry,
+                            this.timer.as_mut(),
+                            resumes,
+                        ) {
+                            Opened::Fresh(future) => State::Opening { future },
+                            Opened::Resumed(future) => State::Reopening { future },
+                        },
+                    )
+                }
                 StateProj::Opening { future } => opening(
                     future,
                     this.timer.as_mut(),
@@ -643,7 +652,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            State::Start => "start",
+            State::Start { .. } => "start",
             State::Opening { .. } => "opening",
             State::Reopening { .. } => "resuming",
             State::Open {

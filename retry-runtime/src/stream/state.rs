@@ -28,8 +28,8 @@ pin_project_lite::pin_project! {
     /// Where a [`RetryStream`] is, with what that place needs.
     #[project = StateProj]
     pub(super) enum State<Fut, ReFut, S, T, W, E> {
-        /// The next attempt is to be opened, or resumed.
-        Start,
+        /// The next attempt is to be opened, or (`resumes`) resumed from the cursor.
+        Start { resumes: bool },
         /// `open`'s future is running.
         Opening { #[pin] future: Fut },
         /// The resume function's future is running.
