@@ -41,12 +41,6 @@ where
     Then(Advance<Fut, ReFut, W>),
 }
 
-/// The next attempt's future: `open`'s, or the resume's.
-pub(super) enum Opened<Fut, ReFut> {
-    Fresh(Fut),
-    Resumed(ReFut),
-}
-
 /// What one attempt hands to the next: the items held before the commit point, and the
 /// cursor. A fresh open starts both again; a resume keeps them.
 pub(super) struct Carry<S, T, Re, Q> {
@@ -54,15 +48,15 @@ pub(super) struct Carry<S, T, Re, Q> {
     pub(super) resume: Resume<S, T, Re, Q>,
 }
 
-/// Open the next attempt, under its timer: `open`'s future, or (if it `resumes`) the
-/// resume's.
-pub(super) fn open<R, O, Fut, H, Re, ReFut, C, K, Q>(
+/// Open the next attempt, under its timer: the state that runs `open`'s future, or (if it
+/// `resumes`) the resume's.
+pub(super) fn open<R, O, Fut, H, W, Re, ReFut, C, K, Q>(
     core: &mut Shared<R, O>,
     rules: &Rules<Item<Fut>, Fut::Error, H, C, K>,
     carry: &mut Carry<Fut::Ok, Item<Fut>, Re, Q>,
     timer: Pin<&mut Timer>,
     resumes: bool,
-) -> Opened<Fut, ReFut>
+) -> StateOf<Fut, ReFut, W>
 where
     R: Source,
     O: FnMut(u32) -> Fut,
@@ -77,12 +71,12 @@ where
     let (future, resumed) = match (from, resume.reopen.as_mut()) {
         (Some(from), Some(reopen)) => {
             let future = nesting::enter(&mut core.frame, || reopen(from));
-            (Opened::Resumed(future), true)
+            (State::Reopening { future }, true)
         }
         _ => {
             carry.hold.clear();
             let future = nesting::enter(&mut core.frame, || (core.open)(attempt));
-            (Opened::Fresh(future), false)
+            (State::Opening { future }, false)
         }
     };
     resume.begin(resumed);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_core::{Stream, TryFuture, TryStream};
 
-use super::attempt::{Carry, Opened, Passed, hold_or_release, open, opening, pass, waiting};
+use super::attempt::{Carry, Passed, hold_or_release, open, opening, pass, waiting};
 use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
 use super::resume::{Resumable, Resume, ResumeFrom};
@@ -584,18 +584,8 @@ where
                 ),
                 StateProj::Start { resumes } => {
                     let resumes = *resumes;
-                    Then::Become(
-                        match open(
-                            this.core,
-                            this.rules,
-                            this.carry,
-                            this.timer.as_mut(),
-                            resumes,
-                        ) {
-                            Opened::Fresh(future) => State::Opening { future },
-                            Opened::Resumed(future) => State::Reopening { future },
-                        },
-                    )
+                    let timer = this.timer.as_mut();
+                    Then::Become(open(this.core, this.rules, this.carry, timer, resumes))
                 }
                 StateProj::Opening { future } => opening(
                     future,
