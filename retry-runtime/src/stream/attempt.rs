@@ -83,7 +83,7 @@ where
     core.run.begin_attempt();
     let phase = Phase::Begins {
         resumed,
-        was_committed: resume.was_committed(),
+        was_committed: core.committed,
     };
     rearm(&core.run, rules, resume, timer, phase);
     future
@@ -112,8 +112,8 @@ fn rearm<R, T, E, H, S, Re, C, K, Q>(
 
 /// Whether `item` (`content` or not) is a replay to drop; a resume's first content hands the
 /// attempt's timer back to the stream's own bounds.
-fn is_replay<R, T, E, H, S, Re, C, K, Q>(
-    run: &Run<R, u32>,
+fn is_replay<R, O, T, E, H, S, Re, C, K, Q>(
+    core: &Shared<R, O>,
     rules: &Rules<T, E, H, C, K>,
     resume: &mut Resume<S, T, Re, Q>,
     timer: Pin<&mut Timer>,
@@ -130,9 +130,9 @@ where
         Taken::New { first_progress } => {
             if first_progress {
                 let phase = Phase::Progress {
-                    was_committed: resume.was_committed(),
+                    was_committed: core.committed,
                 };
-                rearm(run, rules, resume, timer, phase);
+                rearm(&core.run, rules, resume, timer, phase);
             }
             false
         }
@@ -236,7 +236,6 @@ fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
         core.delivered = true;
         core.run.delivered();
     }
-    resume.committed();
     let phase = Phase::Commit {
         silent_resume: resume.is_silent_resume(),
     };
@@ -263,8 +262,7 @@ where
     let failure = match nesting::enter(&mut core.frame, || future.try_poll(cx)) {
         Poll::Ready(Ok(stream)) => {
             // A resume of a stream that had delivered goes on delivering.
-            let flow = if carry.resume.is_resumed() && carry.resume.was_committed() {
-                core.committed = true;
+            let flow = if carry.resume.is_resumed() && core.committed {
                 Flow::Passing
             } else {
                 Flow::Holding
@@ -383,15 +381,7 @@ where
                 let content = (rules.commit)(&item);
                 let resume = &mut carry.resume;
                 if resume.is_on()
-                    && is_replay(
-                        &core.run,
-                        rules,
-                        resume,
-                        timer.as_mut(),
-                        &stream,
-                        &item,
-                        content,
-                    )
+                    && is_replay(core, rules, resume, timer.as_mut(), &stream, &item, content)
                 {
                     continue;
                 }
@@ -490,15 +480,7 @@ where
             let resume = &mut carry.resume;
             if resume.is_on() {
                 let content = (rules.commit)(&item);
-                if is_replay(
-                    &core.run,
-                    rules,
-                    resume,
-                    timer.as_mut(),
-                    &stream,
-                    &item,
-                    content,
-                ) {
+                if is_replay(core, rules, resume, timer.as_mut(), &stream, &item, content) {
                     return Passed::Then(Then::Again);
                 }
             }

@@ -150,22 +150,44 @@ pub(super) struct Resume<S, T, Re, Q> {
     pub(super) cursor: Cursor,
 }
 
-/// Where the stream is: its cursor and what the current attempt has brought.
+/// Where the stream is: its cursor and what the current attempt is. Whether it has delivered
+/// output is the stream's one fact of that (`Shared::committed`), not the cursor's.
 #[derive(Debug, Default)]
 pub(super) struct Cursor {
     id: Option<Arc<str>>,
     sequence: Option<u64>,
     reconnect: Option<Duration>,
-    /// The current attempt is a resume.
-    resumed: bool,
-    /// The current attempt has brought content the caller had not had: progress.
-    fresh: bool,
-    /// The items at the start of a resumed attempt whose ID is the cursor's are replays.
-    replaying: bool,
-    /// The stream had delivered output when it was cut: its resume goes on delivering.
-    committed: bool,
+    attempt: Attempt,
     /// The attempts made, and the time waited, when the ladder was last renewed.
     renewed: (u32, Duration),
+}
+
+/// What the current attempt is, and what it has brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// A fresh open; with `progress` once it has brought content.
+    Fresh { progress: bool },
+    /// A resume from the cursor: `replaying` while its first items repeat the cursor's event
+    /// ID, with `progress` once it has brought content the caller had not had.
+    Resumed { replaying: bool, progress: bool },
+}
+
+impl Default for Attempt {
+    fn default() -> Self {
+        Attempt::Fresh { progress: false }
+    }
+}
+
+impl Attempt {
+    fn is_resumed(self) -> bool {
+        matches!(self, Attempt::Resumed { .. })
+    }
+
+    fn progress(self) -> bool {
+        match self {
+            Attempt::Fresh { progress } | Attempt::Resumed { progress, .. } => progress,
+        }
+    }
 }
 
 /// No cursor: the default reads.
@@ -230,22 +252,18 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
 
     /// Whether the current attempt is a resume that has brought nothing new yet.
     pub(super) fn is_silent_resume(&self) -> bool {
-        self.cursor.resumed && !self.cursor.fresh
+        matches!(
+            self.cursor.attempt,
+            Attempt::Resumed {
+                progress: false,
+                ..
+            }
+        )
     }
 
     /// Whether the current attempt is a resume.
     pub(super) fn is_resumed(&self) -> bool {
-        self.cursor.resumed
-    }
-
-    /// Whether the stream had delivered output before the cut the next attempt resumes.
-    pub(super) fn was_committed(&self) -> bool {
-        self.cursor.committed
-    }
-
-    /// The stream reached its commit point.
-    pub(super) fn committed(&mut self) {
-        self.cursor.committed = true;
+        self.cursor.attempt.is_resumed()
     }
 
     /// An attempt begins: a resume, or (`false`) a fresh open, which starts from nothing.
@@ -257,9 +275,13 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
                 ..Cursor::default()
             };
         }
-        cursor.resumed = resumed;
-        cursor.fresh = false;
-        cursor.replaying = resumed;
+        cursor.attempt = match resumed {
+            true => Attempt::Resumed {
+                replaying: true,
+                progress: false,
+            },
+            false => Attempt::Fresh { progress: false },
+        };
     }
 
     /// What `item`, which `stream` just gave, is to the caller: a replay to drop (an item at or
@@ -279,15 +301,26 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
                 }
                 cursor.sequence = Some(number);
             }
-        } else if cursor.replaying {
+        } else if let Attempt::Resumed { replaying, .. } = &mut cursor.attempt
+            && *replaying
+        {
             let id = (self.last_event_id)(stream);
             if id.is_some() && id == cursor.id.as_deref() {
                 return Taken::Replay;
             }
-            cursor.replaying = false;
+            *replaying = false;
         }
-        let first_progress = content && !cursor.fresh && cursor.resumed;
-        cursor.fresh |= content;
+        let first_progress = match &mut cursor.attempt {
+            Attempt::Fresh { progress } => {
+                *progress |= content;
+                false
+            }
+            Attempt::Resumed { progress, .. } => {
+                let first = content && !*progress;
+                *progress |= content;
+                first
+            }
+        };
         Taken::New { first_progress }
     }
 
@@ -315,7 +348,8 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         let cursor = &self.cursor;
         self.is_on()
             && (cursor.id.is_some() || cursor.sequence.is_some())
-            && (!opened && cursor.resumed || matches!(class, Class::Transport | Class::Timeout))
+            && (!opened && cursor.attempt.is_resumed()
+                || matches!(class, Class::Transport | Class::Timeout))
     }
 
     /// The cursor as a notice says it.
@@ -334,14 +368,14 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         (resumes, opened): (bool, bool),
     ) -> Resuming<'a> {
         let cursor = &mut self.cursor;
-        if cursor.fresh {
+        if cursor.attempt.progress() {
             cursor.renewed = (attempts.saturating_sub(1), waited);
         }
         Resuming {
             attempts_before: cursor.renewed.0,
             waited_before: cursor.renewed.1,
             resumes,
-            reopen: resumes && cursor.resumed && !opened,
+            reopen: resumes && cursor.attempt.is_resumed() && !opened,
             reconnect: cursor.reconnect,
             from: text,
         }
