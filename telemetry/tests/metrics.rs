@@ -370,6 +370,41 @@ mod streams {
             ])
         );
     }
+
+    /// Dropped in the wait before its resume, a stream that had delivered output has finished:
+    /// its cut attempt counts once, as the cut, not again as an `ok` one.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_stream_dropped_in_its_resume_wait_counts_its_cut_attempt_once() {
+        use futures_core::Stream;
+        use std::pin::pin;
+        use std::task::{Context, Poll, Waker};
+
+        let recorder = DebuggingRecorder::new();
+        let _local = metrics::set_default_local_recorder(&recorder);
+        let stream = FETCH
+            .stream(|_| async { Ok::<_, Cut>(testing::stream_of(vec![Ok(1), Err(Cut)])) })
+            .cursor(|n: &u64| Some(*n))
+            .resume(|_| async { Ok(testing::stream_of(vec![Ok(2)])) });
+        {
+            let mut stream = pin!(stream);
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(matches!(
+                stream.as_mut().poll_next(&mut cx),
+                Poll::Ready(Some(Ok(1)))
+            ));
+            // The cut: the stream is now in its wait before the resume, and is dropped there.
+            assert!(stream.as_mut().poll_next(&mut cx).is_pending());
+        }
+        assert_eq!(
+            read(&recorder),
+            expect(&[
+                ("retry_attempts_total{class=transport,op=fetch}", 1),
+                ("retry_calls_total{op=fetch,outcome=first_try}", 1),
+                ("retry_stream_commits_total{op=fetch}", 1),
+                ("retry_wait_seconds{op=fetch}", 1),
+            ])
+        );
+    }
 }
 
 mod labels {

@@ -308,6 +308,30 @@ async fn a_provider_error_event_after_renewals_is_decided_on_the_renewed_ladder(
     assert_eq!(recorded.waits().len(), 4);
 }
 
+#[tokio::test]
+async fn a_resumable_stream_that_restarts_after_its_commit_point_still_runs_out_of_attempts() {
+    // Every open delivers an item, then the provider's error event: a restart each time (the
+    // caller opted in), never a resume. A restart's first item repeats what was delivered, so
+    // it renews nothing: four attempts, then `Exhausted`.
+    // Past 50 opens the script answers, so a ladder that never runs out ends instead of looping.
+    let opens = AtomicU32::new(0);
+    let stream = Retry::new(&Policy::AVAILABILITY)
+        .stream(|_| {
+            let open = opens.fetch_add(1, Ordering::SeqCst) + 1;
+            ready(match open {
+                1..=50 => vec![Ok(1), Err(Scripted::Overloaded)],
+                _ => vec![Err(Scripted::Refused)],
+            })
+        })
+        .cursor(|n: &u64| Some(*n))
+        .restart_after_commit(|| {})
+        .resume(|_| ready(vec![Err(Scripted::Refused)]));
+    let (items, _) = testing::scope(testing::collect(stream)).await;
+    let gave_up = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(gave_up.reason(), StopReason::Exhausted { attempts: 4 });
+    assert_eq!(opens.load(Ordering::SeqCst), 4);
+}
+
 /// Resumes that each bring one new item, `renewals` times, then a server that brings nothing:
 /// the stream keeps renewing, then gives up after the policy's attempts, counted from the
 /// last renewal. Each reopen past the script is refused, so a ladder that stopped counting

@@ -170,8 +170,7 @@ impl<R: Source, A: Count> Run<R, A> {
         // A call's ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`; a stream's
         // counts in a `u32`, its renewals unbounded (at one attempt a millisecond, 49 days).
         self.attempts = self.attempts.next();
-        // What nested ladders did in an earlier attempt says nothing about this one, and a
-        // restart is over once its attempt begins.
+        // What nested ladders did in an earlier attempt says nothing about this one.
         self.flags &= !(INNER_GAVE_UP | HOLLOW);
         if let Since::InTurn(flight) = &mut self.since {
             flight.attempt_started(self.source.clock().now());

@@ -101,12 +101,12 @@ impl AsEvent for std::rc::Rc<Event> {
 ///   non-empty `content`, `refusal`, `tool_calls` (or `function_call`, `audio`, and the
 ///   reasoning fields of OpenAI-compatible servers) and no choice has a `finish_reason`,
 ///   such as the first chunk, `{"role":"assistant","content":""}`, and the usage chunk
-///   (`"choices": []`).
+///   (`"choices": []`);
+/// - a nameless event with empty data.
 ///
 /// A chat chunk whose choice has a `finish_reason` is content even with an empty delta: the
 /// model has answered (a content filter; a reasoning model that spent its tokens before any
-/// text), and sending the request again would bill the same answer again;
-/// - a nameless event with empty data.
+/// text), and sending the request again would bill the same answer again.
 ///
 /// An event it does not know is content (`true`): holding it back would hold the stream. A
 /// named event is decided by its name alone, without parsing its data; a nameless event

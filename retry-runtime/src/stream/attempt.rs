@@ -13,7 +13,7 @@ use futures_core::{TryFuture, TryStream};
 use super::ended::EndedEarly;
 use super::hold::Hold;
 use super::resume::{Resume, ResumeFrom, Taken};
-use super::state::{Flow, Item, Rules, Shared, State, Then, Yielded};
+use super::state::{Flow, Item, Output, Rules, Shared, State, Then, Yielded};
 use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::class::Classify;
 use crate::clock::Clock;
@@ -83,7 +83,7 @@ where
     core.run.begin_attempt();
     let phase = Phase::Begins {
         resumed,
-        was_committed: core.committed,
+        was_committed: core.committed(),
     };
     rearm(&core.run, rules, resume, timer, phase);
     future
@@ -130,7 +130,7 @@ where
         Taken::New { first_progress } => {
             if first_progress {
                 let phase = Phase::Progress {
-                    was_committed: core.committed,
+                    was_committed: core.committed(),
                 };
                 rearm(&core.run, rules, resume, timer, phase);
             }
@@ -179,18 +179,19 @@ where
         // A fresh open follows, or the end: what the attempt held goes with it.
         carry.hold.clear();
     }
-    let text = if resume.is_on() {
+    // The cursor as the notice says it: only a resume announces it.
+    let text = if resumes {
         resume.text()
     } else {
         String::new()
     };
     let mut facts = StreamFacts {
-        reached: match (core.committed, opened) {
+        reached: match (core.committed(), opened) {
             (true, _) => Reached::Output,
             (false, true) => Reached::Stream,
             (false, false) => Reached::Nothing,
         },
-        committed: core.committed,
+        committed: core.committed(),
         restartable: core.restartable,
         resuming: None,
     };
@@ -208,9 +209,10 @@ where
     let decided = core.run.stream_failed(error, &facts);
     // A stream resumed after its commit point has still delivered output: a give-up on its
     // reopen says so, and a drop in the wait before it finishes the call.
-    if !resumes {
-        core.committed = false;
-    }
+    core.output = match core.output {
+        Output::Flowing | Output::Delivered if resumes => Output::Delivered,
+        _ => Output::None,
+    };
     match decided {
         Ok(wait) => Then::Become(State::Waiting { wait, next }),
         Err(gave_up) => Then::End(Some(Err(gave_up))),
@@ -228,7 +230,7 @@ fn commit<R, O, T, E, H: FnMut(), S, Re, C, K, Q>(
     R: Source,
 {
     core.run.note_frame(mem::take(&mut core.frame));
-    core.committed = true;
+    core.output = Output::Flowing;
     if core.delivered {
         // A restart's commit: the caller discards what it had.
         (rules.restart)();
@@ -262,7 +264,8 @@ where
     let failure = match nesting::enter(&mut core.frame, || future.try_poll(cx)) {
         Poll::Ready(Ok(stream)) => {
             // A resume of a stream that had delivered goes on delivering.
-            let flow = if carry.resume.is_resumed() && core.committed {
+            let flow = if carry.resume.is_resumed() && core.committed() {
+                core.output = Output::Flowing;
                 Flow::Passing
             } else {
                 Flow::Holding
@@ -497,8 +500,8 @@ where
         Poll::Ready(None) => match ended(rules, &carry.resume, None) {
             Some(error) => error,
             None => {
-                core.committed = false;
-                core.run.ended();
+                core.output = Output::None;
+                core.run.ended(true);
                 return Passed::Then(Then::End(None));
             }
         },

@@ -368,7 +368,11 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         (resumes, opened): (bool, bool),
     ) -> Resuming<'a> {
         let cursor = &mut self.cursor;
-        if cursor.attempt.progress() {
+        // Progress renews the ladder for a resume, and for any failure after a resume that
+        // brought something new; a fresh open's first content (a restart's, which repeats
+        // what was delivered) renews it only where the failure resumes, or a stream that
+        // restarts after its commit point would never run out of attempts.
+        if cursor.attempt.progress() && (resumes || cursor.attempt.is_resumed()) {
             cursor.renewed = (attempts.saturating_sub(1), waited);
         }
         Resuming {

@@ -15,7 +15,7 @@ use super::attempt::{Carry, Passed, hold_or_release, open, opening, pass, waitin
 use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
 use super::resume::{Resumable, Resume, ResumeFrom};
-use super::state::{Flow, Item, Rules, Shared, State, StateProj, Then, Yielded};
+use super::state::{Flow, Item, Output, Rules, Shared, State, StateProj, Then, Yielded};
 use super::timer::Timer;
 use crate::class::Classify;
 use crate::clock::{Clock, TokioSleep};
@@ -123,7 +123,7 @@ where
                 dropped: super::state::dropped::<R>,
                 open,
                 frame: nesting::Frame::default(),
-                committed: false,
+                output: Output::None,
                 delivered: false,
                 restartable: false,
             },
@@ -606,8 +606,8 @@ where
                 StateProj::Draining { held } => match held.pop_front() {
                     Some(item) => Then::Yield(Poll::Ready(Some(Ok(item)))),
                     None => {
-                        this.core.committed = false;
-                        this.core.run.ended();
+                        this.core.output = Output::None;
+                        this.core.run.ended(true);
                         Then::End(None)
                     }
                 },

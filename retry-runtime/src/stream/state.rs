@@ -104,30 +104,54 @@ pub(super) struct Shared<R, O> {
     pub(super) run: Run<R, u32>,
     /// What the run does when the stream is dropped ([`dropped`] for this `R`), kept as a
     /// pointer so that the stream itself needs no bound.
-    pub(super) dropped: fn(&mut Run<R, u32>, bool),
+    pub(super) dropped: fn(&mut Run<R, u32>, Output),
     pub(super) open: O,
     pub(super) frame: nesting::Frame,
-    /// The current attempt has delivered output (it is past its commit point, or resumes a
-    /// stream that was): its end, or its drop, finishes the call.
-    pub(super) committed: bool,
+    /// How far the stream's output has gone: the one place the stream keeps its commit.
+    pub(super) output: Output,
     /// The stream has reached its commit point once: a later commit is a restart's.
     pub(super) delivered: bool,
     /// The caller opted in to restarting the stream after its commit point.
     pub(super) restartable: bool,
 }
 
-impl<R, O> Drop for Shared<R, O> {
-    /// Dropped unfinished, the call reports itself; after its commit point it has finished.
-    fn drop(&mut self) {
-        (self.dropped)(&mut self.run, self.committed);
+impl<R, O> Shared<R, O> {
+    /// Whether the stream has delivered output: past its commit point, or waiting to resume
+    /// (or resuming) a stream that was.
+    pub(super) fn committed(&self) -> bool {
+        self.output != Output::None
     }
 }
 
-/// A stream dropped: past its commit point it has finished (its output reached the caller);
-/// before it, it is a call dropped unfinished.
-pub(super) fn dropped<R: crate::engine::Source>(run: &mut Run<R, u32>, committed: bool) {
-    if committed {
-        run.ended();
+/// How far a stream's output has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Output {
+    /// None yet: before the commit point, or after a failure that opens the stream afresh.
+    None,
+    /// The current attempt is delivering: past its commit point, or a resume of a stream that
+    /// was.
+    Flowing,
+    /// Output was delivered, and the attempt that delivered it failed: the stream waits to
+    /// resume, or is resuming.
+    Delivered,
+}
+
+impl<R, O> Drop for Shared<R, O> {
+    /// Dropped unfinished, the call reports itself; after its commit point it has finished.
+    fn drop(&mut self) {
+        (self.dropped)(&mut self.run, self.output);
+    }
+}
+
+/// A stream dropped: once it has delivered output it has finished (its output reached the
+/// caller), its last attempt a success only if it was delivering; before, it is a call
+/// dropped unfinished.
+pub(super) fn dropped<R: crate::engine::Source>(run: &mut Run<R, u32>, output: Output) {
+    match output {
+        Output::Flowing => run.ended(true),
+        // Between attempts: the one that delivered was counted when it failed.
+        Output::Delivered => run.ended(false),
+        Output::None => {}
     }
     run.dropped();
 }

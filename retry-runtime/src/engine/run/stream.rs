@@ -65,16 +65,18 @@ impl<R: Source, A: Count> Run<R, A> {
         meter::count(self.source.op(), Series::StreamCommit);
     }
 
-    /// The stream ended, or was dropped, after delivering output: its last attempt delivered,
-    /// and the call is over.
-    pub(crate) fn ended(&mut self) {
+    /// The stream ended, or was dropped, after delivering output: the call is over, its last
+    /// attempt a success if it was `delivering` (between attempts, the last was counted when
+    /// it failed).
+    pub(crate) fn ended(&mut self, delivering: bool) {
         if self.flags & ENDED != 0 {
             return;
         }
-        self.end(
-            Outcome::succeeded(self.attempts()),
-            self.attempt_series(None),
-        );
+        let attempt = match delivering {
+            true => self.attempt_series(None),
+            false => None,
+        };
+        self.end(Outcome::succeeded(self.attempts()), attempt);
         self.report(None);
     }
 }
