@@ -1,10 +1,12 @@
 //! The engine: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
 //! ladder or the budget runs out. `#[retry]` expands to the same engine.
 //!
-//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, the operation's name in
-//! `op.rs`, a call's run in `run.rs` (its counters, the attempt protocol, and what it tells:
-//! the notices, the quota's withdrawal, the turn's flight), and a call's wait, with the call,
-//! in `waiting.rs`. It must not decide: whether and how long to wait is
+//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, where a run reads it in
+//! `source.rs`, a call's run in `run.rs` (its counters and the attempt protocol; what it tells,
+//! the metrics, spans and notices, in `run/tell.rs`; the facts a stream hands it on a failure in
+//! `run/facts.rs`, and the steps only a stream takes in `run/stream.rs`), its attempt counter in
+//! `count.rs`, the call that reports itself when dropped in `call.rs`, and a call's wait, with
+//! the call, in `waiting.rs`. It must not decide: whether and how long to wait is
 //! [`ladder::decide`](crate::ladder::decide)'s alone, called once per failure. It keeps no turn
 //! state of its own (the flight the turn hands it does, with what listens for the turn's
 //! cancel), and no wait's (`wait.rs` holds the sleep, the failure and the quota's refund).

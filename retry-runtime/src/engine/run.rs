@@ -1,6 +1,8 @@
-//! A call's run: its counters and flags, the attempt protocol (`attempt`, `attempted`,
-//! `succeeded`, `failed`, `waited`) that the attribute's expansion,
-//! [`Retry::run`](super::Retry::run) and streams all drive, and what the run tells as it goes. It must not decide (it asks
+//! A call's run: its counters and flags, and the attempt protocol (`attempt`, `attempted`,
+//! `succeeded`, `failed`, `waited`, `dropped`, and a stream's `ended`) that the attribute's
+//! expansion, [`Retry::run`](super::Retry::run) and streams all drive. A stream's own facts
+//! (its commit, restarts and resumes) are the stream's: they reach the run on each failure as
+//! plain values. It must not decide (it asks
 //! [`ladder::decide`] once per failure), sleep (its [`Wait`] does) or keep a turn's records
 //! (its [`Flight`] does).
 
