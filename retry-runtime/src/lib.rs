@@ -167,8 +167,8 @@ pub use retry_macros::Classify;
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub use stream::{
-    DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, DEFAULT_RESUME_SILENCE, EndedEarly, Ending, Resumable,
-    ResumeFrom, RetryStream,
+    DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, DEFAULT_RESUME_SILENCE, EndedEarly, Ending, ItemRules,
+    OpenAttempt, Resumable, ResumeFrom, RetryStream, StreamRules,
 };
 pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
@@ -195,7 +195,7 @@ pub mod __private {
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
-    pub use crate::engine::{Call, Count, Retry, Run, Source, TimedRetry, Waiting};
+    pub use crate::engine::{Call, Clocked, Count, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

@@ -62,6 +62,7 @@ trait http::ResponseExt
 fn http::retry_after
 enum http::Rule
 struct http::StreamError
+trait ItemRules
 enum Jitter
 mod ladder
 fn ladder::decide
@@ -99,6 +100,7 @@ struct notice::RetryEvent
 fn notice::set_process_hook
 enum notice::TurnEnd
 struct notice::TurnEnded
+trait OpenAttempt
 fn parse_duration
 struct Policy
 enum PolicyError
@@ -125,6 +127,7 @@ struct sse::Event
 struct sse::Events
 fn sse::is_content
 enum StopReason
+struct StreamRules
 mod testing
 fn testing::collect
 struct testing::Recorded

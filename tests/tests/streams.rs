@@ -79,7 +79,7 @@ async fn read(
 }
 
 /// The stream `read` configures: opened by a boxed closure.
-type Opened = retry_runtime::RetryStream<Retry, Box<dyn FnMut(u32) -> Opening + Send>, Opening>;
+type Opened = retry_runtime::RetryStream<Retry, Box<dyn FnMut(u32) -> Opening + Send>>;
 
 type Opening =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<ModelEvents, Failure>> + Send>>;

@@ -35,7 +35,7 @@ pub use count::Count;
 pub use run::Run;
 #[cfg(feature = "stream")]
 pub(crate) use run::facts::{Resuming, StreamFacts};
-pub use source::Source;
+pub use source::{Clocked, Source};
 pub use waiting::Waiting;
 
 /// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
@@ -549,6 +549,10 @@ where
     }
 }
 
+impl<C: Clock, P, N, Q> Clocked for Retry<C, P, N, Q> {
+    type Clock = C;
+}
+
 impl<C, P, N, Q> Source for Retry<C, P, N, Q>
 where
     C: Clock,
@@ -556,7 +560,6 @@ where
     N: OpName,
     Q: AsRef<Quota>,
 {
-    type Clock = C;
     #[inline]
     fn policy(&self) -> &Policy {
         self.policy.as_ref()
@@ -583,6 +586,10 @@ where
     }
 }
 
+impl<C: Clock, P, N, Q> Clocked for TimedRetry<C, P, N, Q> {
+    type Clock = C;
+}
+
 impl<C, P, N, Q> Source for TimedRetry<C, P, N, Q>
 where
     C: Clock,
@@ -590,7 +597,6 @@ where
     N: OpName,
     Q: AsRef<Quota>,
 {
-    type Clock = C;
     #[inline]
     fn policy(&self) -> &Policy {
         self.retry.policy()

@@ -13,9 +13,7 @@ use crate::quota::Quota;
 /// [`TimedRetry`](super::TimedRetry) it owns ([`Retry::run`](super::Retry::run)), or a
 /// `&'static` one (the attribute's). Not public API.
 #[doc(hidden)]
-pub trait Source {
-    /// The clock of the retry.
-    type Clock: Clock;
+pub trait Source: Clocked {
     /// The policy.
     fn policy(&self) -> &Policy;
     /// The operation's name.
@@ -35,9 +33,22 @@ pub trait Source {
     }
 }
 
+/// The clock of a [`Source`], apart from it: its impls have no bound on what the retry
+/// borrows, so a type that names the clock's sleep through it (a stream's) is `Send` whatever
+/// lifetimes the retry borrows, where a projection through `Source` (whose impls need a
+/// `'static` name) would not be. Not public API.
+#[doc(hidden)]
+pub trait Clocked {
+    /// The clock of the retry.
+    type Clock: Clock;
+}
+
+impl<S: Clocked> Clocked for &S {
+    type Clock = S::Clock;
+}
+
 /// A borrowed source: the attribute's `&'static` one.
 impl<S: Source> Source for &S {
-    type Clock = S::Clock;
     #[inline]
     fn policy(&self) -> &Policy {
         (**self).policy()

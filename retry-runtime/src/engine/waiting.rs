@@ -8,6 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use super::count::Count;
 use super::run::Run;
 use super::source::Source;
 use crate::class::Classify;
@@ -78,6 +79,33 @@ impl<R: Source> Run<R> {
                 Waiting::wait(self, Wait::new(error, sleep))
             }
             Err(reason) => Waiting::gave_up(self.give_up(error, class, reason, Reached::Nothing)),
+        }
+    }
+}
+
+impl<R: Source, A: Count> Run<R, A> {
+    /// A failure, decided on the run's facts (and a stream's, for a stream's attempt): the
+    /// wait before the next attempt, handed back for a future that owns the run to hold (a
+    /// stream's, a layer's call), or the give-up. A stream's failure after its commit point
+    /// ends the call (a retry would repeat what the caller has), unless the caller opted in
+    /// to a restart or it resumes.
+    #[cfg(any(feature = "stream", feature = "tower", feature = "reqwest-middleware"))]
+    #[inline]
+    pub(crate) fn failed_to_wait<E>(
+        &mut self,
+        error: E,
+        stream: Option<&super::run::facts::StreamFacts<'_>>,
+    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
+    where
+        E: Classify + fmt::Display,
+    {
+        let class = error.classify();
+        match self.wait_after(&error, class, stream) {
+            Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
+            Err(reason) => {
+                let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
+                Err(self.give_up(error, class, reason, reached))
+            }
         }
     }
 }

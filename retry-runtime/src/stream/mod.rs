@@ -15,8 +15,10 @@
 mod attempt;
 mod ended;
 mod hold;
+mod open;
 mod resume;
 mod retry_stream;
+mod rules;
 mod state;
 mod timer;
 
@@ -39,8 +41,10 @@ pub(crate) use hold::Hold;
 #[cfg(feature = "sse")]
 pub(crate) use hold::Limits;
 pub use hold::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS};
+pub use open::OpenAttempt;
 pub use resume::{DEFAULT_RESUME_SILENCE, Resumable, ResumeFrom};
 pub use retry_stream::RetryStream;
+pub use rules::{ItemRules, StreamRules};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 impl<C, P, N, Q> Retry<C, P, N, Q>
@@ -89,7 +93,7 @@ where
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, fn(), C::Sleep>
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
     where
         O: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<S, E>>,
@@ -130,7 +134,7 @@ where
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O, Fut, fn(), C::Sleep>
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
     where
         O: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<S, E>>,

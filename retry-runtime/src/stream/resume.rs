@@ -4,10 +4,10 @@
 //! resumes.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::rules::read::Numbered;
 use crate::class::Class;
 use crate::engine::Resuming;
 
@@ -139,13 +139,11 @@ pub(super) enum Taken {
 }
 
 /// How a [`RetryStream`](super::RetryStream) resumes (`reopen`, and how it reads a cursor
-/// from its stream `S` and items `T`: `Q` gives an item's sequence number), and its cursor.
-pub(super) struct Resume<S, T, Re, Q> {
+/// from its stream `S`; an item's sequence number is the cursor rule's), and its cursor.
+pub(super) struct Resume<S, Re> {
     pub(super) reopen: Option<Re>,
     pub(super) last_event_id: fn(&S) -> Option<&str>,
     pub(super) reconnection_time: fn(&S) -> Option<Duration>,
-    pub(super) sequence: Option<Q>,
-    pub(super) item: PhantomData<fn(&T)>,
     pub(super) silence: Duration,
     pub(super) cursor: Cursor,
 }
@@ -199,48 +197,31 @@ fn no_time<S>(_: &S) -> Option<Duration> {
     None
 }
 
-impl<S, T, Re, Q> Resume<S, T, Re, Q> {
+impl<S, Re> Resume<S, Re> {
     /// Not resumable: a cut is decided as today.
-    pub(super) fn off() -> Resume<S, T, Re, Q> {
+    pub(super) fn off() -> Resume<S, Re> {
         Resume {
             reopen: None,
             last_event_id: none,
             reconnection_time: no_time,
-            sequence: None,
-            item: PhantomData,
             silence: DEFAULT_RESUME_SILENCE,
             cursor: Cursor::default(),
         }
     }
 
-    /// This resume with another reopen, reading its cursor from a stream `S2`.
-    pub(super) fn reopen_with<S2, Re2>(
+    /// This resume with another reopen, reading its cursor from the stream.
+    pub(super) fn reopen_with<Re2>(
         self,
         reopen: Re2,
-        last_event_id: fn(&S2) -> Option<&str>,
-        reconnection_time: fn(&S2) -> Option<Duration>,
-    ) -> Resume<S2, T, Re2, Q> {
+        last_event_id: fn(&S) -> Option<&str>,
+        reconnection_time: fn(&S) -> Option<Duration>,
+    ) -> Resume<S, Re2> {
         Resume {
             reopen: Some(reopen),
             last_event_id,
             reconnection_time,
-            sequence: self.sequence,
-            item: PhantomData,
             silence: self.silence,
             cursor: Cursor::default(),
-        }
-    }
-
-    /// This resume with `sequence` as the items' sequence number.
-    pub(super) fn sequenced<Q2>(self, sequence: Q2) -> Resume<S, T, Re, Q2> {
-        Resume {
-            reopen: self.reopen,
-            last_event_id: self.last_event_id,
-            reconnection_time: self.reconnection_time,
-            sequence: Some(sequence),
-            item: PhantomData,
-            silence: self.silence,
-            cursor: self.cursor,
         }
     }
 
@@ -284,24 +265,21 @@ impl<S, T, Re, Q> Resume<S, T, Re, Q> {
         };
     }
 
-    /// What `item`, which `stream` just gave, is to the caller: a replay to drop (an item at or
-    /// below the sequence cursor, or one replayed with the cursor's event ID at the start of a
-    /// resume), or new. A new item that is `content` (by the commit rule: a priming event or a
-    /// keep-alive is not) is progress, which renews the ladder; the first in a resume says so.
+    /// What an item `stream` just gave (`numbered` by the cursor rule) is to the caller: a
+    /// replay to drop (an item at or below the sequence cursor, or one replayed with the
+    /// cursor's event ID at the start of a resume), or new. A new item that is `content` (by
+    /// the commit rule: a priming event or a keep-alive is not) is progress, which renews the
+    /// ladder; the first in a resume says so.
     #[inline]
-    pub(super) fn take(&mut self, stream: &S, item: &T, content: bool) -> Taken
-    where
-        Q: Fn(&T) -> Option<u64>,
-    {
+    pub(super) fn take(&mut self, stream: &S, numbered: Numbered, content: bool) -> Taken {
         let cursor = &mut self.cursor;
-        if let Some(sequence) = &self.sequence {
-            if let Some(number) = sequence(item) {
-                if cursor.sequence.is_some_and(|last| number <= last) {
-                    return Taken::Replay;
-                }
-                cursor.sequence = Some(number);
+        if let Numbered::At(number) = numbered {
+            if cursor.sequence.is_some_and(|last| number <= last) {
+                return Taken::Replay;
             }
-        } else if let Attempt::Resumed { replaying, .. } = &mut cursor.attempt
+            cursor.sequence = Some(number);
+        } else if numbered == Numbered::NoRule
+            && let Attempt::Resumed { replaying, .. } = &mut cursor.attempt
             && *replaying
         {
             let id = (self.last_event_id)(stream);

@@ -11,15 +11,18 @@ use std::time::Duration;
 
 use futures_core::{Stream, TryFuture, TryStream};
 
-use super::attempt::{Carry, Passed, hold_or_release, open, opening, pass, waiting};
+use super::attempt::{Carry, Passed, StreamParts};
 use super::ended::HoldsEndedEarly;
 use super::hold::{Hold, Limits};
+use super::open::OpenAttempt;
 use super::resume::{Resumable, Resume, ResumeFrom};
-use super::state::{Flow, Item, Output, Rules, Shared, State, StateProj, Then, Yielded};
+use super::rules::{ItemRules, StreamRules};
+use super::state::{
+    Error, Flow, Inner, Item, Output, Settings, Shared, State, StateOf, StateProj, Then, Yielded,
+};
 use super::timer::Timer;
 use crate::class::Classify;
-use crate::clock::{Clock, TokioSleep};
-use crate::engine::{Run, Source};
+use crate::engine::{Clocked, Run, Source};
 use crate::nesting;
 use crate::timeout::{HoldsStreamTimeout, TimedOut};
 
@@ -27,18 +30,16 @@ pin_project_lite::pin_project! {
     /// The stream [`Retry::stream`](crate::Retry::stream) returns: retried until its commit
     /// point, then passed through. Configure it before its first poll.
     ///
-    /// Its parameters are the retry (`R`), the `open` function and the future it returns, the
-    /// restart hook (`H`, a no-op unless
-    /// [`restart_after_commit`](RetryStream::restart_after_commit) sets one), the clock's
-    /// sleep (`W`, tokio's by default), and the resume function and its future (`Re` and
-    /// `ReFut`, unused unless [`resume`](RetryStream::resume) sets them), and its rules: the
-    /// commit rule (`C`, [`commit_when`](RetryStream::commit_when)), the complete rule (`K`,
-    /// [`complete_when`](RetryStream::complete_when)) and the cursor (`Q`,
-    /// [`cursor`](RetryStream::cursor)), `fn` pointers unless a closure is given, so that a
-    /// rule can capture what its call knows. It has no bound of this crate's on them: it is `Send`
-    /// when they and the stream are, whatever lifetimes the retry borrows, so a task that
-    /// holds one can be spawned. It allocates nothing per attempt: the open future and the
-    /// stream are pinned in place, and so is a wait, as in [`Retry::run`](crate::Retry::run).
+    /// Its parameters are the retry (`R`), the `open` function (`O`), the
+    /// [`resume`](RetryStream::resume) function (`Re`, unused unless set) and the rules given
+    /// as functions (`X`, a [`StreamRules`]); every other type follows from these, through
+    /// [`OpenAttempt`] and the retry's clock. `Re` and `X` have defaults, so a stream is named
+    /// `RetryStream<Retry, Open>`, or `RetryStream<Retry, Open, Reopen>` once it resumes. The
+    /// rules are `fn` pointers unless a closure is given, so that a rule can capture what its
+    /// call knows. It has no bound of this crate's on them: it is `Send` when they and the
+    /// stream are, whatever lifetimes the retry borrows, so a task that holds one can be
+    /// spawned. It allocates nothing per attempt: the open future and the stream are pinned in
+    /// place, and so is a wait, as in [`Retry::run`](crate::Retry::run).
     ///
     /// ```
     /// use retry_runtime::{Class, Policy, Retry, RetryStream, testing};
@@ -49,7 +50,7 @@ pin_project_lite::pin_project! {
     ///
     /// // A retried stream in a struct, as a field of a named type.
     /// struct Reader {
-    ///     stream: RetryStream<Retry, Open, Ready<Result<Items, Class>>>,
+    ///     stream: RetryStream<Retry, Open>,
     /// }
     ///
     /// fn open(attempt: u32) -> Ready<Result<Items, Class>> {
@@ -68,26 +69,24 @@ pin_project_lite::pin_project! {
     pub struct RetryStream<
         R,
         O,
-        Fut,
-        H = fn(),
-        W = TokioSleep,
-        Re = fn(ResumeFrom) -> Fut,
-        ReFut = Fut,
-        C = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> bool,
-        K = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> bool,
-        Q = fn(&<<Fut as TryFuture>::Ok as TryStream>::Ok) -> Option<u64>,
+        Re = fn(ResumeFrom) -> <O as OpenAttempt<u32>>::Future,
+        X = StreamRules<
+            fn(&Item<O>) -> bool,
+            fn(&Item<O>) -> bool,
+            fn(&Item<O>) -> Option<u64>,
+            fn(),
+        >,
     >
     where
-        Fut: TryFuture,
-        Fut::Ok: TryStream,
+        R: Clocked,
+        O: OpenAttempt<u32>,
+        Inner<O>: TryStream,
+        Re: OpenAttempt<ResumeFrom>,
     {
         #[pin]
-        state: State<Fut, ReFut, Fut::Ok, Item<Fut>, W, Fut::Error>,
+        state: StateOf<R, O, Re>,
         #[pin]
-        timer: Timer,
-        core: Shared<R, O>,
-        rules: Rules<Item<Fut>, Fut::Error, H, C, K>,
-        carry: Carry<Fut::Ok, Item<Fut>, Re, Q>,
+        parts: StreamParts<R, O, Re, X>,
     }
 }
 
@@ -104,54 +103,60 @@ fn weightless<T>(_: &T) -> usize {
 /// No restart hook: the default.
 fn no_restart() {}
 
-impl<R, O, Fut> RetryStream<R, O, Fut>
+impl<R, O> RetryStream<R, O>
 where
     R: Source,
-    Fut: TryFuture,
-    Fut::Ok: TryStream,
+    O: OpenAttempt<u32>,
+    Inner<O>: TryStream,
 {
-    pub(super) fn new<W>(
-        source: R,
-        open: O,
-        timed_out: Option<fn(TimedOut) -> Fut::Error>,
-    ) -> RetryStream<R, O, Fut, fn(), W> {
+    pub(super) fn new(source: R, open: O, timed_out: Option<fn(TimedOut) -> Error<O>>) -> Self {
+        let settings = Settings {
+            weigh: weightless,
+            limits: Limits::DEFAULT,
+            commit_timeout: None,
+            idle_timeout: None,
+            timed_out,
+            ended_early: None,
+            before_content: false,
+        };
+        let rules = StreamRules {
+            commit: every_item as fn(&Item<O>) -> bool,
+            complete: None,
+            cursor: None,
+            restart: no_restart as fn(),
+        };
+        let core = Shared {
+            run: Run::new(source),
+            dropped: super::state::dropped::<R>,
+            open,
+            frame: nesting::Frame::default(),
+            output: Output::None,
+            delivered: false,
+            restartable: false,
+        };
+        let carry = Carry {
+            hold: Hold::new(Limits::DEFAULT),
+            resume: Resume::off(),
+        };
         RetryStream {
             state: State::Start { resumes: false },
-            timer: Timer::new(),
-            core: Shared {
-                run: Run::new(source),
-                dropped: super::state::dropped::<R>,
-                open,
-                frame: nesting::Frame::default(),
-                output: Output::None,
-                delivered: false,
-                restartable: false,
-            },
-            rules: Rules {
-                commit: every_item,
-                weigh: weightless,
-                limits: Limits::DEFAULT,
-                commit_timeout: None,
-                idle_timeout: None,
-                timed_out,
-                ended_early: None,
-                before_content: false,
-                complete: None,
-                restart: no_restart,
-            },
-            carry: Carry {
-                hold: Hold::new(Limits::DEFAULT),
-                resume: Resume::off(),
+            parts: StreamParts {
+                timer: Timer::new(),
+                core,
+                settings,
+                rules,
+                carry,
             },
         }
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
+impl<R, O, Re, C, K, Sq, H> RetryStream<R, O, Re, StreamRules<C, K, Sq, H>>
 where
     R: Source,
-    Fut: TryFuture,
-    Fut::Ok: TryStream,
+    O: OpenAttempt<u32>,
+    Inner<O>: TryStream,
+    Re: OpenAttempt<ResumeFrom>,
 {
     /// Commit at the first item for which `is_content` is true: the items before it are
     /// held, and a failure among them is retried. [`sse::is_content`](crate::sse::is_content)
@@ -222,18 +227,15 @@ where
     /// assert_eq!(items, [0, 3, 7]);
     /// # }
     /// ```
-    pub fn commit_when<C2>(
-        self,
-        is_content: C2,
-    ) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C2, K, Q>
+    pub fn commit_when<C2>(self, is_content: C2) -> RetryStream<R, O, Re, StreamRules<C2, K, Sq, H>>
     where
-        C2: Fn(&Item<Fut>) -> bool,
-        Fut::Error: HoldsEndedEarly,
+        C2: Fn(&Item<O>) -> bool,
+        Error<O>: HoldsEndedEarly,
     {
-        self.with_rules(|mut rules| {
-            rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-            rules.before_content = true;
-            rules.with(|_, complete, restart| (is_content, complete, restart))
+        self.with_rules(|rules, settings| {
+            settings.ended_early = Some(<Error<O> as HoldsEndedEarly>::hold);
+            settings.before_content = true;
+            rules.with(|_, complete, cursor, restart| (is_content, complete, cursor, restart))
         })
     }
 
@@ -264,53 +266,56 @@ where
     /// # }
     /// ```
     pub fn restart_after_commit<G: FnMut()>(
-        self,
+        mut self,
         hook: G,
-    ) -> RetryStream<R, O, Fut, G, W, Re, ReFut, C, K, Q> {
-        let mut stream = self;
-        stream.core.restartable = true;
-        stream.with_rules(|rules| rules.with(|commit, complete, _| (commit, complete, hook)))
+    ) -> RetryStream<R, O, Re, StreamRules<C, K, Sq, G>> {
+        self.parts.core.restartable = true;
+        self.with_rules(|rules, _| {
+            rules.with(|commit, complete, cursor, _| (commit, complete, cursor, hook))
+        })
     }
 
-    /// This stream with `change`'s rules: a commit rule, a complete rule or a hook of
-    /// another type.
-    fn with_rules<H2, C2, K2>(
+    /// This stream with other rules: `change` is given the rules and the settings.
+    fn with_rules<X2>(
         self,
-        change: impl FnOnce(
-            Rules<Item<Fut>, Fut::Error, H, C, K>,
-        ) -> Rules<Item<Fut>, Fut::Error, H2, C2, K2>,
-    ) -> RetryStream<R, O, Fut, H2, W, Re, ReFut, C2, K2, Q> {
-        let RetryStream {
-            state,
+        change: impl FnOnce(StreamRules<C, K, Sq, H>, &mut Settings<Item<O>, Error<O>>) -> X2,
+    ) -> RetryStream<R, O, Re, X2> {
+        let RetryStream { state, parts } = self;
+        let StreamParts {
             timer,
             core,
+            mut settings,
             rules,
             carry,
-        } = self;
-        RetryStream {
-            state,
+        } = parts;
+        let rules = change(rules, &mut settings);
+        let parts = StreamParts {
             timer,
             core,
-            rules: change(rules),
+            settings,
+            rules,
             carry,
-        }
+        };
+        RetryStream { state, parts }
     }
 
     /// Commit anyway once `items` are held (default [`DEFAULT_HOLD_ITEMS`](crate::DEFAULT_HOLD_ITEMS)):
     /// a preamble that never ends is not held without bound. At least one.
     pub fn hold_limit(mut self, items: usize) -> Self {
-        self.rules.limits.items = items.max(1);
-        self.carry.hold = Hold::new(self.rules.limits);
+        let parts = &mut self.parts;
+        parts.settings.limits.items = items.max(1);
+        parts.carry.hold = Hold::new(parts.settings.limits);
         self
     }
 
     /// Commit anyway once the held items weigh `bytes` by `weigh` (default
     /// [`DEFAULT_HOLD_BYTES`](crate::DEFAULT_HOLD_BYTES), with nothing weighed); for events,
     /// [`sse::Event::size`](crate::sse::Event::size).
-    pub fn hold_bytes(mut self, bytes: usize, weigh: fn(&Item<Fut>) -> usize) -> Self {
-        self.rules.limits.bytes = bytes;
-        self.rules.weigh = weigh;
-        self.carry.hold = Hold::new(self.rules.limits);
+    pub fn hold_bytes(mut self, bytes: usize, weigh: fn(&Item<O>) -> usize) -> Self {
+        let parts = &mut self.parts;
+        parts.settings.limits.bytes = bytes;
+        parts.settings.weigh = weigh;
+        parts.carry.hold = Hold::new(parts.settings.limits);
         self
     }
 
@@ -321,10 +326,11 @@ where
     /// literal budget, as an attempt timeout is.
     pub fn commit_timeout(mut self, timeout: Duration) -> Self
     where
-        Fut::Error: HoldsStreamTimeout,
+        Error<O>: HoldsStreamTimeout,
     {
-        self.rules.commit_timeout = Some(timeout);
-        self.rules.timed_out = Some(<Fut::Error as HoldsStreamTimeout>::hold);
+        let settings = &mut self.parts.settings;
+        settings.commit_timeout = Some(timeout);
+        settings.timed_out = Some(<Error<O> as HoldsStreamTimeout>::hold);
         self
     }
 
@@ -334,20 +340,14 @@ where
     /// [`StopReason::Committed`](crate::StopReason::Committed), as any error does.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self
     where
-        Fut::Error: HoldsStreamTimeout,
+        Error<O>: HoldsStreamTimeout,
     {
-        self.rules.idle_timeout = Some(timeout);
-        self.rules.timed_out = Some(<Fut::Error as HoldsStreamTimeout>::hold);
+        let settings = &mut self.parts.settings;
+        settings.idle_timeout = Some(timeout);
+        settings.timed_out = Some(<Error<O> as HoldsStreamTimeout>::hold);
         self
     }
-}
 
-impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
-where
-    R: Source,
-    Fut: TryFuture,
-    Fut::Ok: TryStream,
-{
     /// Resume a cut stream from its cursor with `reopen`, instead of ending it or sending
     /// the request again. Once the stream has given a cursor (an event ID, or a sequence
     /// number by [`cursor`](Self::cursor)), every reconnection is a resume, before the commit
@@ -409,37 +409,97 @@ where
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
+    ///
+    /// A resumable stream is named by its functions: here, with plain functions and a cursor,
+    /// as a field of a struct that a spawned task owns.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Classify, EndedEarly, Policy, ResumeFrom, Retry};
+    /// use retry_runtime::{RetryStream, StreamRules};
+    /// use std::future::Ready;
+    ///
+    /// #[derive(Debug)]
+    /// enum Failed { Cut, Ended }
+    /// impl From<EndedEarly> for Failed {
+    ///     fn from(_: EndedEarly) -> Self { Failed::Ended }
+    /// }
+    /// impl Classify for Failed {
+    ///     fn classify(&self) -> Class { Class::Transport }
+    /// }
+    /// impl std::fmt::Display for Failed {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+    /// }
+    ///
+    /// type Opened = Ready<Result<testing::StreamOf<Result<u64, Failed>>, Failed>>;
+    /// type Open = fn(u32) -> Opened;
+    /// type Reopen = fn(ResumeFrom) -> Opened;
+    /// type Rules = StreamRules<fn(&u64) -> bool, fn(&u64) -> bool, fn(&u64) -> Option<u64>, fn()>;
+    ///
+    /// struct Reader {
+    ///     stream: RetryStream<Retry, Open, Reopen, Rules>,
+    /// }
+    ///
+    /// fn open(_: u32) -> Opened {
+    ///     std::future::ready(Ok(testing::stream_of(vec![Ok(1), Ok(2), Err(Failed::Cut)])))
+    /// }
+    /// fn reopen(from: ResumeFrom) -> Opened {
+    ///     let next = from.sequence().unwrap_or(0) + 1;
+    ///     std::future::ready(Ok(testing::stream_of(vec![Ok(next)])))
+    /// }
+    /// fn sequence(n: &u64) -> Option<u64> { Some(*n) }
+    /// fn last(n: &u64) -> bool { *n == 3 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let stream = Retry::new(&Policy::AVAILABILITY)
+    ///     .stream(open as Open)
+    ///     .cursor(sequence as fn(&u64) -> Option<u64>)
+    ///     .complete_when(last as fn(&u64) -> bool)
+    ///     .resume(reopen as Reopen);
+    /// let reader = Reader { stream };
+    /// let items = tokio::spawn(testing::collect(reader.stream)).await.unwrap();
+    /// let items: Vec<u64> = items.into_iter().map(Result::unwrap).collect();
+    /// assert_eq!(items, [1, 2, 3]);
+    /// # }
+    /// ```
     pub fn resume<Re2, ReFut2>(
         self,
         reopen: Re2,
-    ) -> RetryStream<R, O, Fut, H, W, Re2, ReFut2, C, K, Q>
+    ) -> RetryStream<R, O, Re2, StreamRules<C, K, Sq, H>>
     where
         Re2: FnMut(ResumeFrom) -> ReFut2,
-        ReFut2: Future<Output = Result<Fut::Ok, Fut::Error>>,
-        Fut::Ok: Resumable,
-        Fut::Error: HoldsEndedEarly,
+        ReFut2: Future<Output = Result<Inner<O>, Error<O>>>,
+        Inner<O>: Resumable,
+        Error<O>: HoldsEndedEarly,
     {
-        let RetryStream {
+        // Its state names the reopen's future: before the first poll, it starts again.
+        let StreamParts {
             timer,
             core,
-            mut rules,
+            mut settings,
+            rules,
             carry,
-            ..
-        } = self;
-        rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
+        } = self.parts;
+        settings.ended_early = Some(<Error<O> as HoldsEndedEarly>::hold);
+        let resume = carry.resume.reopen_with(
+            reopen,
+            <Inner<O> as Resumable>::last_event_id,
+            <Inner<O> as Resumable>::reconnection_time,
+        );
+        let carry = Carry {
+            hold: carry.hold,
+            resume,
+        };
+        let parts = StreamParts {
+            timer,
+            core,
+            settings,
+            rules,
+            carry,
+        };
         RetryStream {
             state: State::Start { resumes: false },
-            timer,
-            core,
-            rules,
-            carry: Carry {
-                hold: carry.hold,
-                resume: carry.resume.reopen_with(
-                    reopen,
-                    <Fut::Ok as Resumable>::last_event_id,
-                    <Fut::Ok as Resumable>::reconnection_time,
-                ),
-            },
+            parts,
         }
     }
 
@@ -462,27 +522,13 @@ where
     /// assert_eq!(sequence_number(&event), Some(7));
     /// # }
     /// ```
-    pub fn cursor<Q2>(self, sequence: Q2) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q2>
+    pub fn cursor<Sq2>(self, sequence: Sq2) -> RetryStream<R, O, Re, StreamRules<C, K, Sq2, H>>
     where
-        Q2: Fn(&Item<Fut>) -> Option<u64>,
+        Sq2: Fn(&Item<O>) -> Option<u64>,
     {
-        let RetryStream {
-            state,
-            timer,
-            core,
-            rules,
-            carry,
-        } = self;
-        RetryStream {
-            state,
-            timer,
-            core,
-            rules,
-            carry: Carry {
-                hold: carry.hold,
-                resume: carry.resume.sequenced(sequence),
-            },
-        }
+        self.with_rules(|rules, _| {
+            rules.with(|commit, complete, _, restart| (commit, complete, Some(sequence), restart))
+        })
     }
 
     /// The stream is complete at the first item for which `is_complete` is true (MCP's
@@ -521,97 +567,55 @@ where
     pub fn complete_when<K2>(
         self,
         is_complete: K2,
-    ) -> RetryStream<R, O, Fut, H, W, Re, ReFut, C, K2, Q>
+    ) -> RetryStream<R, O, Re, StreamRules<C, K2, Sq, H>>
     where
-        K2: Fn(&Item<Fut>) -> bool,
-        Fut::Error: HoldsEndedEarly,
+        K2: Fn(&Item<O>) -> bool,
+        Error<O>: HoldsEndedEarly,
     {
-        self.with_rules(|mut rules| {
-            rules.ended_early = Some(<Fut::Error as HoldsEndedEarly>::hold);
-            rules.with(|commit, _, restart| (commit, Some(is_complete), restart))
+        self.with_rules(|rules, settings| {
+            settings.ended_early = Some(<Error<O> as HoldsEndedEarly>::hold);
+            rules.with(|commit, _, cursor, restart| (commit, Some(is_complete), cursor, restart))
         })
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> Stream
-    for RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
+impl<R, O, Re, X> Stream for RetryStream<R, O, Re, X>
 where
     R: Source,
-    R::Clock: Clock<Sleep = W>,
-    O: FnMut(u32) -> Fut,
-    Fut: TryFuture,
-    Fut::Ok: TryStream,
-    <Fut::Ok as TryStream>::Error: Into<Fut::Error>,
-    Fut::Error: Classify + fmt::Display,
-    H: FnMut(),
-    W: Future<Output = ()>,
-    Re: FnMut(ResumeFrom) -> ReFut,
-    ReFut: TryFuture<Ok = Fut::Ok, Error = Fut::Error>,
-    C: Fn(&Item<Fut>) -> bool,
-    K: Fn(&Item<Fut>) -> bool,
-    Q: Fn(&Item<Fut>) -> Option<u64>,
+    O: OpenAttempt<u32>,
+    Inner<O>: TryStream<Error: Into<Error<O>>>,
+    Error<O>: Classify + fmt::Display,
+    Re: OpenAttempt<ResumeFrom, Future: TryFuture<Ok = Inner<O>, Error = Error<O>>>,
+    X: ItemRules<Item<O>>,
 {
-    type Item = Yielded<Fut>;
+    type Item = Yielded<O>;
 
     #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
+        let mut parts = this.parts.project();
         loop {
             let then = match this.state.as_mut().project() {
                 // The hot path first: committed, an item passed through.
                 StateProj::Open {
                     stream,
                     flow: Flow::Passing,
-                } => match pass(
-                    stream,
-                    this.timer.as_mut(),
-                    this.core,
-                    this.rules,
-                    this.carry,
-                    cx,
-                ) {
+                } => match parts.pass(stream, cx) {
                     Passed::Now(polled) => return polled,
                     Passed::Then(then) => then,
                 },
-                StateProj::Open { stream, flow } => hold_or_release(
-                    stream,
-                    flow,
-                    this.timer.as_mut(),
-                    this.core,
-                    this.rules,
-                    this.carry,
-                    cx,
-                ),
-                StateProj::Start { resumes } => {
-                    let resumes = *resumes;
-                    let timer = this.timer.as_mut();
-                    Then::Become(open(this.core, this.rules, this.carry, timer, resumes))
-                }
-                StateProj::Opening { future } => opening(
-                    future,
-                    this.timer.as_mut(),
-                    this.core,
-                    this.rules,
-                    this.carry,
-                    cx,
-                ),
-                StateProj::Reopening { future } => opening(
-                    future,
-                    this.timer.as_mut(),
-                    this.core,
-                    this.rules,
-                    this.carry,
-                    cx,
-                ),
+                StateProj::Open { stream, flow } => parts.hold_or_release(stream, flow, cx),
+                StateProj::Start { resumes } => Then::Become(parts.open(*resumes)),
+                StateProj::Opening { future } => parts.opening(future, cx),
+                StateProj::Reopening { future } => parts.opening(future, cx),
                 StateProj::Draining { held } => match held.pop_front() {
                     Some(item) => Then::Yield(Poll::Ready(Some(Ok(item)))),
                     None => {
-                        this.core.output = Output::None;
-                        this.core.run.ended(true);
+                        parts.finished();
                         Then::End(None)
                     }
                 },
-                StateProj::Waiting { wait, next } => waiting(wait, *next, this.core, cx),
+                StateProj::Waiting { wait, next } => parts.waiting(wait, *next, cx),
                 StateProj::Done => return Poll::Ready(None),
             };
             match then {
@@ -633,12 +637,12 @@ where
     }
 }
 
-impl<R, O, Fut, H, W, Re, ReFut, C, K, Q> fmt::Debug
-    for RetryStream<R, O, Fut, H, W, Re, ReFut, C, K, Q>
+impl<R, O, Re, X> fmt::Debug for RetryStream<R, O, Re, X>
 where
     R: Source,
-    Fut: TryFuture,
-    Fut::Ok: TryStream,
+    O: OpenAttempt<u32>,
+    Inner<O>: TryStream,
+    Re: OpenAttempt<ResumeFrom>,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
@@ -662,7 +666,7 @@ where
             State::Done => "done",
         };
         f.debug_struct("RetryStream")
-            .field("run", &self.core.run)
+            .field("run", &self.parts.core.run)
             .field("state", &state)
             .finish_non_exhaustive()
     }

@@ -11,18 +11,31 @@ use futures_core::{TryFuture, TryStream};
 
 use super::ended::EndedEarly;
 use super::hold::Limits;
-use crate::engine::Run;
+use super::open::OpenAttempt;
+use super::resume::ResumeFrom;
+use crate::clock::Clock;
+use crate::engine::{Clocked, Run};
 use crate::nesting;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
-/// An item of the stream that `Fut` opens.
-pub(super) type Item<Fut> = <<Fut as TryFuture>::Ok as TryStream>::Ok;
+/// The future `open` (`O`) returns, its stream, the stream's item and the error; the
+/// future `reopen` (`Re`) returns; the sleep of the retry's (`R`) clock. A stream's types all
+/// follow from these three.
+pub(super) type Fut<O> = <O as OpenAttempt<u32>>::Future;
+pub(super) type Inner<O> = <Fut<O> as TryFuture>::Ok;
+pub(super) type Item<O> = <Inner<O> as TryStream>::Ok;
+pub(super) type Error<O> = <Fut<O> as TryFuture>::Error;
+pub(super) type Refut<Re> = <Re as OpenAttempt<ResumeFrom>>::Future;
+pub(super) type Sleep<R> = <<R as Clocked>::Clock as Clock>::Sleep;
 
-/// What a [`RetryStream`] yields: an item, or the give-up that ends it.
-pub(super) type Yielded<Fut> = Result<Item<Fut>, GaveUp<<Fut as TryFuture>::Error>>;
+/// What the stream yields.
+pub(super) type Yielded<O> = Result<Item<O>, GaveUp<Error<O>>>;
+
+/// The state of a stream opened by `O` and reopened by `Re`, under the retry `R`.
+pub(super) type StateOf<R, O, Re> = State<Fut<O>, Refut<Re>, Inner<O>, Item<O>, Sleep<R>, Error<O>>;
 
 pin_project_lite::pin_project! {
     /// Where a [`RetryStream`] is, with what that place needs.
@@ -56,50 +69,18 @@ pub(super) enum Flow<T> {
     Passing,
 }
 
-/// The rules of a [`RetryStream`]: its commit point (`C`), what it holds before it, its
-/// timeouts, how its error holds a [`TimedOut`] or an [`EndedEarly`], when it is complete
-/// (`K`), and its restart hook. The rules are closures, so that one can capture what the
-/// call knows (its JSON-RPC id); `fn` pointers until the caller sets them.
-pub(super) struct Rules<T, E, H, C, K> {
-    pub(super) commit: C,
+/// What a stream is configured with, beyond its [`StreamRules`](super::StreamRules): how it
+/// weighs and holds items, its timeouts, and how its error holds a timeout or an early end.
+pub(super) struct Settings<T, E> {
     pub(super) weigh: fn(&T) -> usize,
     pub(super) limits: Limits,
     pub(super) commit_timeout: Option<Duration>,
     pub(super) idle_timeout: Option<Duration>,
     pub(super) timed_out: Option<fn(TimedOut) -> E>,
     pub(super) ended_early: Option<fn(EndedEarly) -> E>,
-    /// A commit rule was given: a stream that ends before its commit point ended early.
     pub(super) before_content: bool,
-    /// The item after which the stream is complete, if a rule says so.
-    pub(super) complete: Option<K>,
-    pub(super) restart: H,
 }
 
-impl<T, E, H, C, K> Rules<T, E, H, C, K> {
-    /// These rules with `change`'s commit rule, complete rule and hook, given today's.
-    pub(super) fn with<H2, C2, K2>(
-        self,
-        change: impl FnOnce(C, Option<K>, H) -> (C2, Option<K2>, H2),
-    ) -> Rules<T, E, H2, C2, K2> {
-        let (commit, complete, restart) = change(self.commit, self.complete, self.restart);
-        Rules {
-            commit,
-            weigh: self.weigh,
-            limits: self.limits,
-            commit_timeout: self.commit_timeout,
-            idle_timeout: self.idle_timeout,
-            timed_out: self.timed_out,
-            ended_early: self.ended_early,
-            before_content: self.before_content,
-            complete,
-            restart,
-        }
-    }
-}
-
-/// What the stream's states share: the run, `open`, the nesting frame of the attempt, and
-/// the stream's own facts: where it is against its commit point, which the run reads on each
-/// failure ([`StreamFacts`](crate::engine::StreamFacts)).
 pub(super) struct Shared<R, O> {
     pub(super) run: Run<R, u32>,
     /// What the run does when the stream is dropped ([`dropped`] for this `R`), kept as a

@@ -4,16 +4,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::facts::StreamFacts;
 use super::{ENDED, Run};
 use crate::class::Classify;
-use crate::clock::Clock;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
 use crate::meter::{self, Outcome, Series};
 use crate::turn::flight::AfterWait;
 use crate::verdict::GaveUp;
-use crate::wait::{Wait, Waited};
+use crate::wait::Waited;
 
 /// The protocol's steps only a stream takes: a failure with the stream's facts, a wait before
 /// a restart or a resume, its output's first delivery, and its end after it.
@@ -21,25 +19,6 @@ impl<R: Source, A: Count> Run<R, A> {
     /// Each attempt's own timeout: only a [`TimedRetry`](super::TimedRetry)'s.
     pub(crate) fn attempt_timeout(&self) -> Option<Duration> {
         self.source.timeout()
-    }
-
-    /// A failure of a stream's attempt, decided on the run's facts and the stream's: before
-    /// its commit point as any failure; after it, the end of the call (a retry would repeat
-    /// what the caller has), unless the caller opted in to a restart or it resumes.
-    #[inline]
-    pub(crate) fn stream_failed<E>(
-        &mut self,
-        error: E,
-        stream: &StreamFacts<'_>,
-    ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
-    where
-        E: Classify + fmt::Display,
-    {
-        let class = error.classify();
-        match self.wait_after(&error, class, Some(stream)) {
-            Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
-            Err(reason) => Err(self.give_up(error, class, reason, stream.reached)),
-        }
     }
 
     /// [`waited`](Self::waited), before the attempt `next` is: a retry, a stream's restart
