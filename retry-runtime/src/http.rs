@@ -102,6 +102,8 @@ pub(crate) use model_events::provider_error;
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use reqwest::ResponseExt;
 pub use resend::ResendCount;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use service::Inspecting;
 pub use service::{AsTransport, ClassifyError, Reply};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "sse", feature = "reqwest"))))]

@@ -11,12 +11,19 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
+use crate::attempt::Attempt;
 use crate::class::{Class, Classify};
-use crate::engine::{Run, Source};
+use crate::clock::Clock;
+use crate::engine::{Clocked, Run, Source};
 use crate::http::{
-    AsTransport, ClassifyError, Fault, HttpError, Refusal, Reply, ResendCount, StreamPeek,
+    AsTransport, ClassifyError, Fault, HttpError, Inspecting, Refusal, Reply, ResendCount,
+    StreamPeek,
 };
+use crate::verdict::GaveUp;
+use crate::wait::Wait;
 
 /// What a layer is built with: the retry each call runs under, the class of the wrapped
 /// service's own errors, and how a successful event stream is read before it is handed on.
@@ -66,84 +73,237 @@ impl<R, K> Core<R, K> {
 }
 
 impl<R: Source, K> Core<R, K> {
-    /// Send `request` under the ladder: each attempt sends what `copy` makes of it (or, if it
-    /// makes nothing at first, the request itself, once) with `send`, which is told the
-    /// attempt's [`ResendCount`] to mark it with. The response is read as [`Reply`] and the
-    /// stream rule say, a service error classified by `K`. When the ladder stops, the last
-    /// response or error, unchanged.
-    ///
-    /// The future holds no borrow of its parts across an `.await`, so it is `Send` when they
-    /// are, `Sync` or not.
-    pub(crate) async fn send<Rq, Rs, E, Fut>(
-        self,
-        request: Rq,
-        mut copy: impl FnMut(&Rq) -> Option<Rq>,
-        mut send: impl FnMut(Rq, Option<ResendCount>) -> Fut,
-    ) -> Result<Rs, E>
+    /// A call through the layer: `sender` copies the request for each attempt and sends it.
+    /// The call's ladder runs in the future this returns, which allocates nothing of its own.
+    pub(crate) fn send<Rq, T>(self, request: Rq, mut sender: T) -> Calling<R, K, Rq, T>
     where
-        K: ClassifyError<E>,
-        Rs: Reply,
-        E: fmt::Display,
-        Fut: Future<Output = Result<Rs, E>>,
+        T: Sender<Rq>,
     {
-        let Core {
-            retry,
-            errors,
-            peek,
-        } = self;
-        let (mut next, template) = match copy(&request) {
+        let (next, template) = match sender.copy(&request) {
             Some(first) => (first, Some(request)),
             // Nothing to copy the next attempt from: this one is the last.
             None => (request, None),
         };
-        let mut run = Run::new(retry);
+        Calling {
+            run: Run::new(self.retry),
+            errors: self.errors,
+            peek: self.peek,
+            sender,
+            template,
+            next: Some(next),
+            step: Step::Start,
+        }
+    }
+}
+
+/// How a layer copies a call's request for an attempt, and sends one.
+pub(crate) trait Sender<Rq> {
+    /// The response.
+    type Response: Reply;
+    /// The service's own error.
+    type Error: fmt::Display;
+    /// An attempt's send.
+    type Future: Future<Output = Result<Self::Response, Self::Error>>;
+
+    /// A copy of `request` for an attempt, if it can be copied.
+    fn copy(&mut self, request: &Rq) -> Option<Rq>;
+
+    /// Send `request`, the `resend`th resend of the call (`None`: its first send).
+    fn send(&mut self, request: Rq, resend: Option<ResendCount>) -> Self::Future;
+}
+
+/// A [`Sender`] of two functions: the middleware's.
+#[cfg(feature = "reqwest-middleware")]
+pub(crate) struct FnSender<Cp, Sd> {
+    pub(crate) copy: Cp,
+    pub(crate) send: Sd,
+}
+
+#[cfg(feature = "reqwest-middleware")]
+impl<Rq, Cp, Sd, Fut, Rs, E> Sender<Rq> for FnSender<Cp, Sd>
+where
+    Cp: FnMut(&Rq) -> Option<Rq>,
+    Sd: FnMut(Rq, Option<ResendCount>) -> Fut,
+    Fut: Future<Output = Result<Rs, E>>,
+    Rs: Reply,
+    E: fmt::Display,
+{
+    type Response = Rs;
+    type Error = E;
+    type Future = Fut;
+
+    fn copy(&mut self, request: &Rq) -> Option<Rq> {
+        (self.copy)(request)
+    }
+
+    fn send(&mut self, request: Rq, resend: Option<ResendCount>) -> Fut {
+        (self.send)(request, resend)
+    }
+}
+
+/// What a failed attempt through a layer leaves: the response it refused, or the error.
+type FailedOf<T, Rq> = Failed<<T as Sender<Rq>>::Response, <T as Sender<Rq>>::Error>;
+
+/// The clock's sleep of the retry `R`.
+type SleepOf<R> = <<R as Clocked>::Clock as Clock>::Sleep;
+
+pin_project_lite::pin_project! {
+    /// A call through a layer, as [`Core::send`] returns it: the ladder, one attempt (the send
+    /// and the read of its reply) or one wait at a time, held in place.
+    #[project = CallingProj]
+    pub(crate) struct Calling<R, K, Rq, T>
+    where
+        R: Clocked,
+        T: Sender<Rq>,
+    {
+        run: Run<R>,
+        errors: K,
+        peek: StreamPeek,
+        sender: T,
+        template: Option<Rq>,
+        next: Option<Rq>,
+        #[pin]
+        step: Step<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Where a call through a layer is.
+    #[project = StepProj]
+    enum Step<F, Rs, S, E> {
+        /// The next attempt is to be sent.
+        Start,
+        /// An attempt: its send, then the read of its reply.
+        Sending { #[pin] attempt: Attempt<Exchange<F, Rs>> },
+        /// The wait before the next.
+        Waiting { #[pin] wait: Wait<S, E> },
+        /// Over.
+        Done,
+    }
+}
+
+impl<R, K, Rq, T> Future for Calling<R, K, Rq, T>
+where
+    R: Source,
+    K: ClassifyError<T::Error>,
+    T: Sender<Rq>,
+{
+    type Output = Result<T::Response, T::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
         loop {
-            let resend = ResendCount::of_attempt(run.attempts() + 1);
-            let attempted = run.attempt(attempt(send(next, resend), resend, peek)).await;
-            let failed = match run.attempted(attempted) {
-                Ok(Ok(response)) => {
-                    run.succeeded();
-                    return Ok(response);
+            let failed = match this.step.as_mut().project() {
+                StepProj::Start => {
+                    let resend = ResendCount::of_attempt(this.run.attempts() + 1);
+                    let Some(request) = this.next.take() else {
+                        panic!("a layer's call polled after it was returned");
+                    };
+                    let sent = this.sender.send(request, resend);
+                    let exchange = Exchange::Sending {
+                        sent,
+                        resend,
+                        peek: *this.peek,
+                    };
+                    let attempt = this.run.attempt(exchange);
+                    this.step.set(Step::Sending { attempt });
+                    continue;
                 }
-                Ok(Err((response, refusal))) => Failed::refused(response, refusal),
-                Err(error) => {
-                    let class = errors.classify_error(&error);
-                    Failed::Service(error, class)
+                StepProj::Sending { attempt } => {
+                    let attempted = ready!(attempt.poll(cx));
+                    match this.run.attempted(attempted) {
+                        Ok(Ok(response)) => {
+                            this.run.succeeded();
+                            this.step.set(Step::Done);
+                            return Poll::Ready(Ok(response));
+                        }
+                        Ok(Err((response, refusal))) => Failed::refused(response, refusal),
+                        Err(error) => {
+                            let class = this.errors.classify_error(&error);
+                            Failed::Service(error, class)
+                        }
+                    }
                 }
+                StepProj::Waiting { wait } => {
+                    let waited = ready!(this.run.poll_wait(wait, cx));
+                    let next = this.run.waited(waited);
+                    this.step.set(Step::Start);
+                    match next {
+                        Ok(()) => continue,
+                        Err(gave_up) => return this.end(gave_up),
+                    }
+                }
+                StepProj::Done => panic!("a layer's call polled after it was returned"),
             };
             // The next attempt's copy, made before the ladder decides: without one, it cannot
             // retry, whatever it would decide.
-            next = match template.as_ref().and_then(&mut copy) {
-                Some(copy) => copy,
-                None => {
-                    return run
-                        .gave_up_not_resendable(failed)
-                        .into_error()
-                        .into_result();
-                }
+            let copy = this
+                .template
+                .as_ref()
+                .and_then(|template| this.sender.copy(template));
+            let Some(copy) = copy else {
+                let gave_up = this.run.gave_up_not_resendable(failed);
+                return this.end(gave_up);
             };
-            if let Err(gave_up) = run.failed(failed).await {
-                return gave_up.into_error().into_result();
+            *this.next = Some(copy);
+            match this.run.failed_to_wait(failed, None) {
+                Ok(wait) => this.step.set(Step::Waiting { wait }),
+                Err(gave_up) => return this.end(gave_up),
             }
         }
     }
 }
 
-/// One attempt: its resend count on its span, the request `sent`, and the response read as
-/// the table and the stream rule say; or the service's own error.
-async fn attempt<Rs: Reply, E>(
-    sent: impl Future<Output = Result<Rs, E>>,
-    resend: Option<ResendCount>,
-    peek: StreamPeek,
-) -> Result<Result<Rs, (Rs, Refusal)>, E> {
-    if let Some(count) = resend {
-        count.record();
+impl<R, K, Rq, T> CallingProj<'_, R, K, Rq, T>
+where
+    R: Clocked,
+    T: Sender<Rq>,
+{
+    /// The call is over with `gave_up`: the caller gets the last response or error, as it was.
+    fn end(&mut self, gave_up: GaveUp<FailedOf<T, Rq>>) -> Poll<Result<T::Response, T::Error>> {
+        self.step.set(Step::Done);
+        Poll::Ready(gave_up.into_error().into_result())
     }
-    Ok(sent.await?.inspect_stream(peek).await)
 }
 
-/// One attempt's failure: a response that classified as a failure (kept whole, to hand back
-/// when the ladder stops), or the service's own error with its class.
+pin_project_lite::pin_project! {
+    /// One attempt through a layer: its send, then the read of its reply, which says whether
+    /// it refuses.
+    #[project = ExchangeProj]
+    enum Exchange<F, Rs> {
+        Sending { #[pin] sent: F, resend: Option<ResendCount>, peek: StreamPeek },
+        Reading { inspecting: Inspecting<Rs> },
+    }
+}
+
+impl<F, Rs, E> Future for Exchange<F, Rs>
+where
+    F: Future<Output = Result<Rs, E>>,
+    Rs: Reply,
+{
+    type Output = Result<Result<Rs, (Rs, Refusal)>, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project() {
+                ExchangeProj::Sending { sent, resend, peek } => {
+                    // On the attempt's span, which is entered while it is polled.
+                    if let Some(count) = resend.take() {
+                        count.record();
+                    }
+                    let peek = *peek;
+                    let response = ready!(sent.poll(cx))?;
+                    let inspecting = response.inspect_stream(peek);
+                    self.set(Exchange::Reading { inspecting });
+                }
+                ExchangeProj::Reading { inspecting } => {
+                    return Pin::new(inspecting).poll(cx).map(Ok);
+                }
+            }
+        }
+    }
+}
+
 enum Failed<R, E> {
     Answered(R, HttpError),
     Broken(R, Fault),

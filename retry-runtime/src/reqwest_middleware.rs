@@ -8,7 +8,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::clock::Clock;
 use crate::engine::Retry;
 use crate::http::{AsTransport, ClassifyError, ResendCount};
-use crate::layer::{self, Core};
+use crate::layer::{self, Core, FnSender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
@@ -123,7 +123,13 @@ where
         let outcome = self
             .core
             .by_ref()
-            .send(request, reqwest::Request::try_clone, send)
+            .send(
+                request,
+                FnSender {
+                    copy: reqwest::Request::try_clone,
+                    send,
+                },
+            )
             .await;
         *extensions = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
         // The count was each attempt's, not the caller's.

@@ -14,14 +14,14 @@
 //! (compiled and run against a loopback server in the workspace's `retry-client-tests`).
 
 use std::fmt;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use crate::clock::Clock;
-use crate::engine::Retry;
+use crate::engine::{Clocked, Retry, Source};
 use crate::http::{AsTransport, ClassifyError, Reply, ResendCount};
-use crate::layer::{self, Core};
+use crate::layer::{self, Calling, Core, Sender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
@@ -272,21 +272,19 @@ impl<S, R, K, Cp> RetryService<S, R, K, Cp> {
 impl<S, Request, C, P, N, U, K, Cp> ::tower::Service<Request>
     for RetryService<S, Retry<C, P, N, U>, K, Cp>
 where
-    P: AsRef<Policy> + Clone + Send + 'static,
-    N: OpName + Clone + Send + 'static,
-    U: AsRef<Quota> + Clone + Send + 'static,
-    S: ::tower::Service<Request> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Response: Reply + 'static,
-    S::Error: fmt::Display + Send + 'static,
-    Request: Send + 'static,
-    C: Clock + Clone + Send + 'static,
-    K: ClassifyError<S::Error> + Clone + Send + 'static,
-    Cp: CloneRequest<Request> + Clone + Send + 'static,
+    C: Clock + Clone,
+    P: AsRef<Policy> + Clone,
+    N: OpName + Clone,
+    U: AsRef<Quota> + Clone,
+    S: ::tower::Service<Request> + Clone,
+    S::Response: Reply,
+    S::Error: fmt::Display,
+    K: ClassifyError<S::Error> + Clone,
+    Cp: CloneRequest<Request> + Clone,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+    type Future = ResponseFuture<S, Request, Retry<C, P, N, U>, K, Cp>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -296,25 +294,163 @@ where
         // The service made ready serves the first attempt; later ones use clones of it,
         // each made ready in turn.
         let fresh = self.inner.clone();
-        let mut ready = Some(std::mem::replace(&mut self.inner, fresh));
-        let template = self.inner.clone();
-        let requests = self.requests.clone();
-        let send = move |mut request: Request, resend: Option<ResendCount>| {
-            let readied = ready.take();
-            let is_ready = readied.is_some();
-            let mut service = readied.unwrap_or_else(|| template.clone());
-            if let Some(count) = resend {
-                requests.mark_resend(&mut request, count);
-            }
-            async move {
-                if !is_ready {
-                    poll_fn(|cx| service.poll_ready(cx)).await?;
-                }
-                service.call(request).await
-            }
+        let ready = Some(std::mem::replace(&mut self.inner, fresh));
+        let sender = Resender {
+            ready,
+            template: self.inner.clone(),
+            requests: self.requests.clone(),
         };
-        let requests = self.requests.clone();
-        let copy = move |request: &Request| requests.clone_request(request);
-        Box::pin(self.core.clone().send(request, copy, send))
+        ResponseFuture {
+            calling: self.core.clone().send(request, sender),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future a [`RetryService`] returns: the call's whole ladder, held in place. It
+    /// allocates nothing of its own (the inner service's futures are held in it, as tower's
+    /// own retry holds them); only reading a refused `reqwest::Response`'s body, or a stream
+    /// to its commit point, boxes its read.
+    ///
+    /// ```
+    /// use retry_runtime::tower::{ResponseFuture, RetryLayer};
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::convert::Infallible;
+    /// use std::future::{Ready, ready};
+    /// use tower::{Layer, Service, ServiceExt};
+    ///
+    /// type Reply = http::Response<&'static str>;
+    /// type Inner = tower::util::ServiceFn<fn(u32) -> Ready<Result<Reply, Infallible>>>;
+    ///
+    /// fn answer(_: u32) -> Ready<Result<Reply, Infallible>> {
+    ///     ready(Ok(http::Response::new("hi")))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let inner: Inner = tower::service_fn(answer);
+    /// let mut service = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).layer(inner);
+    /// // A named future: a struct can hold it.
+    /// let call: ResponseFuture<Inner, u32> = service.ready().await.unwrap().call(7);
+    /// assert_eq!(*call.await.unwrap().body(), "hi");
+    /// # }
+    /// ```
+    #[must_use = "a call does nothing unless polled"]
+    pub struct ResponseFuture<S, Request, R = Retry, K = AsTransport, Cp = ByClone>
+    where
+        S: Clone,
+        S: ::tower::Service<Request>,
+        S::Response: Reply,
+        S::Error: fmt::Display,
+        Cp: CloneRequest<Request>,
+        R: Clocked,
+    {
+        #[pin]
+        calling: Calling<R, K, Request, Resender<S, Cp>>,
+    }
+}
+
+impl<S, Request, R, K, Cp> Future for ResponseFuture<S, Request, R, K, Cp>
+where
+    S: ::tower::Service<Request> + Clone,
+    S::Response: Reply,
+    S::Error: fmt::Display,
+    Cp: CloneRequest<Request>,
+    R: Source,
+    K: ClassifyError<S::Error>,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().calling.poll(cx)
+    }
+}
+
+impl<S, Request, R, K, Cp> fmt::Debug for ResponseFuture<S, Request, R, K, Cp>
+where
+    S: ::tower::Service<Request> + Clone,
+    S::Response: Reply,
+    S::Error: fmt::Display,
+    Cp: CloneRequest<Request>,
+    R: Clocked,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+/// How a [`RetryService`]'s call sends an attempt: the service made ready for the first,
+/// clones of it (each made ready in turn) for the rest, and the request copier.
+pub(crate) struct Resender<S, Cp> {
+    ready: Option<S>,
+    template: S,
+    requests: Cp,
+}
+
+impl<S, Request, Cp> Sender<Request> for Resender<S, Cp>
+where
+    S: ::tower::Service<Request> + Clone,
+    S::Response: Reply,
+    S::Error: fmt::Display,
+    Cp: CloneRequest<Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Readied<S, Request>;
+
+    fn copy(&mut self, request: &Request) -> Option<Request> {
+        self.requests.clone_request(request)
+    }
+
+    fn send(&mut self, mut request: Request, resend: Option<ResendCount>) -> Readied<S, Request> {
+        if let Some(count) = resend {
+            self.requests.mark_resend(&mut request, count);
+        }
+        match self.ready.take() {
+            Some(mut service) => Readied::Calling {
+                future: service.call(request),
+            },
+            None => Readied::Readying {
+                service: self.template.clone(),
+                request: Some(request),
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt's send through the inner service: made ready (unless it is the one the
+    /// caller made ready), then called.
+    #[project = ReadiedProj]
+    pub(crate) enum Readied<S, Request>
+    where
+        S: ::tower::Service<Request>,
+    {
+        Readying { service: S, request: Option<Request> },
+        Calling { #[pin] future: S::Future },
+    }
+}
+
+impl<S, Request> Future for Readied<S, Request>
+where
+    S: ::tower::Service<Request>,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project() {
+                ReadiedProj::Readying { service, request } => {
+                    ready!(service.poll_ready(cx))?;
+                    let Some(request) = request.take() else {
+                        panic!("an attempt's send polled after it was returned");
+                    };
+                    let future = service.call(request);
+                    self.set(Readied::Calling { future });
+                }
+                ReadiedProj::Calling { future } => return future.poll(cx),
+            }
+        }
     }
 }

@@ -498,3 +498,77 @@ fn telling_a_turns_hook_of_a_retry_allocates_nothing() {
     );
     assert_eq!(with, without, "a hook costs {} allocations", with - without);
 }
+
+/// A tower service that answers at once, allocating nothing: `503` while [`fail_next`] says
+/// to fail, then `200`.
+fn answers(
+    _: u32,
+) -> std::future::Ready<Result<http::Response<&'static str>, std::convert::Infallible>> {
+    let status = if attempt_fails() { 503 } else { 200 };
+    let mut response = http::Response::new("answer");
+    *response.status_mut() = http::StatusCode::from_u16(status).expect("a status");
+    std::future::ready(Ok(response))
+}
+
+type Answers = tower::util::ServiceFn<
+    fn(u32) -> std::future::Ready<Result<http::Response<&'static str>, std::convert::Infallible>>,
+>;
+
+/// The tower layer around [`answers`], on a retry of `policy`.
+fn through_the_layer(policy: &'static Policy) -> retry_runtime::tower::RetryService<Answers> {
+    use tower::Layer;
+    let inner: Answers = tower::service_fn(answers);
+    retry_runtime::tower::RetryLayer::new(Retry::new(policy)).layer(inner)
+}
+
+/// The layer's future is named and holds the inner service's: a call through it allocates
+/// nothing of its own, where a boxed future would allocate once a call.
+#[test]
+fn a_first_try_success_through_the_tower_layer_allocates_nothing() {
+    use tower::Service;
+    let mut service = through_the_layer(&Policy::AVAILABILITY);
+    let inner_alone = allocation_counter::measure(|| {
+        let mut inner: Answers = tower::service_fn(answers);
+        let response = poll_once(inner.call(7)).expect("an answer");
+        assert_eq!(response.status(), 200);
+    });
+    let mut status = None;
+    let counted = allocation_counter::measure(|| {
+        let call: retry_runtime::tower::ResponseFuture<Answers, u32> = service.call(7);
+        status = Some(poll_once(call).expect("an answer").status());
+    });
+
+    assert_eq!(status, Some(http::StatusCode::OK));
+    assert_eq!(
+        inner_alone.count_total, 0,
+        "the inner service allocates nothing: {inner_alone:?}"
+    );
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+/// A retry through the layer: its wait is held in the named future too, so the one allocation
+/// is the refusal's own [`HttpError`](retry_runtime::http::HttpError), boxed when the `503` is
+/// read: the per-retry work only this crate does.
+#[test]
+fn one_retry_through_the_tower_layer_allocates_only_its_refusal() {
+    use tower::Service;
+    let runtime = paused_after_one_retry();
+    let mut service = through_the_layer(&NO_WAIT);
+    // The layer's own first retry on this runtime: what tokio sets up once is not the call's.
+    fail_next(1);
+    let _ = runtime.block_on(service.call(7));
+    fail_next(1);
+    let mut status = None;
+    let counted = allocation_counter::measure(|| {
+        status = Some(
+            runtime
+                .block_on(service.call(7))
+                .expect("an answer")
+                .status(),
+        );
+    });
+
+    assert_eq!(FAILURES_LEFT.get(), 0, "the first attempt failed");
+    assert_eq!(status, Some(http::StatusCode::OK));
+    assert_eq!(counted.count_total, 1, "{counted:?}");
+}

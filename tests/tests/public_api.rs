@@ -144,6 +144,7 @@ mod tower
 struct tower::ByClone
 trait tower::CloneRequest
 struct tower::HttpRequests
+struct tower::ResponseFuture
 struct tower::RetryLayer
 struct tower::RetryService
 mod turn

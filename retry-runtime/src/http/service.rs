@@ -45,20 +45,51 @@ pub trait Reply: Sized + Send + read::ReadToCommit {
 /// no one outside the crate can name it, call it or implement it, which also seals `Reply`.
 mod read {
     use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
 
     use super::{Refusal, StreamPeek};
+
+    /// What a read of a reply gives: the reply, or the reply and why it refuses.
+    pub(super) type Read<R> = Result<R, (R, Refusal)>;
 
     /// A reply a retry layer reads before it hands it on.
     pub trait ReadToCommit: Sized {
         /// Like [`Reply::inspect`](super::Reply::inspect), and a successful
         /// `text/event-stream` `reqwest::Response` (features `reqwest` and `sse`) is read up
         /// to its commit point, as `peek` says.
-        fn inspect_stream(
-            self,
-            peek: StreamPeek,
-        ) -> impl Future<Output = Result<Self, (Self, Refusal)>> + Send;
+        fn inspect_stream(self, peek: StreamPeek) -> Inspecting<Self>;
+    }
+
+    /// [`ReadToCommit::inspect_stream`]'s future, named so that a layer's future can hold it:
+    /// decided from the head where it can be (every success that is not a stream to peek,
+    /// and every `http::Response`), and only a read of a body, which is I/O, is boxed.
+    pub enum Inspecting<R> {
+        /// Decided from the head; taken when polled.
+        Decided(Option<Read<R>>),
+        /// Reading the body: an error's, or a stream's to its commit point.
+        Reading(Pin<Box<dyn Future<Output = Read<R>> + Send>>),
+    }
+
+    // Never pinned through: the reply is moved out whole, and the read is boxed.
+    impl<R> Unpin for Inspecting<R> {}
+
+    impl<R> Future for Inspecting<R> {
+        type Output = Read<R>;
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Read<R>> {
+            match self.get_mut() {
+                Inspecting::Decided(read) => match read.take() {
+                    Some(read) => Poll::Ready(read),
+                    None => panic!("a reply's inspection polled after it was returned"),
+                },
+                Inspecting::Reading(reading) => reading.as_mut().poll(cx),
+            }
+        }
     }
 }
+
+pub(crate) use read::Inspecting;
 
 #[cfg(feature = "reqwest")]
 impl Reply for reqwest::Response {
@@ -69,36 +100,52 @@ impl Reply for reqwest::Response {
 
 #[cfg(feature = "reqwest")]
 impl read::ReadToCommit for reqwest::Response {
-    async fn inspect_stream(self, peek: StreamPeek) -> Result<Self, (Self, Refusal)> {
-        let response = super::reqwest::inspect(self)
-            .await
-            .map_err(|(response, error)| (response, Refusal::Answered(error)))?;
+    fn inspect_stream(self, peek: StreamPeek) -> Inspecting<Self> {
+        // A success that is not a stream to peek is decided from its head, with no read.
         #[cfg(feature = "sse")]
-        let response = super::peek::read_to_commit(response, &peek).await?;
+        let peeked = peek.on && super::peek::is_event_stream(self.headers());
         #[cfg(not(feature = "sse"))]
-        let _ = peek;
-        Ok(response)
+        let peeked = false;
+        if self.status().is_success() && !peeked {
+            return Inspecting::Decided(Some(Ok(self)));
+        }
+        Inspecting::Reading(Box::pin(async move {
+            let response = super::reqwest::inspect(self)
+                .await
+                .map_err(|(response, error)| (response, Refusal::Answered(error)))?;
+            #[cfg(feature = "sse")]
+            let response = super::peek::read_to_commit(response, &peek).await?;
+            #[cfg(not(feature = "sse"))]
+            let _ = peek;
+            Ok(response)
+        }))
     }
 }
 
 impl<B: Send> Reply for ::http::Response<B> {
     async fn inspect(self) -> Result<Self, (Self, HttpError)> {
-        let status = self.status();
-        if !status.is_client_error() && !status.is_server_error() {
-            return Ok(self);
-        }
-        let error = HttpError::new(status, self.headers(), b"");
-        Err((self, error))
+        judged(self)
     }
+}
+
+/// An `http::Response` judged by its status alone: its body cannot be read and put back.
+fn judged<B>(
+    response: ::http::Response<B>,
+) -> Result<::http::Response<B>, (::http::Response<B>, HttpError)> {
+    let status = response.status();
+    if !status.is_client_error() && !status.is_server_error() {
+        return Ok(response);
+    }
+    let error = HttpError::new(status, response.headers(), b"");
+    Err((response, error))
 }
 
 impl<B: Send> read::ReadToCommit for ::http::Response<B> {
     /// Its body cannot be put back in general (hyper's `Incoming` cannot be rebuilt), so a
-    /// stream is never read: only `reqwest::Response` is peeked.
-    async fn inspect_stream(self, _: StreamPeek) -> Result<Self, (Self, Refusal)> {
-        self.inspect()
-            .await
-            .map_err(|(response, error)| (response, Refusal::Answered(error)))
+    /// stream is never read: only `reqwest::Response` is peeked. Decided from the head.
+    fn inspect_stream(self, _: StreamPeek) -> Inspecting<Self> {
+        let read = judged(self).map_err(|(response, error)| (response, Refusal::Answered(error)));
+        Inspecting::Decided(Some(read))
     }
 }
 
