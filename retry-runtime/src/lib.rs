@@ -122,6 +122,7 @@ mod timeout;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 pub mod turn;
+mod upstream;
 mod verdict;
 mod wait;
 
@@ -174,9 +175,13 @@ pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;
 pub use turn::run::Turn;
+pub use upstream::{Admission, Upstream, UpstreamPaused, UpstreamRetry, UpstreamStore};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;
+// Named by rustc's message about a retry on an upstream, likewise.
+#[doc(hidden)]
+pub use upstream::HoldsUpstreamPaused;
 // Named by rustc's messages about a stream's rules and timeouts, likewise.
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
@@ -200,6 +205,9 @@ pub mod __private {
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;
+    pub use crate::upstream::{
+        HoldsUpstreamPaused, Ticket, Upstream, upstream_admit, upstream_failed,
+    };
     pub use ::core;
     pub use ::core::time::Duration;
 }

@@ -168,6 +168,17 @@ pub enum Action {
         /// The wait chosen.
         backoff: Duration,
     },
+    /// Before its next attempt, the call waits for its [`Upstream`](crate::Upstream): paused
+    /// by a provider's hint of when to come back (for every call on it), or (`gated`) held by
+    /// its outage gate while another call probes, for up to `wait`.
+    Hold {
+        /// The upstream's name.
+        upstream: &'static str,
+        /// The wait: a pause's length, or the most a gate's may last.
+        wait: Duration,
+        /// Held by the outage gate, rather than paused.
+        gated: bool,
+    },
     /// It gives up and returns the failure.
     GiveUp {
         /// Why.
@@ -257,11 +268,53 @@ impl fmt::Debug for RetryEvent<'_> {
     }
 }
 
+/// A wait for an upstream, in a person's words: what the upstream is, for whom, and how long.
+fn hold(
+    f: &mut fmt::Formatter<'_>,
+    upstream: &str,
+    class: Class,
+    wait: Duration,
+    gated: bool,
+) -> fmt::Result {
+    let seconds = wait.as_secs_f64();
+    let wait = if wait.as_millis() < 1000 {
+        format!("{} ms", wait.as_millis())
+    } else if seconds < 10.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{seconds:.0} s")
+    };
+    match (gated, class) {
+        (true, _) => write!(
+            f,
+            "{upstream} is unavailable: another call is checking, waiting up to {wait}"
+        ),
+        (false, Class::RateLimited { .. }) => {
+            write!(
+                f,
+                "{upstream} is rate-limited for every call: waiting {wait}"
+            )
+        }
+        (false, _) => write!(
+            f,
+            "{upstream} is unavailable for every call: waiting {wait}"
+        ),
+    }
+}
+
 /// A sentence for a person, in the library's own words: the op, the class in words, the
 /// attempt and the wait, or why it gave up. It never carries the error's text (a server's
 /// message or a URL may hold a secret); that is on [`RetryEvent::error`], redacted.
 impl fmt::Display for RetryEvent<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Action::Hold {
+            upstream,
+            wait,
+            gated,
+        } = self.action
+        {
+            return hold(f, upstream, self.class, wait, gated);
+        }
         let state = match self.class {
             Class::Transport => "could not be reached",
             Class::Unavailable { .. } => "is unavailable",
@@ -320,6 +373,8 @@ impl fmt::Display for RetryEvent<'_> {
                 self.resume_from.unwrap_or("its cursor"),
                 backoff.as_millis()
             ),
+            // Told apart above, in its own words.
+            Action::Hold { .. } => Ok(()),
             Action::GiveUp { reason } => write!(
                 f,
                 ": gave up after {} of {} attempts: {reason}",
@@ -435,6 +490,20 @@ fn trace(notice: &Notice<'_>) {
             class = event.class.name(),
             error = %event.error,
             resume_from = event.resume_from.unwrap_or_default(),
+            "{event}"
+        ),
+        Action::Hold {
+            upstream,
+            wait,
+            gated,
+        } => tracing::info!(
+            target: "retry",
+            op = event.op,
+            attempt = event.attempt,
+            upstream,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            gated,
+            class = event.class.name(),
             "{event}"
         ),
         Action::GiveUp { reason } => tracing::warn!(

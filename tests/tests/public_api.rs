@@ -21,6 +21,7 @@ use serde_json::Value;
 /// Every public item at module level, one a line: its kind and its path below the crate root.
 /// Hidden items (`#[doc(hidden)]`, such as `__private`) are not public API and are not named.
 const SURFACE: &str = "
+enum Admission
 type BoxSleep
 struct Canceller
 enum Class
@@ -163,6 +164,10 @@ struct turn::TurnHandle
 enum turn::TurnOutcome
 struct turn::TurnReport
 struct TurnReport
+struct Upstream
+struct UpstreamPaused
+struct UpstreamRetry
+trait UpstreamStore
 ";
 
 #[test]

@@ -66,6 +66,8 @@ pub(crate) struct Config {
     pub(crate) timeout: Option<At<u64>>,
     pub(crate) name: Option<LitStr>,
     pub(crate) quota: Option<ExprPath>,
+    /// A path to the `static` `Upstream` the calls share.
+    pub(crate) upstream: Option<ExprPath>,
     /// `Class` variants the policy retries too, and those it no longer retries.
     pub(crate) also_retry: Vec<At<&'static str>>,
     pub(crate) never_retry: Vec<At<&'static str>>,
@@ -284,6 +286,7 @@ impl Config {
                     config.name = errors.keep_at(at, value::name(given, lit))
                 }
                 (Key::Quota, Value::Path(path)) => config.quota = Some(path),
+                (Key::Upstream, Value::Path(path)) => config.upstream = Some(path),
                 (Key::AlsoRetry, Value::Entries(entries)) => {
                     config.also_retry = value::class_list(given, &entries, errors);
                 }
@@ -317,6 +320,7 @@ impl Config {
             timeout: None,
             name: None,
             quota: None,
+            upstream: None,
             also_retry: Vec::new(),
             never_retry: Vec::new(),
         }
@@ -407,6 +411,7 @@ mod tests {
         let args = quote::quote! {
             policy = "outage", attempts = 3, base_ms = 100, cap_ms = 1000, multiplier = 1.5,
             jitter = "full", budget = "1m", timeout = "5s", name = "op", quota = crate::Q,
+            upstream = crate::MODEL,
             also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
         };
         let mut errors = Errors::default();

@@ -345,6 +345,9 @@ fn attempt_loop(
         |#error, #formatter| #at_error::Reportable::report(#error, #formatter)
     );
     let (start, take) = start_and_take(config, private, &run, &attempted);
+    let ticket = Ident::new("__retry_ticket", Span::mixed_site());
+    let (admit, report_failure, report_success) =
+        upstream_steps(config, private, &run, &ticket, &error, &classify);
     let attempt_block = quote_spanned! {attempt_span=>
         async {
             if let #private::core::option::Option::Some(#pinned) =
@@ -361,11 +364,16 @@ fn attempt_loop(
     let retry_loop = quote_spanned! {body_span=>
         loop {
             let #error = {
+                #admit
                 let #attempted = #run.#start(#attempt_block).await;
                 let #output: #ret = #take;
                 match #output {
-                    #err_pattern => #error,
+                    #err_pattern => {
+                        #report_failure
+                        #error
+                    }
                     #output => {
+                        #report_success
                         #run.succeeded();
                         return #output;
                     }
@@ -385,6 +393,38 @@ fn attempt_loop(
         let mut #run = #private::Call::new(#source);
         #retry_loop
     }
+}
+
+/// With an `upstream`, the steps around each attempt: admitted by the upstream first (the
+/// call's error, made from the `UpstreamPaused` where the upstream held it back past its end,
+/// returned at once), and the upstream told how the attempt ended. Empty without one.
+fn upstream_steps(
+    config: &Config,
+    private: &TokenStream,
+    run: &Ident,
+    ticket: &Ident,
+    error: &Ident,
+    classify: &TokenStream,
+) -> (TokenStream, TokenStream, TokenStream) {
+    let Some(upstream) = &config.upstream else {
+        return (TokenStream::new(), TokenStream::new(), TokenStream::new());
+    };
+    let span = first_span(upstream);
+    let at_upstream = respan(private, span);
+    let admit = quote_spanned! {span=>
+        let #ticket = match #at_upstream::upstream_admit(&mut #run, &#upstream).await {
+            #private::core::result::Result::Ok(#ticket) => #ticket,
+            #private::core::result::Result::Err(#error) => {
+                return #private::core::result::Result::Err(#error);
+            }
+        };
+    };
+    let failed = quote! {
+        #[allow(clippy::redundant_closure, clippy::redundant_closure_call)]
+        #private::upstream_failed(#ticket, (#classify)(&#error), &#run);
+    };
+    let succeeded = quote!(#ticket.succeeded(););
+    (admit, failed, succeeded)
 }
 
 /// The `Run` method that starts an attempt, and the attempt's output as the body's return

@@ -59,6 +59,8 @@ keys! {
     /// The call's name in notices.
     Name = "name", takes Text, like "\"model\"";
     Quota = "quota", takes QuotaPath, like "crate::MODEL_QUOTA";
+    /// What the calls share: a provider's pause and the outage gate.
+    Upstream = "upstream", takes UpstreamPath, like "crate::MODEL";
     AlsoRetry = "also_retry", takes ClassList, like "[InvalidOutput]";
     NeverRetry = "never_retry", takes ClassList, like "[RateLimited]";
     /// The runtime's path, for users who rename the dependency.
@@ -84,6 +86,8 @@ pub(crate) enum Kind {
     Text,
     /// A path to a `static` `Quota`.
     QuotaPath,
+    /// A path to a `static` `Upstream`.
+    UpstreamPath,
     /// `[A, B]`, or a single `A`.
     ClassList,
     /// A path in a string.
@@ -99,6 +103,7 @@ impl Kind {
             Kind::Number => "a number",
             Kind::Word | Kind::Duration | Kind::Text => "a string",
             Kind::QuotaPath => "a path to a `static` `Quota`",
+            Kind::UpstreamPath => "a path to a `static` `Upstream`",
             Kind::ClassList => "a list of `Class` variants",
             Kind::PathInText => "a string holding a path",
         }
@@ -203,6 +208,7 @@ mod tests {
                 ("timeout", string),
                 ("name", string),
                 ("quota", "a path to a `static` `Quota`"),
+                ("upstream", "a path to a `static` `Upstream`"),
                 ("also_retry", classes),
                 ("never_retry", classes),
                 ("crate", "a string holding a path"),

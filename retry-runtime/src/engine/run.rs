@@ -38,6 +38,7 @@ pub(crate) mod facts;
 #[cfg(feature = "stream")]
 mod stream;
 mod tell;
+mod upstream;
 
 /// Flags of [`Run::flags`]: whether a rate limit was retried, and whether an inner ladder gave
 /// up on a transient failure during the current attempt. A stream's own facts (its commit,

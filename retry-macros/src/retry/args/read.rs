@@ -35,6 +35,7 @@ pub(super) fn read(given: &Given) -> syn::Result<Value> {
         Kind::Duration => duration(given).map(Value::Text),
         Kind::Text | Kind::PathInText => string(given).map(Value::Text),
         Kind::QuotaPath => quota_path(given).map(Value::Path),
+        Kind::UpstreamPath => static_path(given).map(Value::Path),
         Kind::ClassList => entries(given).map(Value::Entries),
     }
 }
@@ -134,6 +135,14 @@ fn quota_path(given: &Given) -> syn::Result<ExprPath> {
     match given.expr()? {
         Expr::Path(path) => Ok(path),
         Expr::Reference(reference) => Err(foreign::borrowed_quota(given, &reference)),
+        _ => Err(given.wrong_type()),
+    }
+}
+
+/// A path to a `static`: a borrow is refused as a quota's is not (the key borrows it).
+fn static_path(given: &Given) -> syn::Result<ExprPath> {
+    match given.expr()? {
+        Expr::Path(path) => Ok(path),
         _ => Err(given.wrong_type()),
     }
 }

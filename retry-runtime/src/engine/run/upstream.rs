@@ -1,0 +1,108 @@
+//! The protocol's steps of a call on an [`Upstream`](crate::Upstream): before an attempt, how
+//! long the call may wait for the upstream's pause or gate, and the announcement of that wait.
+//! A child of the run, so that it reads the run's state without widening it.
+
+use std::fmt;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::Run;
+use crate::class::Class;
+use crate::clock::Clock;
+use crate::draw::Draw;
+use crate::engine::count::Count;
+use crate::engine::source::Source;
+use crate::notice::{Action, Reached};
+use crate::policy::Policy;
+use crate::turn::flight::Flight;
+use crate::verdict::{GaveUp, StopReason};
+
+impl<R: Source, A: Count> Run<R, A> {
+    /// The longest the call may wait for its upstream before its next attempt: until its turn
+    /// ends or its budget does, and (`allowance`, for a gate, which has no end of its own) no
+    /// longer than its ladder's allowance; `None` if nothing bounds it. A cancelled turn
+    /// cannot wait at all.
+    pub(crate) fn upstream_bound(
+        &mut self,
+        allowance: bool,
+    ) -> Result<Option<Duration>, StopReason> {
+        // The budget runs from the call's start, which a first try held back has had.
+        self.start_once();
+        let flight = self.flight();
+        if flight.is_some_and(Flight::is_cancelled) {
+            return Err(StopReason::Cancelled);
+        }
+        let deadline = self.deadline(flight.and_then(Flight::deadline));
+        let now = self.source.clock().now();
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
+        let total = self
+            .source
+            .policy()
+            .max_total_wait()
+            .min(Policy::MAX_TOTAL_WAIT);
+        let left = allowance.then(|| total.saturating_sub(self.total_waited()));
+        Ok(match (remaining, left) {
+            (Some(remaining), Some(left)) => Some(remaining.min(left)),
+            (bound, None) | (None, bound) => bound,
+        })
+    }
+
+    /// The retry's clock: now, and a jitter draw.
+    pub(crate) fn clock_now(&self) -> tokio::time::Instant {
+        self.source.clock().now()
+    }
+
+    pub(crate) fn clock_draw(&self) -> Draw {
+        self.source.clock().draw()
+    }
+
+    /// The retry's clock's sleep of `wait`: recorded, not slept, in a testing scope.
+    pub(crate) fn clock_sleep(&self, wait: Duration) -> <R::Clock as Clock>::Sleep {
+        self.sleep_for(wait)
+    }
+
+    /// The policy.
+    pub(crate) fn policy(&self) -> &Policy {
+        self.source.policy()
+    }
+
+    /// Whether the call's turn was cancelled; registers `cx` to be woken when it is.
+    pub(crate) fn poll_turn_cancelled(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.since {
+            super::Since::InTurn(flight) => flight.poll_cancelled(cx).map(drop),
+            _ => Poll::Pending,
+        }
+    }
+
+    /// The call waits up to `wait` for `upstream`: told as a notice, `gated` or paused.
+    pub(crate) fn upstream_hold(
+        &self,
+        why: &dyn fmt::Display,
+        class: Class,
+        upstream: &'static str,
+        wait: Duration,
+        gated: bool,
+    ) {
+        let action = Action::Hold {
+            upstream,
+            wait,
+            gated,
+        };
+        self.notify(why, class, action, Reached::Nothing, None);
+    }
+
+    /// The call waited `lasted` for its upstream: counted against its allowance and budget.
+    pub(crate) fn upstream_waited(&mut self, lasted: Duration) {
+        self.add_waited(lasted);
+    }
+
+    /// The call gives up before an attempt it could not make, for `reason`.
+    pub(crate) fn upstream_gave_up<E: fmt::Display>(
+        &mut self,
+        error: E,
+        class: Class,
+        reason: StopReason,
+    ) -> GaveUp<E> {
+        self.give_up(error, class, reason, Reached::Nothing)
+    }
+}

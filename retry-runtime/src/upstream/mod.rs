@@ -1,0 +1,443 @@
+//! [`Upstream`]: what many calls share and what a provider's answer describes (one API key at
+//! one provider, one deployment, one host), so that they share what it said. A provider's
+//! pause holds for every call on it, and in an outage one call probes while the others wait.
+//!
+//! The state is in-process and behind one small interface ([`UpstreamStore`]): read it
+//! ([`admit`](UpstreamStore::admit)), report a failure with its class and hint, report a
+//! success, and take and release the probe. The common path is one atomic read: an upstream
+//! with nothing to say costs a first try no lock and no allocation.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::class::Class;
+use crate::ladder;
+use crate::policy::Policy;
+
+mod admit;
+mod paused;
+mod retry;
+
+pub use admit::{Ticket, upstream_admit, upstream_failed};
+pub use paused::UpstreamPaused;
+pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
+
+/// The word's bit for a pause.
+const PAUSED: u32 = 1;
+/// The word's bit for a closed gate.
+const GATED: u32 = 1 << 1;
+/// The word's bit for outage failures being counted.
+const COUNTING: u32 = 1 << 2;
+
+/// The outage gate's defaults: closed by three outage failures within ten seconds with no
+/// success between, so one caller's broken connection does not close an upstream to everyone.
+const GATE_FAILURES: u32 = 3;
+const GATE_WINDOW: Duration = Duration::from_secs(10);
+
+/// What many calls share and what a provider's answer describes: one API key at a provider,
+/// one model deployment, one host. Declared as a `static` with a name, as a
+/// [`Quota`](crate::Quota) is, and given to a retry with
+/// [`Retry::upstream`](crate::Retry::upstream) or `#[retry(upstream = PATH)]`.
+///
+/// - **The shared pause.** A provider's hint of when to come back (`Retry-After`,
+///   `retry-after-ms`, Google's `RetryInfo`, gRPC's pushback) on a `RateLimited` or
+///   `Unavailable` failure of any call pauses the upstream until the hint's end: every call's
+///   next attempt on it waits until then, first tries included. A later, shorter hint never
+///   shortens a pause; a pause is capped at [`max_pause`](Self::max_pause) (by default the
+///   policy's `max_retry_after`). Waiters wake spread over a tenth of the pause (between
+///   100 ms and 1 s), as a hint's own jitter spreads them.
+/// - **The outage gate.** When calls meet outage failures (`Unavailable` without a hint,
+///   `Transport`) three times within ten seconds with no success between
+///   ([`gate_after`](Self::gate_after)), the gate closes: one call at a time sends a real
+///   attempt, the probe, on the policy's ladder; every other call's attempt waits, woken when
+///   the gate opens. A probe's success, or an answer, opens it. A waiting call gives up when its
+///   own ladder's allowance, its turn or its budget ends, undetermined: outages delay, never
+///   fail fast. A probe dropped mid-attempt frees the probe at once.
+///
+/// ```
+/// use retry_runtime::{testing, Class, Policy, Retry, Upstream, UpstreamPaused};
+/// use std::time::Duration;
+///
+/// static MODEL: Upstream = Upstream::new("model");
+///
+/// #[derive(Debug)]
+/// enum Failed { Limited(Duration), Paused(UpstreamPaused) }
+/// impl From<UpstreamPaused> for Failed {
+///     fn from(paused: UpstreamPaused) -> Self { Failed::Paused(paused) }
+/// }
+/// impl retry_runtime::Classify for Failed {
+///     fn classify(&self) -> Class {
+///         match self {
+///             Failed::Limited(after) => Class::RateLimited { retry_after: Some(*after) },
+///             Failed::Paused(paused) => paused.classify(),
+///         }
+///     }
+/// }
+/// impl std::fmt::Display for Failed {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// static ONCE: Policy = Policy::AVAILABILITY.with_attempts(1);
+/// let (outcomes, recorded) = testing::scope(async {
+///     // One call is told to come back in 10 s: the upstream is paused for every call.
+///     let told = Retry::new(&ONCE).upstream(&MODEL).run(async |_| {
+///         Err::<u32, _>(Failed::Limited(Duration::from_secs(10)))
+///     });
+///     let told = told.await.is_err();
+///     // Another call's first try waits for the pause (recorded, not slept, in a test).
+///     let next = Retry::new(&Policy::AVAILABILITY).upstream(&MODEL).run(async |attempt| Ok::<_, Failed>(attempt));
+///     (told, next.await.unwrap())
+/// })
+/// .await;
+/// assert_eq!(outcomes, (true, 1));
+/// assert_eq!(recorded.waits(), [Duration::from_secs(10)]);
+/// MODEL.reset();
+/// # }
+/// ```
+pub struct Upstream {
+    name: &'static str,
+    max_pause: Option<Duration>,
+    gate_failures: u32,
+    gate_window: Duration,
+    word: AtomicU32,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+/// An upstream's state, behind its lock: read only when its word says there is something.
+#[derive(Debug)]
+struct State {
+    /// Paused until then, by a provider's hint of this class.
+    paused_until: Option<(Instant, Class)>,
+    /// Outage failures since the last success, and when the first of them came.
+    failures: u32,
+    first_failure: Option<Instant>,
+    /// The gate: closed in an outage, with its probe.
+    gate: Gate,
+    /// Bumped by a reset, so that a probe taken before it releases nothing after it.
+    epoch: u32,
+}
+
+/// The outage gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Open: calls send.
+    Open,
+    /// Closed: the next probe may go at `next` (`failed` probes so far).
+    Waiting { next: Instant, failed: u32 },
+    /// Closed, and one call is probing (`failed` probes before it).
+    Probing { failed: u32 },
+}
+
+impl State {
+    const fn new() -> State {
+        State {
+            paused_until: None,
+            failures: 0,
+            first_failure: None,
+            gate: Gate::Open,
+            epoch: 0,
+        }
+    }
+
+    /// The word that says what this state has to say.
+    fn word(&self) -> u32 {
+        let mut word = 0;
+        if self.paused_until.is_some() {
+            word |= PAUSED;
+        }
+        if self.gate != Gate::Open {
+            word |= GATED;
+        }
+        if self.failures > 0 {
+            word |= COUNTING;
+        }
+        word
+    }
+}
+
+/// What an upstream says of an attempt about to be made ([`UpstreamStore::admit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Send it.
+    Send {
+        /// The outage gate's probe (the epoch it was taken in), which the call must report or
+        /// release; `None` for any other attempt.
+        probe: Option<u32>,
+        /// What the upstream had to say when it was read: 0, nothing.
+        seen: u32,
+    },
+    /// Paused by a provider's hint.
+    Paused {
+        /// Until then.
+        until: Instant,
+        /// The class the hint came with, the hint included.
+        class: Class,
+    },
+    /// The outage gate is closed: wait until it opens, or until the next probe may go.
+    Gated {
+        /// When the next probe may go, if one is scheduled (none while a probe is out).
+        next_probe: Option<Instant>,
+    },
+}
+
+/// The interface an upstream's state is kept behind: in-process by [`Upstream`] itself, and by
+/// any store that shares it further.
+pub trait UpstreamStore {
+    /// What the upstream says of an attempt about to be made at `now`.
+    fn admit(&self, now: Instant) -> Admission;
+    /// An attempt admitted as `admitted` succeeded.
+    fn succeeded(&self, admitted: Admission);
+    /// An attempt admitted as `admitted` failed at `now` with `class` (its hint included), on
+    /// the caller's `policy` (whose ladder the probes follow, and whose `max_retry_after` caps
+    /// a pause unless the upstream sets its own).
+    fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy);
+    /// An attempt admitted as `admitted` ended with no outcome (dropped, cancelled): a probe is
+    /// freed at once.
+    fn released(&self, admitted: Admission);
+}
+
+impl Upstream {
+    /// An upstream named `name` (for notices, metrics and spans), with the default gate.
+    pub const fn new(name: &'static str) -> Upstream {
+        Upstream {
+            name,
+            max_pause: None,
+            gate_failures: GATE_FAILURES,
+            gate_window: GATE_WINDOW,
+            word: AtomicU32::new(0),
+            state: Mutex::new(State::new()),
+            changed: Notify::const_new(),
+        }
+    }
+
+    /// The longest a provider's hint may pause the upstream (by default, the policy's
+    /// `max_retry_after` of the call that reports it).
+    pub const fn max_pause(mut self, max: Duration) -> Upstream {
+        self.max_pause = Some(max);
+        self
+    }
+
+    /// Close the outage gate after `failures` outage failures within `within`, with no success
+    /// between (default: 3 within 10 s). At least one.
+    pub const fn gate_after(mut self, failures: u32, within: Duration) -> Upstream {
+        self.gate_failures = if failures == 0 { 1 } else { failures };
+        self.gate_window = within;
+        self
+    }
+
+    /// The upstream's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// How much longer the upstream is paused by a provider's hint, if it is.
+    pub fn paused_for(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let state = self.lock();
+        let (until, _) = state.paused_until?;
+        (until > now).then(|| until - now)
+    }
+
+    /// Whether the outage gate is closed.
+    pub fn is_gated(&self) -> bool {
+        self.word.load(Ordering::Acquire) & GATED != 0
+    }
+
+    /// Forget everything the upstream was told: for tests, between cases. A probe out when it
+    /// is reset releases nothing after it.
+    pub fn reset(&self) {
+        let mut state = self.lock();
+        let epoch = state.epoch.wrapping_add(1);
+        *state = State::new();
+        state.epoch = epoch;
+        self.store(&state);
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
+    /// Wakes when the upstream's state changes: a pause or a gate that a waiter should read
+    /// again. Made before the read that decides to wait, so no change is missed.
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn store(&self, state: &State) {
+        self.word.store(state.word(), Ordering::Release);
+    }
+
+    /// After a success or an answer: the failures are forgotten, and the gate opens.
+    fn cleared(&self, admitted: Admission) {
+        let mut state = self.lock();
+        if let Admission::Send {
+            probe: Some(epoch), ..
+        } = admitted
+            && epoch != state.epoch
+        {
+            return;
+        }
+        let was_gated = state.gate != Gate::Open;
+        state.failures = 0;
+        state.first_failure = None;
+        state.gate = Gate::Open;
+        self.store(&state);
+        drop(state);
+        if was_gated {
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+impl UpstreamStore for Upstream {
+    #[inline]
+    fn admit(&self, now: Instant) -> Admission {
+        let seen = self.word.load(Ordering::Acquire);
+        if seen & (PAUSED | GATED) == 0 {
+            return Admission::Send { probe: None, seen };
+        }
+        let mut state = self.lock();
+        if let Some((until, class)) = state.paused_until {
+            if until > now {
+                return Admission::Paused { until, class };
+            }
+            state.paused_until = None;
+        }
+        let admission = match state.gate {
+            Gate::Open => Admission::Send { probe: None, seen },
+            Gate::Waiting { next, failed } if next <= now => {
+                state.gate = Gate::Probing { failed };
+                Admission::Send {
+                    probe: Some(state.epoch),
+                    seen,
+                }
+            }
+            Gate::Waiting { next, .. } => Admission::Gated {
+                next_probe: Some(next),
+            },
+            Gate::Probing { .. } => Admission::Gated { next_probe: None },
+        };
+        self.store(&state);
+        admission
+    }
+
+    #[inline]
+    fn succeeded(&self, admitted: Admission) {
+        // Nothing was said when the attempt was admitted: nothing to clear (a failure
+        // reported meanwhile by a call that started later is left to count).
+        if let Admission::Send {
+            probe: None,
+            seen: 0,
+        } = admitted
+        {
+            return;
+        }
+        self.cleared(admitted);
+    }
+
+    fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
+        if matches!(class, Class::Definitive | Class::InvalidOutput) {
+            // An answer: the upstream is up.
+            self.cleared(admitted);
+            return;
+        }
+        let mut state = self.lock();
+        let probe = match admitted {
+            Admission::Send {
+                probe: Some(epoch), ..
+            } => epoch == state.epoch,
+            _ => false,
+        };
+        let mut changed = false;
+        let hint = class.retry_after().filter(|hint| !hint.is_zero());
+        if let (Some(hint), Class::RateLimited { .. } | Class::Unavailable { .. }) = (hint, class) {
+            let cap = self.max_pause.unwrap_or(policy.max_retry_after());
+            let until = now + hint.min(cap);
+            // The latest end wins: a later, shorter hint never shortens a pause.
+            if state.paused_until.is_none_or(|(end, _)| end < until) {
+                state.paused_until = Some((until, class));
+                changed = true;
+            }
+        }
+        let outage = matches!(
+            class,
+            Class::Transport | Class::Unavailable { retry_after: None }
+        );
+        if outage {
+            let fresh = state
+                .first_failure
+                .is_none_or(|first| now.saturating_duration_since(first) > self.gate_window);
+            if fresh {
+                state.failures = 0;
+                state.first_failure = Some(now);
+            }
+            state.failures = state.failures.saturating_add(1);
+            if state.gate == Gate::Open && state.failures >= self.gate_failures {
+                let next = now + probe_wait(policy, 0);
+                state.gate = Gate::Waiting { next, failed: 0 };
+                changed = true;
+            }
+        }
+        if probe && let Gate::Probing { failed } = state.gate {
+            // A failed probe schedules the next, on the policy's ladder.
+            let failed = failed.saturating_add(1);
+            let next = now + probe_wait(policy, failed);
+            state.gate = Gate::Waiting { next, failed };
+            changed = true;
+        }
+        self.store(&state);
+        drop(state);
+        if changed {
+            self.changed.notify_waiters();
+        }
+    }
+
+    fn released(&self, admitted: Admission) {
+        let Admission::Send {
+            probe: Some(epoch), ..
+        } = admitted
+        else {
+            return;
+        };
+        let mut state = self.lock();
+        if epoch != state.epoch {
+            return;
+        }
+        if let Gate::Probing { failed } = state.gate {
+            // The next call probes now: the gate never wedges.
+            state.gate = Gate::Waiting {
+                next: Instant::now(),
+                failed,
+            };
+            self.store(&state);
+            drop(state);
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// The wait before the gate's next probe after `failed` failed probes: the policy's ladder,
+/// without jitter (one call probes, so nothing to spread).
+fn probe_wait(policy: &Policy, failed: u32) -> Duration {
+    ladder::ideal_wait(policy, failed.saturating_add(1))
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("paused", &(self.word.load(Ordering::Relaxed) & PAUSED != 0))
+            .field("gated", &self.is_gated())
+            .finish_non_exhaustive()
+    }
+}

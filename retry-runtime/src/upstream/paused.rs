@@ -1,0 +1,78 @@
+//! [`UpstreamPaused`]: the error of an attempt an upstream's pause or gate held back past the
+//! call's end, in the caller's error type through `From`.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::class::{Class, Classify};
+
+/// An attempt that was never sent: its upstream was paused by a provider's hint, or its
+/// outage gate was closed, past the end of the call's turn, budget or ladder. It classifies as
+/// what the upstream was told (a `RateLimited` or `Unavailable` with its hint, or the outage's
+/// `Unavailable`), so the verdict is the one the call would have had: undetermined.
+///
+/// A call on an upstream needs an error type that can hold one, as a timed call needs one that
+/// holds a [`TimedOut`](crate::TimedOut).
+///
+/// ```
+/// use retry_runtime::{Class, Classify, UpstreamPaused};
+/// use std::time::Duration;
+///
+/// let paused = UpstreamPaused::new("model", Class::RateLimited { retry_after: Some(Duration::from_secs(20)) }, false);
+/// assert_eq!(paused.classify(), Class::RateLimited { retry_after: Some(Duration::from_secs(20)) });
+/// assert_eq!(paused.to_string(), "model is rate-limited for every call");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamPaused {
+    upstream: &'static str,
+    class: Class,
+    gated: bool,
+}
+
+impl UpstreamPaused {
+    /// Held back by `upstream`, paused with `class` (its hint included), or by its outage gate
+    /// (`gated`).
+    pub const fn new(upstream: &'static str, class: Class, gated: bool) -> UpstreamPaused {
+        UpstreamPaused {
+            upstream,
+            class,
+            gated,
+        }
+    }
+
+    /// The upstream's name.
+    pub const fn upstream(&self) -> &'static str {
+        self.upstream
+    }
+
+    /// Whether the outage gate held the attempt back, rather than a provider's pause.
+    pub const fn gated(&self) -> bool {
+        self.gated
+    }
+
+    /// The hint of the pause, if a provider's hint paused it.
+    pub const fn retry_after(&self) -> Option<Duration> {
+        self.class.retry_after()
+    }
+}
+
+impl Classify for UpstreamPaused {
+    fn classify(&self) -> Class {
+        self.class
+    }
+}
+
+impl fmt::Display for UpstreamPaused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.upstream;
+        match (self.gated, self.class) {
+            (true, _) => write!(f, "{name} is unavailable: another call is checking"),
+            (false, Class::RateLimited { .. }) => {
+                write!(f, "{name} is rate-limited for every call")
+            }
+            (false, _) => write!(f, "{name} is unavailable for every call"),
+        }
+    }
+}
+
+impl std::error::Error for UpstreamPaused {}

@@ -1,0 +1,160 @@
+//! [`UpstreamRetry`]: a retry on an [`Upstream`], which [`Retry::upstream`] and
+//! [`TimedRetry::upstream`] make. Each attempt, the first included, is admitted by the
+//! upstream first, and tells it how it ended.
+
+use std::fmt;
+use std::future::Future;
+
+use super::Upstream;
+use super::admit::admit;
+use super::paused::UpstreamPaused;
+use crate::class::Classify;
+use crate::clock::Clock;
+use crate::engine::{Call, Retry, TimedRetry};
+use crate::op::OpName;
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::timeout::TimedOut;
+use crate::verdict::GaveUp;
+
+/// A retry on an upstream: [`Retry::upstream`] or [`TimedRetry::upstream`]. Its calls share
+/// what the upstream was told: a provider's pause holds every call's next attempt, and in an
+/// outage one call probes while the others wait (see [`Upstream`]). Its error type must hold
+/// an [`UpstreamPaused`], the error of an attempt held back past the call's end.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamRetry<R> {
+    retry: R,
+    upstream: &'static Upstream,
+}
+
+/// An error type that can hold an [`UpstreamPaused`], asked for by a retry on an upstream,
+/// so a missing `From` is reported with the fix. Not public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a retry on an upstream needs an error type that can hold a `retry_runtime::UpstreamPaused`, and `{Self}` cannot",
+    label = "`{Self}` does not implement `From<retry_runtime::UpstreamPaused>`",
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Paused(#[from] retry_runtime::UpstreamPaused)`), or `impl From<retry_runtime::UpstreamPaused> for {Self}`: an attempt held back past the call's end by the upstream's pause or outage gate becomes one"
+)]
+pub trait HoldsUpstreamPaused: From<UpstreamPaused> {}
+
+impl<E: From<UpstreamPaused>> HoldsUpstreamPaused for E {}
+
+impl<C, P, N, Q> Retry<C, P, N, Q> {
+    /// Share what `upstream` says with every call on it: its pause and its outage gate (see
+    /// [`Upstream`]).
+    pub const fn upstream(self, upstream: &'static Upstream) -> UpstreamRetry<Self> {
+        UpstreamRetry {
+            retry: self,
+            upstream,
+        }
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
+    /// Like [`Retry::upstream`], each attempt under its timeout.
+    pub const fn upstream(self, upstream: &'static Upstream) -> UpstreamRetry<Self> {
+        UpstreamRetry {
+            retry: self,
+            upstream,
+        }
+    }
+}
+
+impl<R> UpstreamRetry<R> {
+    /// The upstream.
+    pub const fn upstream_ref(&self) -> &'static Upstream {
+        self.upstream
+    }
+
+    /// The retry on it.
+    pub const fn retry(&self) -> &R {
+        &self.retry
+    }
+}
+
+/// The ladder of a call on an upstream: admitted before each attempt, telling it after.
+macro_rules! upstream_ladder {
+    ($upstream:ident, $run:ident, $output:expr) => {
+        async move {
+            loop {
+                let ticket = admit(&mut $run, $upstream).await?;
+                let error = match $output {
+                    Ok(value) => {
+                        ticket.succeeded();
+                        $run.succeeded();
+                        return Ok(value);
+                    }
+                    Err(error) => error,
+                };
+                ticket.failed(Classify::classify(&error), &$run);
+                $run.failed(error).await?;
+            }
+        }
+    };
+}
+
+impl<C, P, N, Q> UpstreamRetry<Retry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::run`], each attempt admitted by the upstream first.
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        let upstream = self.upstream;
+        let mut run = Call::new(self.retry);
+        upstream_ladder!(upstream, run, {
+            let next = run.attempts() + 1;
+            let attempted = run.attempt(operation(next)).await;
+            run.attempted(attempted)
+        })
+    }
+
+    /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), each attempt
+    /// admitted by the upstream first.
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        let upstream = self.upstream;
+        let mut run = Call::new(self.retry);
+        upstream_ladder!(upstream, run, {
+            let next = run.attempts() + 1;
+            let attempted = run.attempt(operation(next)).await;
+            run.attempted(attempted)
+        })
+    }
+}
+
+impl<C, P, N, Q> UpstreamRetry<TimedRetry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`TimedRetry::run`], each attempt admitted by the upstream first.
+    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: AsyncFnMut(u32) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
+    {
+        let upstream = self.upstream;
+        let mut run = Call::new(self.retry);
+        upstream_ladder!(upstream, run, {
+            let next = run.attempts() + 1;
+            let attempted = run.attempt_timed(operation(next)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
+}

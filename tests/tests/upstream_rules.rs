@@ -1,0 +1,248 @@
+//! The upstream's rules in virtual time (tokio's clock paused): a pause's end never moves
+//! earlier, a pause past the turn ends the call at once, a dropped probe frees the gate, and a
+//! cancel ends a call waiting at the gate at once.
+
+use std::time::Duration;
+
+use retry_runtime::{
+    Admission, Class, Classify, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
+    UpstreamStore,
+};
+use tokio::time::Instant;
+
+#[derive(Debug, thiserror::Error)]
+enum Failed {
+    #[error("unavailable")]
+    Unavailable,
+    #[error(transparent)]
+    Paused(#[from] UpstreamPaused),
+}
+
+impl Classify for Failed {
+    fn classify(&self) -> Class {
+        match self {
+            Failed::Unavailable => Class::Unavailable { retry_after: None },
+            Failed::Paused(paused) => paused.classify(),
+        }
+    }
+}
+
+fn limited(after: Duration) -> Class {
+    Class::RateLimited {
+        retry_after: Some(after),
+    }
+}
+
+const SEND: Admission = Admission::Send {
+    probe: None,
+    seen: 0,
+};
+
+static LONGER: Upstream = Upstream::new("longer");
+
+#[tokio::test(start_paused = true)]
+async fn a_shorter_hint_after_a_longer_one_does_not_shorten_the_pause() {
+    let now = Instant::now();
+    LONGER.failed(
+        SEND,
+        limited(Duration::from_secs(10)),
+        now,
+        &Policy::AVAILABILITY,
+    );
+    LONGER.failed(
+        SEND,
+        limited(Duration::from_secs(2)),
+        now,
+        &Policy::AVAILABILITY,
+    );
+    assert_eq!(LONGER.paused_for(), Some(Duration::from_secs(10)));
+    // A later, longer one lengthens it.
+    LONGER.failed(
+        SEND,
+        limited(Duration::from_secs(15)),
+        now,
+        &Policy::AVAILABILITY,
+    );
+    assert_eq!(LONGER.paused_for(), Some(Duration::from_secs(15)));
+    // Capped at the policy's `max_retry_after`.
+    LONGER.failed(
+        SEND,
+        limited(Duration::from_secs(600)),
+        now,
+        &Policy::AVAILABILITY,
+    );
+    assert_eq!(
+        LONGER.paused_for(),
+        Some(Policy::AVAILABILITY.max_retry_after())
+    );
+}
+
+static LONG_PAUSE: Upstream = Upstream::new("long-pause");
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_longer_than_the_turn_ends_the_call_at_once_with_budget() {
+    let now = Instant::now();
+    LONG_PAUSE.failed(
+        SEND,
+        limited(Duration::from_secs(15)),
+        now,
+        &Policy::AVAILABILITY,
+    );
+    let mut sent = 0;
+    let outcome = Turn::new(Duration::from_secs(5))
+        .run(
+            Retry::new(&Policy::AVAILABILITY)
+                .upstream(&LONG_PAUSE)
+                .run(async |_| {
+                    sent += 1;
+                    Ok::<_, Failed>(())
+                }),
+        )
+        .await;
+    let retry_runtime::turn::TurnOutcome::Finished(Err(gave_up)) = outcome.0 else {
+        panic!("the pause outlasts the turn: the call gives up");
+    };
+    assert_eq!(sent, 0, "never sent into the pause");
+    assert!(
+        matches!(gave_up.reason(), StopReason::Budget { .. }),
+        "{gave_up:?}"
+    );
+    assert_eq!(gave_up.waited(), Duration::ZERO, "at once");
+    assert!(gave_up.is_undetermined());
+    assert!(
+        matches!(gave_up.error(), Failed::Paused(paused) if paused.retry_after() == Some(Duration::from_secs(15)))
+    );
+    assert_eq!(Instant::now(), now, "no time passed");
+}
+
+/// Close `upstream`'s gate: three outage failures.
+fn close(upstream: &Upstream) {
+    for _ in 0..3 {
+        upstream.failed(
+            SEND,
+            Class::Transport,
+            Instant::now(),
+            &Policy::AVAILABILITY,
+        );
+    }
+    assert!(upstream.is_gated());
+}
+
+static DROPPED: Upstream = Upstream::new("dropped");
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_dropped_mid_attempt_frees_the_gate_for_the_next_call() {
+    close(&DROPPED);
+    // The first probe may go after the ladder's first rung.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (probing, hang) = tokio::sync::oneshot::channel::<()>();
+    let mut probing = Some(probing);
+    let probe = tokio::spawn(Retry::new(&Policy::AVAILABILITY).upstream(&DROPPED).run_fn(
+        move |_| {
+            drop(probing.take());
+            std::future::pending::<Result<(), Failed>>()
+        },
+    ));
+    // The probe is out: another call's admission waits for it.
+    let _ = hang.await;
+    assert!(matches!(
+        DROPPED.admit(Instant::now()),
+        Admission::Gated { next_probe: None }
+    ));
+    probe.abort();
+    let _ = probe.await;
+    // Freed at once: the next call is the probe.
+    assert!(matches!(
+        DROPPED.admit(Instant::now()),
+        Admission::Send { probe: Some(_), .. }
+    ));
+}
+
+static CANCELLED: Upstream = Upstream::new("cancelled");
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_cancelled_while_its_call_waits_at_the_gate_ends_at_once() {
+    close(&CANCELLED);
+    let turn = Turn::new(Duration::from_secs(600));
+    let canceller = turn.canceller();
+    let started = Instant::now();
+    let call = tokio::spawn(
+        turn.run(
+            Retry::new(&Policy::AVAILABILITY)
+                .upstream(&CANCELLED)
+                .run_fn(|_| async { Err::<(), _>(Failed::Unavailable) }),
+        ),
+    );
+    // The call waits at the gate (its first probe is due after the first rung, 250 ms).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    canceller.cancel();
+    let (outcome, _) = call.await.unwrap();
+    match outcome {
+        retry_runtime::turn::TurnOutcome::Cancelled => {}
+        retry_runtime::turn::TurnOutcome::Finished(Err(gave_up)) => {
+            assert_eq!(gave_up.reason(), StopReason::Cancelled);
+        }
+        _ => panic!("the call ends with the cancel"),
+    }
+    assert_eq!(
+        Instant::now() - started,
+        Duration::from_millis(100),
+        "at once"
+    );
+}
+
+static ANSWERED: Upstream = Upstream::new("answered");
+
+#[tokio::test(start_paused = true)]
+async fn a_probes_success_opens_the_gate_and_wakes_the_waiting_calls() {
+    close(&ANSWERED);
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            tokio::spawn(
+                Retry::new(&Policy::AVAILABILITY)
+                    .upstream(&ANSWERED)
+                    .run_fn(|attempt| async move { Ok::<_, Failed>(attempt) }),
+            )
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(
+            call.await.unwrap().unwrap(),
+            1,
+            "each call's first try, after the gate"
+        );
+    }
+    assert!(!ANSWERED.is_gated());
+}
+
+static ANNOTATED: Upstream = Upstream::new("annotated");
+
+/// The attribute's form: each attempt admitted by the upstream first.
+#[retry_runtime::retry(policy = "availability", upstream = ANNOTATED)]
+async fn annotated(sent: &std::sync::atomic::AtomicU32) -> Result<u32, Failed> {
+    Ok(sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_annotated_call_waits_for_its_upstreams_pause_and_gives_up_where_it_outlasts_the_turn() {
+    let sent = std::sync::atomic::AtomicU32::new(0);
+    ANNOTATED.failed(
+        SEND,
+        limited(Duration::from_secs(15)),
+        Instant::now(),
+        &Policy::AVAILABILITY,
+    );
+    // Past the turn: at once, with the caller's own error, never sent.
+    let (outcome, _) = Turn::new(Duration::from_secs(5))
+        .run(annotated(&sent))
+        .await;
+    let retry_runtime::turn::TurnOutcome::Finished(Err(Failed::Paused(paused))) = outcome else {
+        panic!("the pause outlasts the turn");
+    };
+    assert_eq!(paused.retry_after(), Some(Duration::from_secs(15)));
+    assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Inside a testing scope, the pause is a wait recorded, not slept.
+    let (answer, recorded) = retry_runtime::testing::scope(annotated(&sent)).await;
+    assert_eq!(answer.unwrap(), 1);
+    assert_eq!(recorded.waits(), [Duration::from_secs(15)]);
+}
