@@ -116,6 +116,22 @@ fn main() {
         ),
         contender!(&paused, &real, "backon 1.6", true, backon, backon_parked),
         contender!(&paused, &real, "backoff 0.4", true, backoff, backoff_parked),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]` on an upstream",
+            false,
+            annotated_upstream,
+            annotated_upstream_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`Retry::run` on an upstream",
+            false,
+            explicit_upstream,
+            explicit_upstream_parked
+        ),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with

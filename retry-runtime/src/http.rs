@@ -85,6 +85,8 @@ use ::http::{HeaderMap, StatusCode};
 
 use crate::class::{Class, Classify};
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub use crate::layer::{NoUpstream, UpstreamChoice, UpstreamFor};
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use call_error::CallError;

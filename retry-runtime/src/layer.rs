@@ -22,16 +22,19 @@ use crate::http::{
     AsTransport, ClassifyError, Fault, HttpError, Inspecting, Refusal, Reply, ResendCount,
     StreamPeek,
 };
+use crate::upstream::{Admitting, Ticket, Upstream, UpstreamPaused};
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
 /// What a layer is built with: the retry each call runs under, the class of the wrapped
 /// service's own errors, and how a successful event stream is read before it is handed on.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Core<R, K> {
+pub(crate) struct Core<R, K, U = NoUpstream> {
     pub(crate) retry: R,
     pub(crate) errors: K,
     pub(crate) peek: StreamPeek,
+    /// The upstream a call goes to, if any.
+    pub(crate) upstream: U,
 }
 
 impl<R> Core<R, AsTransport> {
@@ -41,26 +44,39 @@ impl<R> Core<R, AsTransport> {
             retry,
             errors: AsTransport,
             peek: StreamPeek::DEFAULT,
+            upstream: NoUpstream,
         }
     }
 }
 
-impl<R, K> Core<R, K> {
+impl<R, K, U> Core<R, K, U> {
     /// The same, the service's errors classified by `errors`.
-    pub(crate) fn classify_errors<L>(self, errors: L) -> Core<R, L> {
+    pub(crate) fn classify_errors<L>(self, errors: L) -> Core<R, L, U> {
         Core {
             retry: self.retry,
             errors,
             peek: self.peek,
+            upstream: self.upstream,
+        }
+    }
+
+    /// The same, each call on the upstream `upstream` chooses.
+    pub(crate) fn upstream<V>(self, upstream: V) -> Core<R, K, V> {
+        Core {
+            retry: self.retry,
+            errors: self.errors,
+            peek: self.peek,
+            upstream,
         }
     }
 
     /// A core for one call that borrows this one's classification: for a layer whose `K` is
     /// not `Clone`.
     #[cfg(feature = "reqwest-middleware")]
-    pub(crate) fn by_ref<E>(&self) -> Core<R, impl Fn(&E) -> Class + '_>
+    pub(crate) fn by_ref<E>(&self) -> Core<R, impl Fn(&E) -> Class + '_, U>
     where
         R: Clone,
+        U: Clone,
         K: ClassifyError<E>,
     {
         let errors = &self.errors;
@@ -68,17 +84,20 @@ impl<R, K> Core<R, K> {
             retry: self.retry.clone(),
             errors: move |error: &E| errors.classify_error(error),
             peek: self.peek,
+            upstream: self.upstream.clone(),
         }
     }
 }
 
-impl<R: Source, K> Core<R, K> {
+impl<R: Source, K, U> Core<R, K, U> {
     /// A call through the layer: `sender` copies the request for each attempt and sends it.
     /// The call's ladder runs in the future this returns, which allocates nothing of its own.
     pub(crate) fn send<Rq, T>(self, request: Rq, mut sender: T) -> Calling<R, K, Rq, T>
     where
         T: Sender<Rq>,
+        U: UpstreamFor<Rq, T::Error>,
     {
+        let upstream = self.upstream.upstream_for(&request);
         let (next, template) = match sender.copy(&request) {
             Some(first) => (first, Some(request)),
             // Nothing to copy the next attempt from: this one is the last.
@@ -91,8 +110,67 @@ impl<R: Source, K> Core<R, K> {
             sender,
             template,
             next: Some(next),
+            upstream,
+            ticket: None,
             step: Step::Start,
         }
+    }
+}
+
+/// Which [`Upstream`] a layer's call goes to: none ([`NoUpstream`], the default), one (a
+/// `&'static Upstream`), or one chosen from the request (a function
+/// `Fn(&Request) -> Option<&'static Upstream>`, such as by host); and how the service's error
+/// `E` holds an attempt the upstream held back past the call's end. Set with the layers'
+/// `upstream` and `upstream_by`.
+///
+/// ```
+/// use retry_runtime::{Upstream, UpstreamPaused};
+/// use retry_runtime::http::UpstreamFor;
+///
+/// static OPENAI: Upstream = Upstream::new("openai");
+/// static ANTHROPIC: Upstream = Upstream::new("anthropic");
+///
+/// fn by_host(url: &String) -> Option<&'static Upstream> {
+///     if url.contains("anthropic.com") { Some(&ANTHROPIC) } else { Some(&OPENAI) }
+/// }
+/// type Error = Box<dyn std::error::Error + Send + Sync>;
+/// let chosen = UpstreamFor::<String, Error>::upstream_for(&by_host, &"https://api.anthropic.com/v1".to_owned());
+/// assert_eq!(chosen.map(|(upstream, _)| upstream.name()), Some("anthropic"));
+/// ```
+pub trait UpstreamFor<Request, E> {
+    /// The upstream of `request`'s call, and how `E` holds an [`UpstreamPaused`].
+    fn upstream_for(&self, request: &Request) -> Option<UpstreamChoice<E>>;
+}
+
+/// A call's upstream, as an [`UpstreamFor`] chooses it, and how the error `E` holds an
+/// attempt the upstream held back past the call's end.
+pub type UpstreamChoice<E> = (&'static Upstream, fn(UpstreamPaused) -> E);
+
+/// A layer with no upstream: each call learns alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NoUpstream;
+
+impl<Request, E> UpstreamFor<Request, E> for NoUpstream {
+    #[inline]
+    fn upstream_for(&self, _: &Request) -> Option<UpstreamChoice<E>> {
+        None
+    }
+}
+
+impl<Request, E: From<UpstreamPaused>> UpstreamFor<Request, E> for &'static Upstream {
+    #[inline]
+    fn upstream_for(&self, _: &Request) -> Option<UpstreamChoice<E>> {
+        Some((*self, E::from))
+    }
+}
+
+impl<Request, E, F> UpstreamFor<Request, E> for F
+where
+    F: Fn(&Request) -> Option<&'static Upstream>,
+    E: From<UpstreamPaused>,
+{
+    fn upstream_for(&self, request: &Request) -> Option<UpstreamChoice<E>> {
+        self(request).map(|upstream| (upstream, E::from as fn(UpstreamPaused) -> E))
     }
 }
 
@@ -162,6 +240,8 @@ pin_project_lite::pin_project! {
         sender: T,
         template: Option<Rq>,
         next: Option<Rq>,
+        upstream: Option<UpstreamChoice<T::Error>>,
+        ticket: Option<Ticket>,
         #[pin]
         step: Step<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
     }
@@ -171,8 +251,10 @@ pin_project_lite::pin_project! {
     /// Where a call through a layer is.
     #[project = StepProj]
     enum Step<F, Rs, S, E> {
-        /// The next attempt is to be sent.
+        /// The next attempt is to be sent (admitted by the upstream first, if any).
         Start,
+        /// Waiting for the upstream to admit the next attempt.
+        Admitting { #[pin] admitting: Admitting<S> },
         /// An attempt: its send, then the read of its reply.
         Sending { #[pin] attempt: Attempt<Exchange<F, Rs>> },
         /// The wait before the next.
@@ -195,32 +277,44 @@ where
         loop {
             let failed = match this.step.as_mut().project() {
                 StepProj::Start => {
-                    let resend = ResendCount::of_attempt(this.run.attempts() + 1);
-                    let Some(request) = this.next.take() else {
-                        panic!("a layer's call polled after it was returned");
+                    this.start();
+                    continue;
+                }
+                StepProj::Admitting { admitting } => {
+                    let Some((_, to_error)) = *this.upstream else {
+                        panic!("a layer's call admitted with no upstream");
                     };
-                    let sent = this.sender.send(request, resend);
-                    let exchange = Exchange::Sending {
-                        sent,
-                        resend,
-                        peek: *this.peek,
+                    let held_back = |paused: UpstreamPaused| {
+                        let class = paused.classify();
+                        Failed::Service(to_error(paused), class)
                     };
-                    let attempt = this.run.attempt(exchange);
-                    this.step.set(Step::Sending { attempt });
+                    let ticket = ready!(admitting.poll_admit(this.run, cx, held_back));
+                    match ticket {
+                        Ok(ticket) => *this.ticket = Some(ticket),
+                        Err(gave_up) => return this.end(gave_up),
+                    }
+                    this.step.set(Step::Start);
                     continue;
                 }
                 StepProj::Sending { attempt } => {
                     let attempted = ready!(attempt.poll(cx));
-                    match this.run.attempted(attempted) {
+                    let outcome = this.run.attempted(attempted);
+                    let ticket = this.ticket.take();
+                    match outcome {
                         Ok(Ok(response)) => {
+                            if let Some(ticket) = ticket {
+                                ticket.succeeded();
+                            }
                             this.run.succeeded();
                             this.step.set(Step::Done);
                             return Poll::Ready(Ok(response));
                         }
-                        Ok(Err((response, refusal))) => Failed::refused(response, refusal),
+                        Ok(Err((response, refusal))) => {
+                            told(ticket, Failed::refused(response, refusal), this.run)
+                        }
                         Err(error) => {
                             let class = this.errors.classify_error(&error);
-                            Failed::Service(error, class)
+                            told(ticket, Failed::Service(error, class), this.run)
                         }
                     }
                 }
@@ -254,11 +348,50 @@ where
     }
 }
 
+/// `failed`, the upstream told of it first.
+fn told<R: Source, Rs, E>(
+    ticket: Option<Ticket>,
+    failed: Failed<Rs, E>,
+    run: &Run<R>,
+) -> Failed<Rs, E> {
+    if let Some(ticket) = ticket {
+        ticket.failed(failed.classify(), run);
+    }
+    failed
+}
+
 impl<R, K, Rq, T> CallingProj<'_, R, K, Rq, T>
 where
-    R: Clocked,
+    R: Source,
     T: Sender<Rq>,
 {
+    /// Start the next attempt: admitted by the upstream first, if there is one and it has
+    /// something to say; else sent.
+    fn start(&mut self) {
+        if let (Some((upstream, _)), None) = (*self.upstream, self.ticket.as_ref()) {
+            match Ticket::at_once(upstream) {
+                Some(ticket) => *self.ticket = Some(ticket),
+                None => {
+                    let admitting = Admitting::new(upstream);
+                    self.step.set(Step::Admitting { admitting });
+                    return;
+                }
+            }
+        }
+        let resend = ResendCount::of_attempt(self.run.attempts() + 1);
+        let Some(request) = self.next.take() else {
+            panic!("a layer's call polled after it was returned");
+        };
+        let sent = self.sender.send(request, resend);
+        let exchange = Exchange::Sending {
+            sent,
+            resend,
+            peek: *self.peek,
+        };
+        let attempt = self.run.attempt(exchange);
+        self.step.set(Step::Sending { attempt });
+    }
+
     /// The call is over with `gave_up`: the caller gets the last response or error, as it was.
     fn end(&mut self, gave_up: GaveUp<FailedOf<T, Rq>>) -> Poll<Result<T::Response, T::Error>> {
         self.step.set(Step::Done);

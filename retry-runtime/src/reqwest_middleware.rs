@@ -7,11 +7,12 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::clock::Clock;
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, ResendCount};
+use crate::http::{AsTransport, ClassifyError, NoUpstream, ResendCount, UpstreamFor};
 use crate::layer::{self, Core, FnSender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::upstream::{Upstream, UpstreamPaused};
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built
 /// from a [`Retry`], so the policy, the name in notices, the budget and the quota are the
@@ -46,20 +47,20 @@ use crate::quota::Quota;
 /// # let _ = client;
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryMiddleware<R = Retry, K = AsTransport> {
-    core: Core<R, K>,
+pub struct RetryMiddleware<R = Retry, K = AsTransport, U = NoUpstream> {
+    core: Core<R, K, U>,
 }
 
-impl<C, P, N, U> RetryMiddleware<Retry<C, P, N, U>> {
+impl<C, P, N, Q> RetryMiddleware<Retry<C, P, N, Q>> {
     /// Retry each request as `retry` says.
-    pub const fn new(retry: Retry<C, P, N, U>) -> Self {
+    pub const fn new(retry: Retry<C, P, N, Q>) -> Self {
         RetryMiddleware {
             core: Core::new(retry),
         }
     }
 }
 
-impl<R, K> RetryMiddleware<R, K> {
+impl<R, K, U> RetryMiddleware<R, K, U> {
     /// Classify errors with no response with `errors`, a closure
     /// `Fn(&reqwest_middleware::Error) -> Class` or any [`ClassifyError`], instead of calling
     /// them all `Transport`. The crate's own classification of a `reqwest::Error` is one line
@@ -77,9 +78,35 @@ impl<R, K> RetryMiddleware<R, K> {
     /// );
     /// # let _ = middleware;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryMiddleware<R, L> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryMiddleware<R, L, U> {
         RetryMiddleware {
             core: self.core.classify_errors(errors),
+        }
+    }
+
+    /// Share what `upstream` says across every call through the middleware: a provider's
+    /// pause and the outage gate (see [`Upstream`]). An attempt the upstream holds back past a
+    /// call's end is a `reqwest_middleware::Error::Middleware` holding the
+    /// [`UpstreamPaused`], which classifies as the pause.
+    ///
+    /// ```
+    /// use retry_runtime::reqwest_middleware::RetryMiddleware;
+    /// use retry_runtime::{Policy, Retry, Upstream};
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// let middleware = RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)).upstream(&MODEL);
+    /// # let _ = middleware;
+    /// ```
+    pub fn upstream(self, upstream: &'static Upstream) -> RetryMiddleware<R, K, &'static Upstream> {
+        self.upstream_by(upstream)
+    }
+
+    /// Like [`upstream`](Self::upstream), the upstream chosen for each request by `choose`
+    /// (a `Fn(&reqwest::Request) -> Option<&'static Upstream>`, such as by host), or any
+    /// [`UpstreamFor`].
+    pub fn upstream_by<V>(self, choose: V) -> RetryMiddleware<R, K, V> {
+        RetryMiddleware {
+            core: self.core.upstream(choose),
         }
     }
 
@@ -87,11 +114,12 @@ impl<R, K> RetryMiddleware<R, K> {
 }
 
 #[async_trait::async_trait]
-impl<C, P, N, U, K> Middleware for RetryMiddleware<Retry<C, P, N, U>, K>
+impl<C, P, N, Q, K, U> Middleware for RetryMiddleware<Retry<C, P, N, Q>, K, U>
 where
     P: AsRef<Policy> + Clone + Send + Sync + 'static,
     N: OpName + Clone + Send + Sync + 'static,
-    U: AsRef<Quota> + Clone + Send + Sync + 'static,
+    Q: AsRef<Quota> + Clone + Send + Sync + 'static,
+    U: UpstreamFor<reqwest::Request, reqwest_middleware::Error> + Clone + Send + Sync + 'static,
     C: Clock + Clone + Send + Sync + 'static,
     K: ClassifyError<reqwest_middleware::Error> + Send + Sync + 'static,
 {
@@ -135,5 +163,12 @@ where
         // The count was each attempt's, not the caller's.
         extensions.remove::<ResendCount>();
         outcome
+    }
+}
+
+/// A middleware's error can hold an attempt its upstream held back: as its `Middleware` case.
+impl From<UpstreamPaused> for reqwest_middleware::Error {
+    fn from(paused: UpstreamPaused) -> Self {
+        reqwest_middleware::Error::middleware(paused)
     }
 }

@@ -20,11 +20,12 @@ use std::task::{Context, Poll, ready};
 
 use crate::clock::Clock;
 use crate::engine::{Clocked, Retry, Source};
-use crate::http::{AsTransport, ClassifyError, Reply, ResendCount};
+use crate::http::{AsTransport, ClassifyError, NoUpstream, Reply, ResendCount, UpstreamFor};
 use crate::layer::{self, Calling, Core, Sender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::upstream::Upstream;
 
 /// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so
 /// the policy, the name in notices, the budget and the quota are the attribute's, and the
@@ -81,8 +82,8 @@ use crate::quota::Quota;
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct RetryLayer<R = Retry, K = AsTransport, Cp = ByClone> {
-    core: Core<R, K>,
+pub struct RetryLayer<R = Retry, K = AsTransport, Cp = ByClone, U = NoUpstream> {
+    core: Core<R, K, U>,
     requests: Cp,
 }
 
@@ -153,9 +154,9 @@ impl<R, F: Fn(&R) -> Option<R>> CloneRequest<R> for F {
     }
 }
 
-impl<C, P, N, U> RetryLayer<Retry<C, P, N, U>> {
+impl<C, P, N, Q> RetryLayer<Retry<C, P, N, Q>> {
     /// Retry each call of the wrapped service as `retry` says.
-    pub const fn new(retry: Retry<C, P, N, U>) -> Self {
+    pub const fn new(retry: Retry<C, P, N, Q>) -> Self {
         RetryLayer {
             core: Core::new(retry),
             requests: ByClone,
@@ -163,7 +164,7 @@ impl<C, P, N, U> RetryLayer<Retry<C, P, N, U>> {
     }
 }
 
-impl<R, K, Cp> RetryLayer<R, K, Cp> {
+impl<R, K, Cp, U> RetryLayer<R, K, Cp, U> {
     /// Classify the service's own errors (no response at all) with `errors`, a closure
     /// `Fn(&E) -> Class` or any [`ClassifyError`], instead of calling them all `Transport`.
     ///
@@ -179,7 +180,7 @@ impl<R, K, Cp> RetryLayer<R, K, Cp> {
     /// );
     /// # let _ = layer;
     /// ```
-    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Cp> {
+    pub fn classify_errors<L>(self, errors: L) -> RetryLayer<R, L, Cp, U> {
         RetryLayer {
             core: self.core.classify_errors(errors),
             requests: self.requests,
@@ -189,7 +190,7 @@ impl<R, K, Cp> RetryLayer<R, K, Cp> {
     /// Retry `http::Request<B>`s whose body can be cloned, rebuilt from their parts for each
     /// attempt ([`HttpRequests`]): a hyper-util client, a tower-http stack, any tower HTTP
     /// service. The request's extensions are not carried over.
-    pub fn http_requests(self) -> RetryLayer<R, K, HttpRequests> {
+    pub fn http_requests(self) -> RetryLayer<R, K, HttpRequests, U> {
         self.clone_request(HttpRequests)
     }
 
@@ -221,18 +222,44 @@ impl<R, K, Cp> RetryLayer<R, K, Cp> {
     /// assert_eq!(report.gave_up()[0].reason, StopReason::NotResendable);
     /// # }
     /// ```
-    pub fn clone_request<T>(self, requests: T) -> RetryLayer<R, K, T> {
+    pub fn clone_request<T>(self, requests: T) -> RetryLayer<R, K, T, U> {
         RetryLayer {
             core: self.core,
             requests,
         }
     }
 
+    /// Share what `upstream` says across every call through the layer: a provider's pause
+    /// and the outage gate (see [`Upstream`]). An attempt the upstream holds back past a
+    /// call's end becomes the service's error, from an [`UpstreamPaused`](crate::UpstreamPaused).
+    ///
+    /// ```
+    /// use retry_runtime::tower::RetryLayer;
+    /// use retry_runtime::{Policy, Retry, Upstream};
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).upstream(&MODEL);
+    /// # let _ = layer;
+    /// ```
+    pub fn upstream(self, upstream: &'static Upstream) -> RetryLayer<R, K, Cp, &'static Upstream> {
+        self.upstream_by(upstream)
+    }
+
+    /// Like [`upstream`](Self::upstream), the upstream chosen for each request by `choose`
+    /// (a `Fn(&Request) -> Option<&'static Upstream>`, such as by host; `None`: the call
+    /// learns alone), or any [`UpstreamFor`].
+    pub fn upstream_by<V>(self, choose: V) -> RetryLayer<R, K, Cp, V> {
+        RetryLayer {
+            core: self.core.upstream(choose),
+            requests: self.requests,
+        }
+    }
+
     layer::builders!();
 }
 
-impl<S, R: Clone, K: Clone, Cp: Clone> ::tower::Layer<S> for RetryLayer<R, K, Cp> {
-    type Service = RetryService<S, R, K, Cp>;
+impl<S, R: Clone, K: Clone, Cp: Clone, U: Clone> ::tower::Layer<S> for RetryLayer<R, K, Cp, U> {
+    type Service = RetryService<S, R, K, Cp, U>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RetryService {
@@ -256,26 +283,27 @@ impl<S, R: Clone, K: Clone, Cp: Clone> ::tower::Layer<S> for RetryLayer<R, K, Cp
 /// # let _ = service;
 /// ```
 #[derive(Debug, Clone)]
-pub struct RetryService<S, R = Retry, K = AsTransport, Cp = ByClone> {
+pub struct RetryService<S, R = Retry, K = AsTransport, Cp = ByClone, U = NoUpstream> {
     inner: S,
-    core: Core<R, K>,
+    core: Core<R, K, U>,
     requests: Cp,
 }
 
-impl<S, R, K, Cp> RetryService<S, R, K, Cp> {
+impl<S, R, K, Cp, U> RetryService<S, R, K, Cp, U> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, Request, C, P, N, U, K, Cp> ::tower::Service<Request>
-    for RetryService<S, Retry<C, P, N, U>, K, Cp>
+impl<S, Request, C, P, N, Q, K, Cp, U> ::tower::Service<Request>
+    for RetryService<S, Retry<C, P, N, Q>, K, Cp, U>
 where
     C: Clock + Clone,
     P: AsRef<Policy> + Clone,
     N: OpName + Clone,
-    U: AsRef<Quota> + Clone,
+    Q: AsRef<Quota> + Clone,
+    U: UpstreamFor<Request, S::Error> + Clone,
     S: ::tower::Service<Request> + Clone,
     S::Response: Reply,
     S::Error: fmt::Display,
@@ -284,7 +312,7 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = ResponseFuture<S, Request, Retry<C, P, N, U>, K, Cp>;
+    type Future = ResponseFuture<S, Request, Retry<C, P, N, Q>, K, Cp>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)

@@ -572,3 +572,26 @@ fn one_retry_through_the_tower_layer_allocates_only_its_refusal() {
     assert_eq!(status, Some(http::StatusCode::OK));
     assert_eq!(counted.count_total, 1, "{counted:?}");
 }
+
+static UPSTREAM: retry_runtime::Upstream = retry_runtime::Upstream::new("allocations");
+
+/// On an upstream with nothing to say (no pause, no gate), a first try reads one atomic word
+/// and allocates nothing, in both forms.
+#[test]
+fn a_first_try_success_on_an_upstream_allocates_nothing() {
+    let mut results = (None, None);
+    let counted = allocation_counter::measure(|| {
+        let retry = Retry::new(&Policy::AVAILABILITY).upstream(&UPSTREAM);
+        results.0 = Some(poll_once(retry.run(async |_| Ok::<_, std::io::Error>(42))));
+        results.1 = Some(poll_once(annotated_on_an_upstream()));
+    });
+
+    assert_eq!(results.0.map(Result::ok), Some(Some(42)));
+    assert_eq!(results.1.map(Result::ok), Some(Some(7)));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+}
+
+#[retry(policy = "availability", upstream = UPSTREAM)]
+async fn annotated_on_an_upstream() -> Result<u32, std::io::Error> {
+    Ok(7)
+}

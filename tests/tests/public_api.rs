@@ -56,6 +56,7 @@ enum http::HintSource
 struct http::HttpError
 fn http::is_jsonrpc_response
 struct http::ModelEvents
+struct http::NoUpstream
 fn http::parse_retry_after
 trait http::Reply
 struct http::ResendCount
@@ -63,6 +64,8 @@ trait http::ResponseExt
 fn http::retry_after
 enum http::Rule
 struct http::StreamError
+type http::UpstreamChoice
+trait http::UpstreamFor
 trait ItemRules
 enum Jitter
 mod ladder

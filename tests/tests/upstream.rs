@@ -395,3 +395,53 @@ async fn a_ladder_shorter_than_the_outage_gives_up_undetermined_at_its_own_end()
         "the gate held calls back: {seen:?}"
     );
 }
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+static KEY_TOWER: Upstream = Upstream::new("key-tower");
+
+/// The same limit through the tower layer on an upstream: each request carries when it was
+/// sent, and the layer's calls share the provider's pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_tower_layer_no_request_is_sent_inside_an_announced_pause() {
+    use tower::{Layer, Service, ServiceExt};
+    let (addr, provider) = serve(provider(
+        10.0,
+        Duration::from_millis(400),
+        Refusal::RetryAfterMs,
+    ))
+    .await;
+    let start = provider.lock().unwrap().start;
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/chat");
+    let inner = tower::service_fn(move |url: String| {
+        let client = client.clone();
+        async move {
+            let sent = Instant::now().saturating_duration_since(start).as_nanos();
+            let response = client
+                .post(&url)
+                .header("x-sent-ns", sent.to_string())
+                .send()
+                .await?;
+            Ok::<_, BoxError>(response)
+        }
+    });
+    let layer = retry_runtime::tower::RetryLayer::new(Retry::new(&PATIENT)).upstream(&KEY_TOWER);
+    let service = layer.layer(inner);
+    let mut tasks = Vec::new();
+    for n in 0..60_u32 {
+        let (mut service, url) = (service.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(start + Duration::from_millis(50) * n).await;
+            service.ready().await?.call(url).await
+        }));
+    }
+    for task in tasks {
+        let response = task.await.unwrap().expect("every call completes");
+        assert_eq!(response.status(), 200);
+    }
+    KEY_TOWER.reset();
+    let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    assert!(seen.refused > 0, "{seen:?}");
+    assert_eq!(seen.inside_pause, 0, "{seen:?}");
+}

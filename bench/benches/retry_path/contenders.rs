@@ -146,6 +146,32 @@ pub(crate) async fn annotated_parked() -> Result<u64, io::Error> {
     op().await
 }
 
+/// The upstream of the two forms on one: nothing to say (no pause, no gate), as on every call
+/// of the bench, whose one failure is followed by a success.
+pub(crate) static UPSTREAM: retry_runtime::Upstream = retry_runtime::Upstream::new("bench");
+
+#[retry(policy = ZERO, upstream = UPSTREAM)]
+pub(crate) async fn annotated_upstream() -> Result<u64, io::Error> {
+    op().await
+}
+
+#[retry(policy = PARKED, budget = "turn", upstream = UPSTREAM)]
+pub(crate) async fn annotated_upstream_parked() -> Result<u64, io::Error> {
+    op().await
+}
+
+pub(crate) fn explicit_upstream() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+    Retry::new(&ZERO)
+        .upstream(&UPSTREAM)
+        .run(async |_| op().await)
+}
+
+pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+    Retry::new(&PARKED)
+        .upstream(&UPSTREAM)
+        .run(async |_| op().await)
+}
+
 pub(crate) fn explicit() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
     Retry::new(&ZERO).run(async |_| op().await)
 }

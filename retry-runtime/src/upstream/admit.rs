@@ -3,13 +3,17 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::pin;
-use std::task::Poll;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
+
+use tokio::sync::futures::Notified;
+use tokio::time::Instant;
 
 use super::paused::UpstreamPaused;
 use super::{Admission, Upstream, UpstreamStore};
 use crate::class::{Class, Classify};
+use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::ladder;
 use crate::verdict::{GaveUp, StopReason};
@@ -27,128 +31,207 @@ where
     R: Source,
     E: From<UpstreamPaused> + Classify + fmt::Display,
 {
-    let now = run.clock_now();
-    if let admission @ Admission::Send { .. } = upstream.admit(now) {
-        return Ok(Ticket::new(upstream, admission));
+    if let Some(ticket) = Ticket::at_once(upstream) {
+        return Ok(ticket);
     }
-    loop {
-        // Listening before the read: a change between them wakes this wait.
-        let mut changed = pin!(upstream.changed());
-        changed.as_mut().enable();
-        let now = run.clock_now();
-        // `ends`: the wait runs to the call's end, not to a probe's time.
-        let (wait, class, gated, ends) = match upstream.admit(now) {
-            admission @ Admission::Send { .. } => return Ok(Ticket::new(upstream, admission)),
-            Admission::Paused { until, class } => {
-                let wanted = ladder::hinted(until.saturating_duration_since(now), run.clock_draw());
-                bounded(run, upstream, class, false, Some(wanted))?;
-                (wanted, class, false, false)
-            }
-            Admission::Gated { next_probe } => {
-                let class = Class::Unavailable { retry_after: None };
-                let until_probe = next_probe.map(|at| at.saturating_duration_since(now));
-                let bound = bounded(run, upstream, class, true, None)?;
-                match (until_probe, bound) {
-                    (Some(probe), Some(bound)) if bound < probe => (bound, class, true, true),
-                    (Some(probe), _) => (probe, class, true, false),
-                    (None, Some(bound)) => (bound, class, true, true),
-                    // No probe scheduled and nothing bounds the call: until the gate changes.
-                    (None, None) => (Duration::MAX, class, true, false),
-                }
-            }
-        };
-        let paused = UpstreamPaused::new(upstream.name(), class, gated);
-        run.upstream_hold(&paused, class, upstream.name(), wait, gated);
-        let started = run.clock_now();
-        let ended = held(run, wait, gated, changed.as_mut()).await;
-        let lasted = run.clock_now().saturating_duration_since(started);
-        run.upstream_waited(if gated { lasted } else { wait });
-        let reason = match ended {
-            Held::Over | Held::Changed => continue,
-            Held::Cancelled => StopReason::Cancelled,
-            // The gate is still closed at the call's end: it gives up as its ladder would.
-            Held::Bound if ends => StopReason::Exhausted {
-                attempts: run.attempts(),
-            },
-            Held::Bound => continue,
-        };
-        return Err(run.upstream_gave_up(E::from(paused), class, reason));
+    let mut admitting = pin!(Admitting::new(upstream));
+    std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, E::from)).await
+}
+
+pin_project_lite::pin_project! {
+    /// A call's wait for its upstream before an attempt, held in place: a pause's sleep (on
+    /// the retry's clock, recorded in a testing scope), or a gate's wait for the upstream to
+    /// change, up to the next probe's time or the call's end (on tokio's clock, so that a
+    /// testing scope waits for the probe's outcome). A cancel of the turn cuts either.
+    #[project = AdmittingProj]
+    pub(crate) struct Admitting<S> {
+        upstream: &'static Upstream,
+        #[pin]
+        changed: Option<Notified<'static>>,
+        #[pin]
+        held: Holding<S>,
     }
 }
 
-/// The call's bound for a wait on `upstream` of `wanted` (a pause) or of up to the bound (a
-/// gate), or its give-up where the pause does not fit.
-fn bounded<R, E>(
-    run: &mut Run<R>,
-    upstream: &'static Upstream,
-    class: Class,
-    gated: bool,
-    wanted: Option<Duration>,
-) -> Result<Option<Duration>, GaveUp<E>>
-where
-    R: Source,
-    E: From<UpstreamPaused> + Classify + fmt::Display,
-{
-    let reason = match (run.upstream_bound(gated), wanted) {
-        (Err(reason), _) => reason,
-        (Ok(Some(remaining)), Some(wanted)) if remaining < wanted => {
-            StopReason::Budget { wanted, remaining }
-        }
-        (Ok(Some(remaining)), None) if remaining.is_zero() => StopReason::Exhausted {
-            attempts: run.attempts(),
+pin_project_lite::pin_project! {
+    /// Where a wait for an upstream is.
+    #[project = HoldingProj]
+    enum Holding<S> {
+        /// The upstream is to be read.
+        Read,
+        /// Paused: sleeping `wait` of `class`.
+        Pause { #[pin] sleep: S, wait: Duration, class: Class },
+        /// Gated: waiting for a change, up to `timer` (`ends`: the call's end, not a probe's
+        /// time), since `started`.
+        Gate {
+            #[pin]
+            timer: Option<tokio::time::Sleep>,
+            ends: bool,
+            started: Instant,
         },
-        (Ok(bound), _) => return Ok(bound),
-    };
-    let paused = UpstreamPaused::new(upstream.name(), class, gated);
-    Err(run.upstream_gave_up(E::from(paused), class, reason))
-}
-
-/// How a wait for an upstream ended.
-enum Held {
-    /// A pause's wait ran its length.
-    Over,
-    /// A gate's wait: the upstream changed (the gate opened, or the probe was freed).
-    Changed,
-    /// A gate's wait ran to its bound: the next probe's time, or the call's end.
-    Bound,
-    /// The call's turn was cancelled.
-    Cancelled,
-}
-
-/// Wait `wait` (a pause: on the retry's clock, recorded in a testing scope), or up to `wait`
-/// for the upstream to change (a gate: on tokio's clock, so that a testing scope waits for the
-/// probe's outcome), whichever a cancel of the turn does not cut first.
-async fn held<R: Source>(
-    run: &mut Run<R>,
-    wait: Duration,
-    gated: bool,
-    mut changed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Held {
-    if !gated {
-        let mut sleep = pin!(run.clock_sleep(wait));
-        return std::future::poll_fn(|cx| {
-            if run.poll_turn_cancelled(cx).is_ready() {
-                return Poll::Ready(Held::Cancelled);
-            }
-            sleep.as_mut().poll(cx).map(|()| Held::Over)
-        })
-        .await;
     }
-    let deadline = tokio::time::Instant::now().checked_add(wait);
-    let mut timer = pin!(deadline.map(tokio::time::sleep_until));
-    std::future::poll_fn(|cx| {
-        if run.poll_turn_cancelled(cx).is_ready() {
-            return Poll::Ready(Held::Cancelled);
+}
+
+/// The class a closed gate holds a call back with: the outage's.
+const OUTAGE: Class = Class::Unavailable { retry_after: None };
+
+impl<S: Future<Output = ()>> Admitting<S> {
+    pub(crate) fn new(upstream: &'static Upstream) -> Self {
+        Admitting {
+            upstream,
+            changed: None,
+            held: Holding::Read,
         }
-        if changed.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Held::Changed);
+    }
+
+    /// Poll the wait of `run`'s call: its ticket once the upstream admits it, or its give-up,
+    /// the caller's error made by `to_error`.
+    pub(crate) fn poll_admit<R, E>(
+        self: Pin<&mut Self>,
+        run: &mut Run<R>,
+        cx: &mut Context<'_>,
+        to_error: impl FnOnce(UpstreamPaused) -> E,
+    ) -> Poll<Result<Ticket, GaveUp<E>>>
+    where
+        R: Source<Clock: Clock<Sleep = S>>,
+        E: Classify + fmt::Display,
+    {
+        let mut this = self.project();
+        let upstream = *this.upstream;
+        loop {
+            let (class, gated, reason) = match this.held.as_mut().project() {
+                HoldingProj::Read => {
+                    // Listening before the read: a change between them wakes this wait.
+                    this.changed.set(Some(upstream.changed()));
+                    if let Some(changed) = this.changed.as_mut().as_pin_mut() {
+                        changed.enable();
+                    }
+                    match read(upstream, run) {
+                        Read::Send(ticket) => return Poll::Ready(Ok(ticket)),
+                        Read::Hold(held) => {
+                            this.held.set(held);
+                            continue;
+                        }
+                        Read::Stop(class, gated, reason) => (class, gated, reason),
+                    }
+                }
+                HoldingProj::Pause { sleep, wait, class } => {
+                    if run.poll_turn_cancelled(cx).is_ready() {
+                        (*class, false, StopReason::Cancelled)
+                    } else {
+                        ready!(sleep.poll(cx));
+                        run.upstream_waited(*wait);
+                        this.held.set(Holding::Read);
+                        continue;
+                    }
+                }
+                HoldingProj::Gate {
+                    timer,
+                    ends,
+                    started,
+                } => {
+                    let cancelled = run.poll_turn_cancelled(cx).is_ready();
+                    let changed = this
+                        .changed
+                        .as_mut()
+                        .as_pin_mut()
+                        .is_some_and(|changed| changed.poll(cx).is_ready());
+                    let timed = timer
+                        .as_pin_mut()
+                        .is_some_and(|timer| timer.poll(cx).is_ready());
+                    if !(cancelled || changed || timed) {
+                        return Poll::Pending;
+                    }
+                    run.upstream_waited(Instant::now().saturating_duration_since(*started));
+                    match (cancelled, changed, timed && *ends) {
+                        (true, _, _) => (OUTAGE, true, StopReason::Cancelled),
+                        // The gate is still closed at the call's end: it gives up as its
+                        // ladder would.
+                        (false, false, true) => {
+                            let attempts = run.attempts();
+                            (OUTAGE, true, StopReason::Exhausted { attempts })
+                        }
+                        _ => {
+                            this.held.set(Holding::Read);
+                            continue;
+                        }
+                    }
+                }
+            };
+            let paused = UpstreamPaused::new(upstream.name(), class, gated);
+            return Poll::Ready(Err(run.upstream_gave_up(to_error(paused), class, reason)));
         }
-        match timer.as_mut().as_pin_mut() {
-            Some(timer) => timer.poll(cx).map(|()| Held::Bound),
-            None => Poll::Pending,
+    }
+}
+
+/// What a read of the upstream says of the call's next attempt.
+enum Read<S> {
+    /// Send it.
+    Send(Ticket),
+    /// Wait, announced.
+    Hold(Holding<S>),
+    /// Give up: with this class, by a gate or not, for this reason.
+    Stop(Class, bool, StopReason),
+}
+
+/// Read `upstream` for `run`'s next attempt: send it, or the wait to hold (announced), or the
+/// give-up where the wait does not fit the call.
+fn read<R: Source>(
+    upstream: &'static Upstream,
+    run: &mut Run<R>,
+) -> Read<<R::Clock as Clock>::Sleep> {
+    let now = run.clock_now();
+    match upstream.admit(now) {
+        admission @ Admission::Send { .. } => Read::Send(Ticket::new(upstream, admission)),
+        Admission::Paused { until, class } => {
+            let wait = ladder::hinted(until.saturating_duration_since(now), run.clock_draw());
+            let reason = match run.upstream_bound(false) {
+                Err(reason) => reason,
+                Ok(Some(remaining)) if remaining < wait => StopReason::Budget {
+                    wanted: wait,
+                    remaining,
+                },
+                Ok(_) => {
+                    let paused = UpstreamPaused::new(upstream.name(), class, false);
+                    run.upstream_hold(&paused, class, upstream.name(), wait, false);
+                    let sleep = run.clock_sleep(wait);
+                    return Read::Hold(Holding::Pause { sleep, wait, class });
+                }
+            };
+            Read::Stop(class, false, reason)
         }
-    })
-    .await
+        Admission::Gated { next_probe } => {
+            let bound = match run.upstream_bound(true) {
+                Err(reason) => return Read::Stop(OUTAGE, true, reason),
+                Ok(Some(remaining)) if remaining.is_zero() => {
+                    let attempts = run.attempts();
+                    return Read::Stop(OUTAGE, true, StopReason::Exhausted { attempts });
+                }
+                Ok(bound) => bound,
+            };
+            let until_probe = next_probe.map(|at| at.saturating_duration_since(now));
+            // `ends`: the wait runs to the call's end, not to a probe's time.
+            let (wait, ends) = match (until_probe, bound) {
+                (Some(probe), Some(bound)) if bound < probe => (Some(bound), true),
+                (Some(probe), _) => (Some(probe), false),
+                (None, Some(bound)) => (Some(bound), true),
+                // No probe scheduled and nothing bounds the call: until the gate changes.
+                (None, None) => (None, false),
+            };
+            let paused = UpstreamPaused::new(upstream.name(), OUTAGE, true);
+            let told = wait.unwrap_or(Duration::MAX);
+            run.upstream_hold(&paused, OUTAGE, upstream.name(), told, true);
+            let started = Instant::now();
+            let timer = wait
+                .and_then(|wait| started.checked_add(wait))
+                .map(tokio::time::sleep_until);
+            Read::Hold(Holding::Gate {
+                timer,
+                ends,
+                started,
+            })
+        }
+    }
 }
 
 /// An attempt the upstream admitted: it tells the upstream how the attempt ended, and frees a
@@ -169,6 +252,15 @@ impl Ticket {
         }
     }
 
+    /// The ticket of `run`'s next attempt if `upstream` has nothing to say: the fast path, one
+    /// atomic read.
+    #[inline]
+    pub(crate) fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
+        upstream
+            .quiet()
+            .map(|admission| Ticket::new(upstream, admission))
+    }
+
     /// The attempt succeeded.
     #[inline]
     pub fn succeeded(mut self) {
@@ -178,7 +270,11 @@ impl Ticket {
     }
 
     /// The attempt failed with `class` at `now`, on `run`'s policy.
-    pub(crate) fn failed<R: Source>(mut self, class: Class, run: &Run<R>) {
+    pub(crate) fn failed<R: Source, A: crate::engine::Count>(
+        mut self,
+        class: Class,
+        run: &Run<R, A>,
+    ) {
         if let Some(admission) = self.admission.take() {
             self.upstream
                 .failed(admission, class, run.clock_now(), run.policy());

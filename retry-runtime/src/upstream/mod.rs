@@ -23,6 +23,8 @@ mod admit;
 mod paused;
 mod retry;
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use admit::Admitting;
 pub use admit::{Ticket, upstream_admit, upstream_failed};
 pub use paused::UpstreamPaused;
 pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
@@ -269,6 +271,14 @@ impl Upstream {
         self.changed.notified()
     }
 
+    /// The admission of an attempt if the upstream has nothing to say (no pause, no gate),
+    /// read from its word alone: no clock, no lock.
+    #[inline]
+    pub(crate) fn quiet(&self) -> Option<Admission> {
+        let seen = self.word.load(Ordering::Acquire);
+        (seen & (PAUSED | GATED) == 0).then_some(Admission::Send { probe: None, seen })
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -302,10 +312,10 @@ impl Upstream {
 impl UpstreamStore for Upstream {
     #[inline]
     fn admit(&self, now: Instant) -> Admission {
-        let seen = self.word.load(Ordering::Acquire);
-        if seen & (PAUSED | GATED) == 0 {
-            return Admission::Send { probe: None, seen };
+        if let Some(send) = self.quiet() {
+            return send;
         }
+        let seen = self.word.load(Ordering::Acquire);
         let mut state = self.lock();
         if let Some((until, class)) = state.paused_until {
             if until > now {
