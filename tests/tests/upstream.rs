@@ -256,7 +256,9 @@ async fn a_shared_limit(refusal: Refusal, pause: Duration, upstream: &'static Up
     assert!(gave_up.is_empty(), "every call completes: {gave_up:?}");
     assert_eq!(ok, 60);
     upstream.reset();
-    std::mem::take(&mut provider.lock().unwrap().seen)
+    let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("{} with the upstream: {seen:?}", upstream.name());
+    seen
 }
 
 static KEY: Upstream = Upstream::new("key");
@@ -305,6 +307,7 @@ async fn without_an_upstream_calls_send_inside_the_pause() {
     let start = provider.lock().unwrap().start;
     let (ok, _) = arrivals(addr, start, None, &PATIENT, 60, Duration::from_millis(50)).await;
     let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("retry-after-ms without an upstream: {seen:?}");
     assert!(ok > 0);
     assert!(seen.inside_pause > 0, "{seen:?}");
 }
@@ -338,6 +341,7 @@ async fn in_an_outage_one_call_probes_while_the_others_wait() {
     .await;
     MODEL.reset();
     let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("the outage with the upstream: {seen:?}");
     assert!(
         gave_up.is_empty(),
         "every call outlasts the outage: {gave_up:?}"
@@ -346,6 +350,21 @@ async fn in_an_outage_one_call_probes_while_the_others_wait() {
     // The gate's threshold (3), one probe per rung of its ladder inside 3 s (at 0.5, 1.5 and
     // 3.5 s after it closed: the last after the outage), and the calls in flight when it closed.
     assert!(seen.during_outage <= 3 + 3 + 2, "{seen:?}");
+}
+
+/// Without the upstream, every call's ladder probes the dead server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_upstream_every_call_probes_the_outage() {
+    let mut out = provider(1_000.0, Duration::ZERO, Refusal::RetryAfter);
+    out.out_until = Some(out.start + Duration::from_secs(3));
+    let (addr, provider) = serve(out).await;
+    let start = provider.lock().unwrap().start;
+    let (ok, gave_up) = arrivals(addr, start, None, &OUTLASTS, 60, Duration::from_millis(50)).await;
+    let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("the outage without an upstream: {seen:?}");
+    assert!(gave_up.is_empty(), "{gave_up:?}");
+    assert_eq!(ok, 60);
+    assert!(seen.during_outage > 3 + 3 + 2, "{seen:?}");
 }
 
 static SHORT: Policy = Policy::AVAILABILITY

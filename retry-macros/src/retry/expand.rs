@@ -411,11 +411,17 @@ fn upstream_steps(
     };
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
+    // A quiet upstream admits at once, with no future made for a wait.
     let admit = quote_spanned! {span=>
-        let #ticket = match #at_upstream::upstream_admit(&mut #run, &#upstream).await {
-            #private::core::result::Result::Ok(#ticket) => #ticket,
-            #private::core::result::Result::Err(#error) => {
-                return #private::core::result::Result::Err(#error);
+        let #ticket = match #private::Ticket::at_once(&#upstream) {
+            #private::core::option::Option::Some(#ticket) => #ticket,
+            #private::core::option::Option::None => {
+                match #at_upstream::upstream_admit(&mut #run, &#upstream).await {
+                    #private::core::result::Result::Ok(#ticket) => #ticket,
+                    #private::core::result::Result::Err(#error) => {
+                        return #private::core::result::Result::Err(#error);
+                    }
+                }
             }
         };
     };

@@ -121,8 +121,10 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    /// Start the call. Reads the clock only inside a turn or under a literal budget.
-    #[inline]
+    /// Start the call. Reads the clock only inside a turn or under a literal budget. Always
+    /// inlined, as `begin_attempt` is: the first try's path, which an upstream's wait also
+    /// calls, and LLVM would otherwise move out of line (20 instructions a first try).
+    #[inline(always)]
     fn start(&mut self) {
         let source = &self.source;
         // The flight keeps the call's name from its start: a turn that ends before the call
@@ -167,7 +169,7 @@ impl<R: Source, A: Count> Run<R, A> {
     }
 
     /// Count one more attempt, from now.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn begin_attempt(&mut self) {
         self.start_once();
         // A call's ladder stops at `Policy::MAX_ATTEMPTS`, well inside a `u16`; a stream's

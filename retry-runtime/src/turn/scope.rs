@@ -40,7 +40,8 @@ thread_local! {
 /// work is polled, and the task-local is set then; tokio also sets the task-local while it
 /// drops the work, when the count is not raised, so the public lookups, which a destructor
 /// may call, read the task-local itself.
-#[inline]
+// Always inlined: on every call's first try (outside a turn, one thread-local read).
+#[inline(always)]
 pub(super) fn with_scope<R>(read: impl FnOnce(&Arc<Scope>) -> R) -> Option<R> {
     if POLLING_TURNS.get() == 0 {
         return None;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -34,7 +34,10 @@ where
     if let Some(ticket) = Ticket::at_once(upstream) {
         return Ok(ticket);
     }
-    let mut admitting = pin!(Admitting::new(upstream));
+    // Boxed while it waits, so that a call's future carries none of a wait's state (a
+    // notification and a timer, about 200 bytes) through its first try on a quiet upstream:
+    // every call moves its future, few ever wait for an upstream.
+    let mut admitting = Box::pin(Admitting::new(upstream));
     std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, E::from)).await
 }
 
@@ -241,31 +244,56 @@ fn read<R: Source>(
 #[derive(Debug)]
 pub struct Ticket {
     upstream: &'static Upstream,
-    admission: Option<Admission>,
+    /// The gate's probe, by the epoch it was taken in; `None` for any other attempt.
+    probe: Option<u32>,
+    /// What the upstream had to say when it admitted the attempt (0: nothing).
+    seen: u32,
+    /// Told how the attempt ended.
+    told: bool,
 }
 
 impl Ticket {
     fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
+        let (probe, seen) = match admission {
+            Admission::Send { probe, seen } => (probe, seen),
+            _ => (None, 0),
+        };
         Ticket {
             upstream,
-            admission: Some(admission),
+            probe,
+            seen,
+            told: false,
         }
     }
 
-    /// The ticket of `run`'s next attempt if `upstream` has nothing to say: the fast path, one
+    /// The admission, as the upstream reads it back.
+    fn admission(&self) -> Admission {
+        Admission::Send {
+            probe: self.probe,
+            seen: self.seen,
+        }
+    }
+
+    /// The ticket of the next attempt if `upstream` has nothing to say: the fast path, one
     /// atomic read.
     #[inline]
-    pub(crate) fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
-        upstream
-            .quiet()
-            .map(|admission| Ticket::new(upstream, admission))
+    pub fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
+        upstream.quiet().map(|seen| Ticket {
+            upstream,
+            probe: None,
+            seen,
+            told: false,
+        })
     }
 
     /// The attempt succeeded.
     #[inline]
     pub fn succeeded(mut self) {
-        if let Some(admission) = self.admission.take() {
-            self.upstream.succeeded(admission);
+        self.told = true;
+        // Nothing was said when the attempt was admitted, and it was no probe: nothing to
+        // clear (a failure reported meanwhile by a call that started later is left to count).
+        if self.seen != 0 || self.probe.is_some() {
+            self.upstream.succeeded(self.admission());
         }
     }
 
@@ -275,17 +303,18 @@ impl Ticket {
         class: Class,
         run: &Run<R, A>,
     ) {
-        if let Some(admission) = self.admission.take() {
-            self.upstream
-                .failed(admission, class, run.clock_now(), run.policy());
-        }
+        self.told = true;
+        self.upstream
+            .failed(self.admission(), class, run.clock_now(), run.policy());
     }
 }
 
 impl Drop for Ticket {
+    #[inline]
     fn drop(&mut self) {
-        if let Some(admission) = self.admission.take() {
-            self.upstream.released(admission);
+        // Only a probe is anything to free.
+        if !self.told && self.probe.is_some() {
+            self.upstream.released(self.admission());
         }
     }
 }

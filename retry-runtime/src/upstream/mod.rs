@@ -274,9 +274,9 @@ impl Upstream {
     /// The admission of an attempt if the upstream has nothing to say (no pause, no gate),
     /// read from its word alone: no clock, no lock.
     #[inline]
-    pub(crate) fn quiet(&self) -> Option<Admission> {
+    pub(crate) fn quiet(&self) -> Option<u32> {
         let seen = self.word.load(Ordering::Acquire);
-        (seen & (PAUSED | GATED) == 0).then_some(Admission::Send { probe: None, seen })
+        (seen & (PAUSED | GATED) == 0).then_some(seen)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -312,8 +312,8 @@ impl Upstream {
 impl UpstreamStore for Upstream {
     #[inline]
     fn admit(&self, now: Instant) -> Admission {
-        if let Some(send) = self.quiet() {
-            return send;
+        if let Some(seen) = self.quiet() {
+            return Admission::Send { probe: None, seen };
         }
         let seen = self.word.load(Ordering::Acquire);
         let mut state = self.lock();

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 
 use super::Upstream;
-use super::admit::admit;
+use super::admit::{Ticket, admit};
 use super::paused::UpstreamPaused;
 use crate::class::Classify;
 use crate::clock::Clock;
@@ -77,7 +77,10 @@ macro_rules! upstream_ladder {
     ($upstream:ident, $run:ident, $output:expr) => {
         async move {
             loop {
-                let ticket = admit(&mut $run, $upstream).await?;
+                let ticket = match Ticket::at_once($upstream) {
+                    Some(ticket) => ticket,
+                    None => admit(&mut $run, $upstream).await?,
+                };
                 let error = match $output {
                     Ok(value) => {
                         ticket.succeeded();
