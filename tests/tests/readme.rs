@@ -171,3 +171,14 @@ async fn the_readmes_hint_paragraph_states_what_availabilitys_total_cap_does_to_
         assert!(waits[0] >= Duration::from_secs(30), "{waits:?}");
     }
 }
+
+#[test]
+fn the_readmes_upstream_example_is_the_compiled_one() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../src/upstream_headline.rs");
+    let block = format!("```rust\n{example}```");
+    assert!(
+        readme.contains(&block),
+        "README.md must show tests/src/upstream_headline.rs verbatim in a ```rust block"
+    );
+}

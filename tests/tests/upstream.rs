@@ -461,6 +461,7 @@ async fn through_the_tower_layer_no_request_is_sent_inside_an_announced_pause() 
     }
     KEY_TOWER.reset();
     let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("through the tower layer with the upstream: {seen:?}");
     assert!(seen.refused > 0, "{seen:?}");
     assert_eq!(seen.inside_pause, 0, "{seen:?}");
 }
