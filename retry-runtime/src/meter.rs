@@ -13,6 +13,11 @@
 //! | [`STREAM_COMMITS`] `retry_stream_commits_total` | counter | `op` | streams that reached their commit point |
 //! | [`STREAM_RESTARTS`] `retry_stream_restarts_total` | counter | `op` | streams restarted after it |
 //! | [`STREAM_RESUMES`] `retry_stream_resumes_total` | counter | `op` | streams resumed from their cursor |
+//! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`) | waits for an [`Upstream`](crate::Upstream) before an attempt |
+//! | [`UPSTREAM_WAIT_SECONDS`] `retry_upstream_wait_seconds` | histogram | `upstream` | how long each lasted, in seconds |
+//! | [`UPSTREAM_PAUSES`] `retry_upstream_pauses_total` | counter | `upstream` | pauses a provider's hint set or lengthened |
+//! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`closed`, `opened`) | the outage gate closing and opening |
+//! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the closed gate |
 //!
 //! Labels have low cardinality: the operation's name, and a value from the lists here; never
 //! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
@@ -48,6 +53,49 @@ pub const STREAM_RESTARTS: &str = "retry_stream_restarts_total";
 /// Streams resumed from their cursor after a cut, a stall or an early close (each resume
 /// counts): `retry_stream_resumes_total{op}`.
 pub const STREAM_RESUMES: &str = "retry_stream_resumes_total";
+
+/// Waits for an upstream before an attempt, by why: `retry_upstream_waits_total{upstream, kind}`,
+/// `kind` `pause` (a provider's hint) or `gate` (the outage gate).
+pub const UPSTREAM_WAITS: &str = "retry_upstream_waits_total";
+/// How long each wait for an upstream lasted, in seconds: `retry_upstream_wait_seconds{upstream}`.
+pub const UPSTREAM_WAIT_SECONDS: &str = "retry_upstream_wait_seconds";
+/// An upstream's pauses that a provider's hint set or lengthened:
+/// `retry_upstream_pauses_total{upstream}`.
+pub const UPSTREAM_PAUSES: &str = "retry_upstream_pauses_total";
+/// Its outage gate closing and opening: `retry_upstream_gate_total{upstream, event}`, `event`
+/// `closed` or `opened`.
+pub const UPSTREAM_GATE: &str = "retry_upstream_gate_total";
+/// Probes sent through its closed gate: `retry_upstream_probes_total{upstream}`.
+pub const UPSTREAM_PROBES: &str = "retry_upstream_probes_total";
+
+/// What an upstream records: rare (a pause, a gate's change, a probe, a wait), so each is
+/// registered as it happens, by the upstream's name.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) enum UpstreamSeries {
+    /// A call waited `lasted` for the upstream, `gated` or paused.
+    Waited {
+        gated: bool,
+        lasted: std::time::Duration,
+    },
+    /// A provider's hint set or lengthened a pause.
+    Paused,
+    /// The outage gate closed.
+    GateClosed,
+    /// The outage gate opened.
+    GateOpened,
+    /// A probe went through the closed gate.
+    Probe,
+}
+
+/// Record `series` of the upstream `name`.
+#[inline]
+pub(crate) fn upstream(name: &'static str, series: UpstreamSeries) {
+    #[cfg(feature = "metrics")]
+    record::upstream(name, series);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (name, series);
+}
 
 // The label lists are slices, not arrays, so a new class or reason does not change their type.
 
@@ -332,6 +380,37 @@ mod record {
                 recorder.register_counter(&key(name, op, label), &METADATA)
             })
             .increment(1);
+    }
+
+    pub(super) fn upstream(name: &'static str, series: super::UpstreamSeries) {
+        use super::UpstreamSeries::{GateClosed, GateOpened, Paused, Probe, Waited};
+        use super::{UPSTREAM_GATE, UPSTREAM_PAUSES, UPSTREAM_PROBES, UPSTREAM_WAITS};
+        let upstream = || Label::from_static_parts("upstream", name);
+        let (metric, also) = match series {
+            Waited { gated, .. } => (
+                UPSTREAM_WAITS,
+                ("kind", if gated { "gate" } else { "pause" }),
+            ),
+            Paused => (UPSTREAM_PAUSES, ("", "")),
+            GateClosed => (UPSTREAM_GATE, ("event", "closed")),
+            GateOpened => (UPSTREAM_GATE, ("event", "opened")),
+            Probe => (UPSTREAM_PROBES, ("", "")),
+        };
+        let mut labels = vec![upstream()];
+        if !also.0.is_empty() {
+            labels.push(Label::from_static_parts(also.0, also.1));
+        }
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_counter(&Key::from_parts(metric, labels), &METADATA)
+                .increment(1);
+            if let Waited { lasted, .. } = series {
+                let key = Key::from_parts(super::UPSTREAM_WAIT_SECONDS, vec![upstream()]);
+                recorder
+                    .register_histogram(&key, &METADATA)
+                    .record(lasted.as_secs_f64());
+            }
+        });
     }
 
     pub(super) fn waited(op: &str, wait: std::time::Duration) {

@@ -240,6 +240,11 @@ fn the_documented_names_are_the_recorded_ones() {
             meter::STREAM_COMMITS,
             meter::STREAM_RESTARTS,
             meter::STREAM_RESUMES,
+            meter::UPSTREAM_WAITS,
+            meter::UPSTREAM_WAIT_SECONDS,
+            meter::UPSTREAM_PAUSES,
+            meter::UPSTREAM_GATE,
+            meter::UPSTREAM_PROBES,
         ],
         [
             "retry_calls_total",
@@ -250,6 +255,11 @@ fn the_documented_names_are_the_recorded_ones() {
             "retry_stream_commits_total",
             "retry_stream_restarts_total",
             "retry_stream_resumes_total",
+            "retry_upstream_waits_total",
+            "retry_upstream_wait_seconds",
+            "retry_upstream_pauses_total",
+            "retry_upstream_gate_total",
+            "retry_upstream_probes_total",
         ]
     );
 }
@@ -452,5 +462,91 @@ mod labels {
                 }
             }
         }
+    }
+}
+
+mod upstreams {
+    use super::*;
+    use retry_runtime::{Admission, Class, Classify, Upstream, UpstreamPaused, UpstreamStore};
+    use std::fmt;
+
+    #[derive(Debug)]
+    enum Failed {
+        Limited,
+        Paused(UpstreamPaused),
+    }
+
+    impl From<UpstreamPaused> for Failed {
+        fn from(paused: UpstreamPaused) -> Self {
+            Failed::Paused(paused)
+        }
+    }
+
+    impl Classify for Failed {
+        fn classify(&self) -> Class {
+            match self {
+                Failed::Limited => Class::RateLimited {
+                    retry_after: Some(Duration::from_secs(2)),
+                },
+                Failed::Paused(paused) => paused.classify(),
+            }
+        }
+    }
+
+    impl fmt::Display for Failed {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+
+    static ONCE: Policy = Policy::AVAILABILITY.with_attempts(1);
+    static MODEL: Upstream = Upstream::new("model");
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_upstreams_pause_its_waits_and_its_gate_are_counted_by_its_name() {
+        let recorder = DebuggingRecorder::new();
+        let _local = metrics::set_default_local_recorder(&recorder);
+        let told = Retry::new(&ONCE)
+            .upstream(&MODEL)
+            .run(async |_| Err::<(), _>(Failed::Limited));
+        assert!(told.await.is_err());
+        let (waited, _) = testing::scope(
+            Retry::new(&Policy::AVAILABILITY)
+                .upstream(&MODEL)
+                .run(async |_| Ok::<_, Failed>(())),
+        )
+        .await;
+        assert!(waited.is_ok());
+        // Three outages close the gate; after the first rung, one call probes and opens it.
+        let send = Admission::Send {
+            probe: None,
+            seen: 0,
+        };
+        for _ in 0..3 {
+            MODEL.failed(send, Class::Transport, tokio::time::Instant::now(), &ONCE);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let probe = Retry::new(&Policy::AVAILABILITY)
+            .upstream(&MODEL)
+            .run(async |_| Ok::<_, Failed>(()));
+        assert!(probe.await.is_ok());
+        MODEL.reset();
+
+        let read = read(&recorder);
+        let upstream: BTreeMap<_, _> = read
+            .into_iter()
+            .filter(|(series, _)| series.starts_with("retry_upstream"))
+            .collect();
+        assert_eq!(
+            upstream,
+            expect(&[
+                ("retry_upstream_gate_total{event=closed,upstream=model}", 1),
+                ("retry_upstream_gate_total{event=opened,upstream=model}", 1),
+                ("retry_upstream_pauses_total{upstream=model}", 1),
+                ("retry_upstream_probes_total{upstream=model}", 1),
+                ("retry_upstream_wait_seconds{upstream=model}", 1),
+                ("retry_upstream_waits_total{kind=pause,upstream=model}", 1),
+            ])
+        );
     }
 }

@@ -32,7 +32,14 @@ impl Classify for ModelError {
 /// included; in an outage, one call probes while the others wait.
 #[retry(policy = "availability", upstream = OPENAI_KEY)]
 pub async fn complete(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
-    Ok(http.post(url).send().await?.check_status().await?.text().await?)
+    Ok(http
+        .post(url)
+        .send()
+        .await?
+        .check_status()
+        .await?
+        .text()
+        .await?)
 }
 
 /// The same with the explicit API.
@@ -42,6 +49,15 @@ pub async fn complete_explicitly(
 ) -> Result<String, GaveUp<ModelError>> {
     Retry::new(&Policy::AVAILABILITY)
         .upstream(&OPENAI_KEY)
-        .run(async |_| Ok(http.post(url).send().await?.check_status().await?.text().await?))
+        .run(async |_| {
+            Ok(http
+                .post(url)
+                .send()
+                .await?
+                .check_status()
+                .await?
+                .text()
+                .await?)
+        })
         .await
 }

@@ -16,6 +16,7 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::ladder;
+use crate::meter::{self, UpstreamSeries};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
@@ -124,6 +125,14 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     } else {
                         ready!(sleep.poll(cx));
                         run.upstream_waited(*wait);
+                        let lasted = *wait;
+                        meter::upstream(
+                            upstream.name(),
+                            UpstreamSeries::Waited {
+                                gated: false,
+                                lasted,
+                            },
+                        );
                         this.held.set(Holding::Read);
                         continue;
                     }
@@ -145,7 +154,15 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     if !(cancelled || changed || timed) {
                         return Poll::Pending;
                     }
-                    run.upstream_waited(Instant::now().saturating_duration_since(*started));
+                    let lasted = Instant::now().saturating_duration_since(*started);
+                    run.upstream_waited(lasted);
+                    meter::upstream(
+                        upstream.name(),
+                        UpstreamSeries::Waited {
+                            gated: true,
+                            lasted,
+                        },
+                    );
                     match (cancelled, changed, timed && *ends) {
                         (true, _, _) => (OUTAGE, true, StopReason::Cancelled),
                         // The gate is still closed at the call's end: it gives up as its

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::class::Class;
 use crate::ladder;
+use crate::meter::{self, UpstreamSeries};
 use crate::policy::Policy;
 
 mod admit;
@@ -304,6 +305,7 @@ impl Upstream {
         self.store(&state);
         drop(state);
         if was_gated {
+            meter::upstream(self.name, UpstreamSeries::GateOpened);
             self.changed.notify_waiters();
         }
     }
@@ -327,6 +329,7 @@ impl UpstreamStore for Upstream {
             Gate::Open => Admission::Send { probe: None, seen },
             Gate::Waiting { next, failed } if next <= now => {
                 state.gate = Gate::Probing { failed };
+                meter::upstream(self.name, UpstreamSeries::Probe);
                 Admission::Send {
                     probe: Some(state.epoch),
                     seen,
@@ -377,6 +380,7 @@ impl UpstreamStore for Upstream {
             if state.paused_until.is_none_or(|(end, _)| end < until) {
                 state.paused_until = Some((until, class));
                 changed = true;
+                meter::upstream(self.name, UpstreamSeries::Paused);
             }
         }
         let outage = matches!(
@@ -396,6 +400,7 @@ impl UpstreamStore for Upstream {
                 let next = now + probe_wait(policy, 0);
                 state.gate = Gate::Waiting { next, failed: 0 };
                 changed = true;
+                meter::upstream(self.name, UpstreamSeries::GateClosed);
             }
         }
         if probe && let Gate::Probing { failed } = state.gate {
