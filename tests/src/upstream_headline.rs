@@ -32,14 +32,8 @@ impl Classify for ModelError {
 /// included; in an outage, one call probes while the others wait.
 #[retry(policy = "availability", upstream = OPENAI_KEY)]
 pub async fn complete(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
-    Ok(http
-        .post(url)
-        .send()
-        .await?
-        .check_status()
-        .await?
-        .text()
-        .await?)
+    let response = http.post(url).send().await?;
+    Ok(response.check_status().await?.text().await?)
 }
 
 /// The same with the explicit API.
@@ -47,17 +41,11 @@ pub async fn complete_explicitly(
     http: &reqwest::Client,
     url: &str,
 ) -> Result<String, GaveUp<ModelError>> {
-    Retry::new(&Policy::AVAILABILITY)
-        .upstream(&OPENAI_KEY)
+    let retry = Retry::new(&Policy::AVAILABILITY).upstream(&OPENAI_KEY);
+    retry
         .run(async |_| {
-            Ok(http
-                .post(url)
-                .send()
-                .await?
-                .check_status()
-                .await?
-                .text()
-                .await?)
+            let response = http.post(url).send().await?;
+            Ok(response.check_status().await?.text().await?)
         })
         .await
 }
