@@ -25,12 +25,53 @@ fn main() {
                     resubmit: Duration::from_secs(5),
                     policy: Policy::AVAILABILITY.with_jitter(jitter),
                     quota,
+                    upstream: false,
+                    keyed: false,
                 });
                 println!(
                     "| {clients} | {} | {} | {:.2} | {} | {:.1} s |",
                     jitter.name(),
                     if quota { "yes" } else { "no" },
                     outcome.attempts_per_call_in_outage(),
+                    outcome.peak_per_second,
+                    outcome.clear_after_recovery.as_secs_f64(),
+                );
+            }
+        }
+    }
+    println!();
+    println!(
+        "| clients | the server | upstream | attempts per call | attempts during the outage | attempts inside an announced pause | peak attempts/s | cleared after |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    for clients in [10, 100, 1_000, 10_000] {
+        for keyed in [false, true] {
+            for upstream in [false, true] {
+                let outcome = simulate(&Storm {
+                    clients,
+                    outage: if keyed {
+                        Duration::ZERO
+                    } else {
+                        Duration::from_secs(30)
+                    },
+                    capacity: (clients / 10).max(1),
+                    resubmit: Duration::from_secs(5),
+                    policy: Policy::AVAILABILITY,
+                    quota: false,
+                    upstream,
+                    keyed,
+                });
+                println!(
+                    "| {clients} | {} | {} | {:.2} | {} | {} | {} | {:.1} s |",
+                    if keyed {
+                        "a keyed limit, 429 with a hint"
+                    } else {
+                        "down 30 s, then 503 past its capacity"
+                    },
+                    if upstream { "yes" } else { "no" },
+                    outcome.attempts as f64 / outcome.calls.max(1) as f64,
+                    outcome.attempts_in_outage,
+                    outcome.inside_pause,
                     outcome.peak_per_second,
                     outcome.clear_after_recovery.as_secs_f64(),
                 );

@@ -21,6 +21,8 @@
 //!     resubmit: Duration::from_secs(5),
 //!     policy: Policy::AVAILABILITY.with_jitter(Jitter::Full),
 //!     quota: true,
+//!     upstream: false,
+//!     keyed: false,
 //! };
 //! let outcome = simulate(&storm);
 //! assert!(outcome.attempts_per_call_in_outage() <= 1.1);
@@ -31,7 +33,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry};
+use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry, Upstream};
 use tokio::time::Instant;
 
 /// One storm to simulate.
@@ -49,6 +51,12 @@ pub struct Storm {
     pub policy: Policy,
     /// Whether the calls share one AWS-standard [`Quota`] (500 tokens).
     pub quota: bool,
+    /// Whether the calls share one [`Upstream`]: its pause and its outage gate.
+    pub upstream: bool,
+    /// A keyed rate limit: the server refuses past `capacity` a second with `RateLimited` and
+    /// a hint until the next second (as a provider's `Retry-After`), instead of `Unavailable`
+    /// with none.
+    pub keyed: bool,
 }
 
 /// What a storm did.
@@ -64,6 +72,10 @@ pub struct Outcome {
     pub clear_after_recovery: Duration,
     /// Attempts in all.
     pub attempts: u64,
+    /// Attempts made inside a pause the server had announced with a hint.
+    pub inside_pause: u64,
+    /// Logical calls in all.
+    pub calls: u64,
 }
 
 impl Outcome {
@@ -87,6 +99,11 @@ struct Server {
     calls_in_outage: u64,
     attempts_in_outage: u64,
     last_success: Duration,
+    keyed: bool,
+    /// The end of the pause the server last announced.
+    announced_until: Duration,
+    inside_pause: u64,
+    calls: u64,
 }
 
 impl Server {
@@ -95,6 +112,7 @@ impl Server {
     }
 
     fn call_started(&mut self) {
+        self.calls += 1;
         if self.elapsed() < self.outage {
             self.calls_in_outage += 1;
         }
@@ -107,6 +125,9 @@ impl Server {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] += 1;
+        if now < self.announced_until {
+            self.inside_pause += 1;
+        }
         if now < self.outage {
             self.attempts_in_outage += 1;
             return Err(Class::Unavailable { retry_after: None });
@@ -116,7 +137,14 @@ impl Server {
             self.served.resize(window + 1, 0);
         }
         if self.served[window] >= self.capacity {
-            return Err(Class::Unavailable { retry_after: None });
+            if !self.keyed {
+                return Err(Class::Unavailable { retry_after: None });
+            }
+            // Refused until the next second, and told so.
+            let next = self.outage + Duration::from_secs(window as u64 + 1);
+            self.announced_until = self.announced_until.max(next);
+            let retry_after = Some(next - now);
+            return Err(Class::RateLimited { retry_after });
         }
         self.served[window] += 1;
         self.last_success = self.last_success.max(now);
@@ -162,6 +190,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
     // quota and one seed per storm, kept for the life of the process.
     let quota: &'static Quota = Box::leak(Box::new(Quota::standard()));
     let seed: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0x5EED)));
+    let upstream: &'static Upstream = Box::leak(Box::new(Upstream::new("storm")));
     let local = tokio::task::LocalSet::new();
     let server = Rc::new(RefCell::new(Server {
         started: runtime.block_on(async { Instant::now() }),
@@ -172,6 +201,10 @@ pub fn simulate(storm: &Storm) -> Outcome {
         calls_in_outage: 0,
         attempts_in_outage: 0,
         last_success: Duration::ZERO,
+        keyed: storm.keyed,
+        announced_until: Duration::ZERO,
+        inside_pause: 0,
+        calls: 0,
     }));
     // One policy for the storm, shared by every client's calls.
     let policy = Rc::new(storm.policy);
@@ -185,16 +218,18 @@ pub fn simulate(storm: &Storm) -> Outcome {
         let server = Rc::clone(&server);
         let offset = Duration::from_secs(1) * client / storm.clients.max(1);
         let resubmit = storm.resubmit;
+        let shared = storm.upstream.then_some(upstream);
         local.spawn_local(async move {
             tokio::time::sleep(offset).await;
             // backoff-lint: allow(a client resubmitting on its own schedule is the storm being modelled)
             loop {
                 server.borrow_mut().call_started();
-                let done = retry
-                    .clone()
-                    .run(async |_| server.borrow_mut().attempt())
-                    .await
-                    .is_ok();
+                let attempt = async |_| server.borrow_mut().attempt();
+                let done = match shared {
+                    Some(upstream) => retry.clone().upstream(upstream).run(attempt).await,
+                    None => retry.clone().run(attempt).await,
+                }
+                .is_ok();
                 if done {
                     break;
                 }
@@ -210,5 +245,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
         peak_per_second: server.per_second.iter().copied().max().unwrap_or(0),
         clear_after_recovery: server.last_success.saturating_sub(server.outage),
         attempts: server.per_second.iter().sum(),
+        inside_pause: server.inside_pause,
+        calls: server.calls,
     }
 }

@@ -14,6 +14,8 @@ fn storm(jitter: Jitter, quota: bool) -> Outcome {
         resubmit: Duration::from_secs(5),
         policy: Policy::AVAILABILITY.with_jitter(jitter),
         quota,
+        upstream: false,
+        keyed: false,
     })
 }
 
@@ -54,4 +56,41 @@ fn every_job_gets_done_once_the_server_recovers() {
         outcome.clear_after_recovery < Duration::from_secs(120),
         "{outcome:?}"
     );
+}
+
+/// The storm with the calls on one `Upstream`: `keyed`, a rate limit that refuses with a hint;
+/// else the outage.
+fn on_upstream(clients: u32, keyed: bool, upstream: bool) -> Outcome {
+    simulate(&Storm {
+        clients,
+        outage: if keyed {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(30)
+        },
+        capacity: clients / 10,
+        resubmit: Duration::from_secs(5),
+        policy: Policy::AVAILABILITY,
+        quota: false,
+        upstream,
+        keyed,
+    })
+}
+
+#[test]
+fn on_an_upstream_no_attempt_is_sent_inside_an_announced_pause() {
+    let alone = on_upstream(1_000, true, false);
+    let shared = on_upstream(1_000, true, true);
+    assert!(alone.inside_pause > 0, "{alone:?}");
+    assert_eq!(shared.inside_pause, 0, "{shared:?}");
+}
+
+#[test]
+fn on_an_upstream_an_outage_is_probed_by_one_call_at_a_time() {
+    let alone = on_upstream(1_000, false, false);
+    let shared = on_upstream(1_000, false, true);
+    // Without it, each call makes its four attempts; with it, the gate's threshold and one
+    // probe a rung, whatever the number of calls.
+    assert!(alone.attempts_in_outage > 3_000, "{alone:?}");
+    assert!(shared.attempts_in_outage < 100, "{shared:?}");
 }

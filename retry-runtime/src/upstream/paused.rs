@@ -90,3 +90,10 @@ impl From<UpstreamPaused> for std::io::Error {
         std::io::Error::other(paused)
     }
 }
+
+/// A bare `Class` can hold one too: the pause's class, for functions whose error is a `Class`.
+impl From<UpstreamPaused> for Class {
+    fn from(paused: UpstreamPaused) -> Self {
+        paused.class
+    }
+}
