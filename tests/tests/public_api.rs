@@ -93,6 +93,11 @@ const meter::REASONS
 const meter::STREAM_COMMITS
 const meter::STREAM_RESTARTS
 const meter::STREAM_RESUMES
+const meter::UPSTREAM_GATE
+const meter::UPSTREAM_PAUSES
+const meter::UPSTREAM_PROBES
+const meter::UPSTREAM_WAIT_SECONDS
+const meter::UPSTREAM_WAITS
 const meter::WAIT_SECONDS
 mod notice
 enum notice::Action

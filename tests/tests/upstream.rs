@@ -111,6 +111,20 @@ async fn answer(State(provider): State<Shared>, headers: HeaderMap) -> Response 
     p.filled = now;
     if p.tokens >= 1.0 {
         p.tokens -= 1.0;
+        if headers
+            .get("accept")
+            .is_some_and(|accept| accept == "text/event-stream")
+        {
+            let events = "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+                          data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n\
+                          data: [DONE]\n\n";
+            let mut response = (StatusCode::OK, events).into_response();
+            response.headers_mut().insert(
+                "content-type",
+                HeaderValue::from_static("text/event-stream"),
+            );
+            return response;
+        }
         return (StatusCode::OK, "answer").into_response();
     }
     p.seen.refused += 1;
@@ -462,6 +476,66 @@ async fn through_the_tower_layer_no_request_is_sent_inside_an_announced_pause() 
     KEY_TOWER.reset();
     let seen = std::mem::take(&mut provider.lock().unwrap().seen);
     eprintln!("through the tower layer with the upstream: {seen:?}");
+    assert!(seen.refused > 0, "{seen:?}");
+    assert_eq!(seen.inside_pause, 0, "{seen:?}");
+}
+
+static KEY_STREAM: Upstream = Upstream::new("key-stream");
+
+/// Streams on an upstream: each open is admitted first, so none is sent into a pause another
+/// stream was told of; every stream delivers its text once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_on_an_upstream_send_nothing_inside_an_announced_pause() {
+    use futures_util::StreamExt;
+    use retry_runtime::http::CallError;
+    let (addr, provider) = serve(provider(
+        10.0,
+        Duration::from_millis(400),
+        Refusal::RetryAfterMs,
+    ))
+    .await;
+    let start = provider.lock().unwrap().start;
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/chat");
+    let mut tasks = Vec::new();
+    for n in 0..60_u32 {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(start + Duration::from_millis(50) * n).await;
+            let open = |_| {
+                let (client, url) = (client.clone(), url.clone());
+                async move {
+                    let sent = Instant::now().saturating_duration_since(start).as_nanos();
+                    let response = client
+                        .post(&url)
+                        .header("accept", "text/event-stream")
+                        .header("x-sent-ns", sent.to_string())
+                        .send()
+                        .await?;
+                    Ok::<_, CallError>(response.check_status().await?.events())
+                }
+            };
+            let stream = Retry::new(&PATIENT)
+                .upstream(&KEY_STREAM)
+                .stream(open)
+                .commit_when(retry_runtime::sse::is_content);
+            let mut stream = std::pin::pin!(stream);
+            let mut text = String::new();
+            while let Some(event) = stream.next().await {
+                text.push_str(&event?.text().unwrap_or_default());
+            }
+            Ok::<_, retry_runtime::GaveUp<CallError>>(text)
+        }));
+    }
+    for task in tasks {
+        assert_eq!(
+            task.await.unwrap().expect("every stream completes"),
+            "Hello"
+        );
+    }
+    KEY_STREAM.reset();
+    let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("streams with the upstream: {seen:?}");
     assert!(seen.refused > 0, "{seen:?}");
     assert_eq!(seen.inside_pause, 0, "{seen:?}");
 }

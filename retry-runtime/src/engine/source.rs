@@ -8,6 +8,7 @@ use crate::deadline::Deadline;
 use crate::op::Op;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::upstream::Upstream;
 
 /// Where a [`Run`] finds its configuration: a [`Retry`](super::Retry) or a
 /// [`TimedRetry`](super::TimedRetry) it owns ([`Retry::run`](super::Retry::run)), or a
@@ -29,6 +30,11 @@ pub trait Source: Clocked {
     /// Each attempt's timeout: only a [`TimedRetry`](super::TimedRetry) has one.
     #[inline]
     fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// The upstream its calls share: only an [`UpstreamRetry`](crate::UpstreamRetry) has one.
+    #[inline]
+    fn upstream(&self) -> Option<&'static Upstream> {
         None
     }
 }
@@ -76,5 +82,9 @@ impl<S: Source> Source for &S {
     #[inline]
     fn timeout(&self) -> Option<Duration> {
         (**self).timeout()
+    }
+    #[inline]
+    fn upstream(&self) -> Option<&'static Upstream> {
+        (**self).upstream()
     }
 }

@@ -10,6 +10,7 @@ use crate::class::{Class, Classify};
 #[cfg(feature = "stream")]
 use crate::stream::EndedEarly;
 use crate::timeout::TimedOut;
+use crate::upstream::UpstreamPaused;
 
 /// Every failure a call to an HTTP or model API can end with, classified (feature `reqwest`;
 /// `Stream` with `sse`, `Ended` with `stream`): the error type of a `#[retry]` function or of
@@ -64,6 +65,9 @@ pub enum CallError {
     Ended(EndedEarly),
     /// An attempt, or a stream's wait for its commit point or its next item, ran out of time.
     TimedOut(TimedOut),
+    /// An attempt its [`Upstream`](crate::Upstream) held back past the call's end: paused by
+    /// a provider's hint, or behind its outage gate.
+    Paused(UpstreamPaused),
 }
 
 impl CallError {
@@ -102,6 +106,7 @@ impl CallError {
             #[cfg(feature = "stream")]
             CallError::Ended(error) => error,
             CallError::TimedOut(error) => error,
+            CallError::Paused(error) => error,
         }
     }
 }
@@ -116,6 +121,7 @@ impl Classify for CallError {
             #[cfg(feature = "stream")]
             CallError::Ended(error) => error.classify(),
             CallError::TimedOut(error) => error.classify(),
+            CallError::Paused(error) => error.classify(),
         }
     }
 }
@@ -163,6 +169,12 @@ impl From<StreamError> for CallError {
 impl From<EndedEarly> for CallError {
     fn from(error: EndedEarly) -> CallError {
         CallError::Ended(error)
+    }
+}
+
+impl From<UpstreamPaused> for CallError {
+    fn from(error: UpstreamPaused) -> CallError {
+        CallError::Paused(error)
     }
 }
 

@@ -26,6 +26,7 @@ use crate::nesting;
 use crate::notice::Reached;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
+use crate::upstream::{Admitting, Ticket};
 use crate::wait::{Wait, Waited};
 
 /// What a stream's polls say to do next.
@@ -81,6 +82,42 @@ where
     Re: OpenAttempt<ResumeFrom, Future: TryFuture<Ok = Inner<O>, Error = Error<O>>>,
     X: ItemRules<Item<O>>,
 {
+    /// Start the next attempt: admitted by the stream's upstream first, if it has one with
+    /// something to say; else opened (or, if it `resumes`, resumed).
+    pub(super) fn start(&mut self, resumes: bool) -> Advance<R, O, Re> {
+        if let (Some(upstream), None) = (self.core.run.upstream(), &self.core.ticket) {
+            match Ticket::at_once(upstream) {
+                Some(ticket) => self.core.ticket = Some(ticket),
+                None => {
+                    let admitting = Admitting::new(upstream);
+                    return Then::Become(State::Admitting { admitting, resumes });
+                }
+            }
+        }
+        Then::Become(self.open(resumes))
+    }
+
+    /// Wait for the stream's upstream to admit the next attempt: then open it; or the give-up
+    /// where the upstream held it back past the call's end.
+    pub(super) fn admitting(
+        &mut self,
+        admitting: Pin<&mut Admitting<Sleep<R>>>,
+        resumes: bool,
+        cx: &mut Context<'_>,
+    ) -> Advance<R, O, Re> {
+        let Some(to_error) = self.settings.paused else {
+            panic!("a stream admitted by an upstream it cannot report a pause of");
+        };
+        match admitting.poll_admit(&mut self.core.run, cx, to_error) {
+            Poll::Pending => Then::Yield(Poll::Pending),
+            Poll::Ready(Ok(ticket)) => {
+                self.core.ticket = Some(ticket);
+                Then::Become(self.open(resumes))
+            }
+            Poll::Ready(Err(gave_up)) => Then::End(Some(Err(gave_up))),
+        }
+    }
+
     /// Open the next attempt, under its timer: the state that runs `open`'s future, or (if it
     /// `resumes`) the resume's.
     pub(super) fn open(&mut self, resumes: bool) -> StateOf<R, O, Re> {
@@ -160,6 +197,9 @@ where
     fn fail(&mut self, error: Error<O>, opened: bool) -> Advance<R, O, Re> {
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
+        if let Some(ticket) = core.ticket.take() {
+            ticket.failed(error.classify(), &core.run);
+        }
         let resume = &mut self.carry.resume;
         let resumes = resume.resumes(error.classify(), opened);
         if !resumes {
@@ -212,6 +252,10 @@ where
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
         core.output = Output::Flowing;
+        // The commit point is the attempt's success, as its upstream counts it.
+        if let Some(ticket) = core.ticket.take() {
+            ticket.succeeded();
+        }
         if core.delivered {
             // A restart's commit: the caller discards what it had.
             self.rules.restart();

@@ -34,6 +34,7 @@ use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
+use crate::upstream::{HoldsUpstreamPaused, UpstreamRetry};
 
 pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
@@ -143,5 +144,50 @@ where
         E: Classify + fmt::Display + From<TimedOut>,
     {
         RetryStream::new(self, open, Some(E::from))
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+impl<C, P, N, Q> UpstreamRetry<Retry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::stream`], each attempt (an open, or a resume) admitted by the upstream
+    /// first; the commit point is the attempt's success, as the upstream counts it.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Policy, Retry, Upstream};
+    /// use std::time::Duration;
+    ///
+    /// static MODEL: Upstream = Upstream::new("model-stream");
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// // The first attempt is told to come back in 5 s: the upstream is paused.
+    /// let stream = Retry::new(&Policy::AVAILABILITY).upstream(&MODEL).stream(|attempt| async move {
+    ///     if attempt == 1 {
+    ///         return Err(Class::RateLimited { retry_after: Some(Duration::from_secs(5)) });
+    ///     }
+    ///     Ok(testing::stream_of(vec![Ok::<_, Class>("hello")]))
+    /// });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// assert_eq!(items.into_iter().collect::<Result<Vec<_>, _>>().unwrap(), ["hello"]);
+    /// // The call's own wait for its hint; the pause had ended by its next open.
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// # MODEL.reset();
+    /// # }
+    /// ```
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
+    where
+        O: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<S, E>>,
+        S: TryStream,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        RetryStream::new(self, open, None).held_back_as(E::from)
     }
 }

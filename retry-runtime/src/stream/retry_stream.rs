@@ -25,6 +25,7 @@ use crate::class::Classify;
 use crate::engine::{Clocked, Run, Source};
 use crate::nesting;
 use crate::timeout::{HoldsStreamTimeout, TimedOut};
+use crate::upstream::UpstreamPaused;
 
 pin_project_lite::pin_project! {
     /// The stream [`Retry::stream`](crate::Retry::stream) returns: retried until its commit
@@ -118,6 +119,7 @@ where
             timed_out,
             ended_early: None,
             before_content: false,
+            paused: None,
         };
         let rules = StreamRules {
             commit: every_item as fn(&Item<O>) -> bool,
@@ -133,6 +135,7 @@ where
             output: Output::None,
             delivered: false,
             restartable: false,
+            ticket: None,
         };
         let carry = Carry {
             hold: Hold::new(Limits::DEFAULT),
@@ -148,6 +151,13 @@ where
                 carry,
             },
         }
+    }
+
+    /// This stream on its retry's upstream: an attempt held back past the call's end is the
+    /// error `paused` makes.
+    pub(super) fn held_back_as(mut self, paused: fn(UpstreamPaused) -> Error<O>) -> Self {
+        self.parts.settings.paused = Some(paused);
+        self
     }
 }
 
@@ -605,7 +615,10 @@ where
                     Passed::Then(then) => then,
                 },
                 StateProj::Open { stream, flow } => parts.hold_or_release(stream, flow, cx),
-                StateProj::Start { resumes } => Then::Become(parts.open(*resumes)),
+                StateProj::Start { resumes } => parts.start(*resumes),
+                StateProj::Admitting { admitting, resumes } => {
+                    parts.admitting(admitting, *resumes, cx)
+                }
                 StateProj::Opening { future } => parts.opening(future, cx),
                 StateProj::Reopening { future } => parts.opening(future, cx),
                 StateProj::Draining { held } => match held.pop_front() {
@@ -648,6 +661,7 @@ where
         let state = match &self.state {
             State::Start { .. } => "start",
             State::Opening { .. } => "opening",
+            State::Admitting { .. } => "admitting",
             State::Reopening { .. } => "resuming",
             State::Open {
                 flow: Flow::Holding,

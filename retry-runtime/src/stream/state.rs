@@ -18,6 +18,7 @@ use crate::engine::{Clocked, Run};
 use crate::nesting;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
+use crate::upstream::{Admitting, Ticket, UpstreamPaused};
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
@@ -45,6 +46,9 @@ pin_project_lite::pin_project! {
         Start { resumes: bool },
         /// `open`'s future is running.
         Opening { #[pin] future: Fut },
+        /// Waiting for the upstream to admit the next attempt, an open or (`resumes`) a
+        /// resume.
+        Admitting { #[pin] admitting: Admitting<W>, resumes: bool },
         /// The resume function's future is running.
         Reopening { #[pin] future: ReFut },
         /// The attempt's stream is open, and `flow` says how far it has got.
@@ -79,6 +83,8 @@ pub(super) struct Settings<T, E> {
     pub(super) timed_out: Option<fn(TimedOut) -> E>,
     pub(super) ended_early: Option<fn(EndedEarly) -> E>,
     pub(super) before_content: bool,
+    /// How the error holds an attempt the stream's upstream held back past its end.
+    pub(super) paused: Option<fn(UpstreamPaused) -> E>,
 }
 
 pub(super) struct Shared<R, O> {
@@ -94,6 +100,8 @@ pub(super) struct Shared<R, O> {
     pub(super) delivered: bool,
     /// The caller opted in to restarting the stream after its commit point.
     pub(super) restartable: bool,
+    /// The current attempt's admission by the stream's upstream, if it has one.
+    pub(super) ticket: Option<Ticket>,
 }
 
 impl<R, O> Shared<R, O> {

@@ -90,14 +90,15 @@ impl<S: Future<Output = ()>> Admitting<S> {
 
     /// Poll the wait of `run`'s call: its ticket once the upstream admits it, or its give-up,
     /// the caller's error made by `to_error`.
-    pub(crate) fn poll_admit<R, E>(
+    pub(crate) fn poll_admit<R, A, E>(
         self: Pin<&mut Self>,
-        run: &mut Run<R>,
+        run: &mut Run<R, A>,
         cx: &mut Context<'_>,
         to_error: impl FnOnce(UpstreamPaused) -> E,
     ) -> Poll<Result<Ticket, GaveUp<E>>>
     where
         R: Source<Clock: Clock<Sleep = S>>,
+        A: crate::engine::Count,
         E: Classify + fmt::Display,
     {
         let mut this = self.project();
@@ -196,9 +197,9 @@ enum Read<S> {
 
 /// Read `upstream` for `run`'s next attempt: send it, or the wait to hold (announced), or the
 /// give-up where the wait does not fit the call.
-fn read<R: Source>(
+fn read<R: Source, A: crate::engine::Count>(
     upstream: &'static Upstream,
-    run: &mut Run<R>,
+    run: &mut Run<R, A>,
 ) -> Read<<R::Clock as Clock>::Sleep> {
     let now = run.clock_now();
     match upstream.admit(now) {

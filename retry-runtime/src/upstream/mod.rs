@@ -24,7 +24,7 @@ mod admit;
 mod paused;
 mod retry;
 
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "stream"))]
 pub(crate) use admit::Admitting;
 pub use admit::{Ticket, upstream_admit, upstream_failed};
 pub use paused::UpstreamPaused;

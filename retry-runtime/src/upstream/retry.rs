@@ -10,7 +10,9 @@ use super::admit::{Ticket, admit};
 use super::paused::UpstreamPaused;
 use crate::class::Classify;
 use crate::clock::Clock;
-use crate::engine::{Call, Retry, TimedRetry};
+use crate::deadline::Deadline;
+use crate::engine::{Call, Clocked, Retry, Source, TimedRetry};
+use crate::op::Op;
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
@@ -57,6 +59,46 @@ impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
             retry: self,
             upstream,
         }
+    }
+}
+
+impl<R: Clocked> Clocked for UpstreamRetry<R> {
+    type Clock = R::Clock;
+}
+
+/// A retry on an upstream is its retry's configuration, and the upstream.
+impl<R: Source> Source for UpstreamRetry<R> {
+    #[inline]
+    fn policy(&self) -> &Policy {
+        self.retry.policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        self.retry.op()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.retry.op_name()
+    }
+    #[inline]
+    fn budget(&self) -> Deadline {
+        self.retry.budget()
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        self.retry.quota()
+    }
+    #[inline]
+    fn clock(&self) -> &R::Clock {
+        self.retry.clock()
+    }
+    #[inline]
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.retry.timeout()
+    }
+    #[inline]
+    fn upstream(&self) -> Option<&'static Upstream> {
+        Some(self.upstream)
     }
 }
 

@@ -66,6 +66,12 @@ impl<R: Source, A: Count> Run<R, A> {
         self.source.policy()
     }
 
+    /// The upstream the call's retry shares, if any.
+    #[inline]
+    pub(crate) fn upstream(&self) -> Option<&'static crate::Upstream> {
+        self.source.upstream()
+    }
+
     /// Whether the call's turn was cancelled; registers `cx` to be woken when it is.
     pub(crate) fn poll_turn_cancelled(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match &mut self.since {
