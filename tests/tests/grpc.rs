@@ -349,3 +349,42 @@ async fn a_negative_pushback_stops_an_internal_error_that_transient_would_retry(
     assert!(result.unwrap_err().is_undetermined());
     assert_eq!(peer.script.calls(), 1);
 }
+
+static HEALTH: retry_runtime::Upstream = retry_runtime::Upstream::new("health");
+static ONCE: Policy = Policy::AVAILABILITY.with_attempts(1);
+
+/// A pushback one call is given pauses every call on the upstream: the next call's first try
+/// waits for it before it reaches the server.
+#[tokio::test(start_paused = true)]
+async fn a_pushback_pauses_every_call_on_the_upstream() {
+    let peer = serve(vec![Answer::Fail(pushed_back("1500"))]).await;
+    let client = peer.client.clone();
+    let ((told, next), recorded) = testing::scope(async {
+        let told = Retry::new(&ONCE)
+            .upstream(&HEALTH)
+            .run(async |_| client.clone().check(HealthCheckRequest::default()).await)
+            .await;
+        let calls_when_told = peer.script.calls();
+        let next = Retry::new(&Policy::AVAILABILITY)
+            .upstream(&HEALTH)
+            .run(async |_| client.clone().check(HealthCheckRequest::default()).await)
+            .await;
+        ((told, calls_when_told), next)
+    })
+    .await;
+    HEALTH.reset();
+    assert!(
+        told.0.is_err(),
+        "the pushed-back call gives up after its one attempt"
+    );
+    assert_eq!(told.1, 1);
+    assert!(next.is_ok(), "{next:?}");
+    // The next call's first try waited out the pause, then reached the server once.
+    assert_eq!(peer.script.calls(), 2);
+    assert_eq!(recorded.waits().len(), 1);
+    assert!(
+        recorded.waits()[0] >= Duration::from_millis(1500),
+        "{:?}",
+        recorded.waits()
+    );
+}

@@ -101,3 +101,32 @@ impl Classify for tonic::transport::Error {
         Class::Transport
     }
 }
+
+/// A tonic client's error can hold an attempt its [`Upstream`](crate::Upstream) held back: a
+/// `RESOURCE_EXHAUSTED` (a pause of a rate limit) or `UNAVAILABLE` (any other), with the
+/// pause's hint as A6's pushback, so it classifies as the pause it was.
+///
+/// ```
+/// use retry_runtime::{Class, Classify, UpstreamPaused};
+/// use std::time::Duration;
+///
+/// let paused = UpstreamPaused::new("health", Class::RateLimited { retry_after: Some(Duration::from_millis(1500)) }, false);
+/// let status = tonic::Status::from(paused);
+/// assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+/// assert_eq!(status.classify(), Class::RateLimited { retry_after: Some(Duration::from_millis(1500)) });
+/// ```
+impl From<crate::UpstreamPaused> for tonic::Status {
+    fn from(paused: crate::UpstreamPaused) -> Self {
+        let message = paused.to_string();
+        let mut status = match paused.classify() {
+            Class::RateLimited { .. } => tonic::Status::resource_exhausted(message),
+            _ => tonic::Status::unavailable(message),
+        };
+        if let Some(hint) = paused.retry_after()
+            && let Ok(value) = hint.as_millis().to_string().parse()
+        {
+            status.metadata_mut().insert(PUSHBACK, value);
+        }
+        status
+    }
+}
