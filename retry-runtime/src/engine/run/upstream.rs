@@ -66,7 +66,8 @@ impl<R: Source, A: Count> Run<R, A> {
         self.source.policy()
     }
 
-    /// The upstream the call's retry shares, if any.
+    /// The upstream the call's retry shares, if any: a stream reads it at each open.
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
     #[inline]
     pub(crate) fn upstream(&self) -> Option<&'static crate::Upstream> {
         self.source.upstream()
