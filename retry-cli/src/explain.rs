@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use retry_runtime::grpc::{self, Pushback};
 use retry_runtime::http::{HintSource, HttpError, Rule};
 use retry_runtime::ladder::{self, Decision, Failure, Step, Why};
-use retry_runtime::{Class, Classify, Draw, Policy, StopReason};
+use retry_runtime::{Class, Classify, Draw, Policy, StopReason, Upstream, UpstreamEffect};
 
 use crate::error::CliError;
 use crate::flags::{DrawArgs, PolicyArgs};
@@ -48,6 +48,11 @@ pub(crate) struct Explain {
     attempt: u32,
     #[command(flatten)]
     draw: DrawArgs,
+    /// The call is on an `Upstream` its retry shares with other calls: say what this response
+    /// tells it (a pause of every call on it, an outage failure toward its gate, or an answer
+    /// that opens it), from the library's own `Upstream::effect_of`.
+    #[arg(long)]
+    upstream: bool,
     /// Print one JSON object instead: `status` (null for `--grpc`); `grpc_code` (its name, or
     /// null); `class` (the class's name; null for a success: any HTTP status but a 4xx or a
     /// 5xx, or gRPC `OK`, which the library hands back unread, so nothing is retried and what
@@ -67,7 +72,10 @@ pub(crate) struct Explain {
     /// or the `class_rule` for an answer or a success); `stop_reason` (null when retried, and
     /// for a success); and, null unless retried, `wait_ms` (the wait at `--draw`, or the
     /// ideal), `wait_ideal_ms`, `wait_shortest_ms` and `wait_longest_ms` (what any draw
-    /// gives). Waits are whole milliseconds, rounded down.
+    /// gives). Waits are whole milliseconds, rounded down. With `--upstream`, also
+    /// `upstream_rule` (`upstream_pause`, `upstream_gate` for an outage failure that counts
+    /// toward the gate, `upstream_opens` for an answer or a success, or null) and
+    /// `upstream_pause_ms` (null unless it pauses).
     #[arg(long)]
     json: bool,
 }
@@ -139,6 +147,16 @@ struct Explanation {
     attempt: u32,
     /// Whether the wait is for a fixed draw (`--draw`, `--no-jitter`).
     fixed_draw: bool,
+    /// What the response tells the call's upstream, with `--upstream`.
+    upstream: Option<UpstreamEffect>,
+}
+
+/// What a response (`None`: a success) tells an upstream, by the library's own rule.
+fn upstream_effect(class: Option<Class>, policy: &Policy) -> UpstreamEffect {
+    static EXPLAINED: Upstream = Upstream::new("explained");
+    class.map_or(UpstreamEffect::Clears, |class| {
+        EXPLAINED.effect_of(class, policy)
+    })
 }
 
 impl Explain {
@@ -158,9 +176,13 @@ impl Explain {
         let policy = self.policy.policy()?;
         let answer = self.answer()?;
         let failed = answer.class().map(|class| self.decide(&policy, class));
+        let upstream = self
+            .upstream
+            .then(|| upstream_effect(answer.class(), &policy));
         Ok(Explanation {
             answer,
             failed,
+            upstream,
             policy,
             attempt: self.attempt,
             fixed_draw: self.draw.fixed().is_some(),
@@ -288,7 +310,7 @@ impl Explanation {
         };
         // The library never reads a success's headers or body.
         let error = error.filter(|_| self.failed.is_some());
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "status": status,
             "grpc_code": grpc_code,
             "class": self.failed.as_ref().map(|failed| failed.class.name()),
@@ -309,7 +331,18 @@ impl Explanation {
             "wait_ideal_ms": ideal,
             "wait_shortest_ms": shortest,
             "wait_longest_ms": longest,
-        })
+        });
+        if let Some(effect) = self.upstream {
+            let (rule, pause) = match effect {
+                UpstreamEffect::Pause(pause) => (Some("upstream_pause"), Some(json_ms(pause))),
+                UpstreamEffect::Outage => (Some("upstream_gate"), None),
+                UpstreamEffect::Clears => (Some("upstream_opens"), None),
+                UpstreamEffect::Nothing => (None, None),
+            };
+            json["upstream_rule"] = serde_json::json!(rule);
+            json["upstream_pause_ms"] = serde_json::json!(pause);
+        }
+        json
     }
 
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -359,7 +392,31 @@ impl Explanation {
             (Step::Stop(reason), _) => writeln!(out, "not retried: {reason}")?,
             _ => writeln!(out, "retried")?,
         }
-        writeln!(out, "decided by: {}", self.decision_text(failed))
+        writeln!(out, "decided by: {}", self.decision_text(failed))?;
+        self.write_upstream(out)
+    }
+
+    /// With `--upstream`, what the response tells the call's upstream.
+    fn write_upstream(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let Some(effect) = self.upstream else {
+            return Ok(());
+        };
+        match effect {
+            UpstreamEffect::Pause(pause) => writeln!(
+                out,
+                "on an upstream: every call on it waits {} s, first tries included (rule: upstream_pause)",
+                format_wait(pause, false)
+            ),
+            UpstreamEffect::Outage => writeln!(
+                out,
+                "on an upstream: an outage failure; 3 within 10 s with no success between close its gate, and one call at a time probes (rule: upstream_gate)"
+            ),
+            UpstreamEffect::Clears => writeln!(
+                out,
+                "on an upstream: the upstream is up; a closed gate opens (rule: upstream_opens)"
+            ),
+            UpstreamEffect::Nothing => writeln!(out, "on an upstream: nothing it keeps"),
+        }
     }
 
     /// Why a success is one, in words.

@@ -1514,3 +1514,58 @@ fn explain_says_grpc_ok_is_a_success() {
     assert!(text.contains("nothing to retry"), "{text}");
     assert!(!text.contains("failure"), "{text}");
 }
+
+/// `--upstream`: what the response tells an upstream, the same as the library's own rule.
+#[test]
+fn explain_on_an_upstream_names_the_pause_the_gate_or_the_opening() {
+    use retry_runtime::{Class, Policy, Upstream, UpstreamEffect};
+    static KEY: Upstream = Upstream::new("key");
+    let hint = std::time::Duration::from_secs(30);
+    let library = KEY.effect_of(
+        Class::RateLimited {
+            retry_after: Some(hint),
+        },
+        &Policy::AVAILABILITY,
+    );
+    assert_eq!(library, UpstreamEffect::Pause(hint));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = backoff(args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str(&stdout(&output)).expect("one JSON object")
+    };
+    let paused = json(&[
+        "explain",
+        "--status",
+        "429",
+        "--header",
+        "Retry-After: 30",
+        "--upstream",
+        "--json",
+    ]);
+    assert_eq!(paused["upstream_rule"], "upstream_pause");
+    assert_eq!(paused["upstream_pause_ms"], 30_000);
+    let outage = json(&["explain", "--status", "503", "--upstream", "--json"]);
+    assert_eq!(outage["upstream_rule"], "upstream_gate");
+    assert!(outage["upstream_pause_ms"].is_null());
+    let answer = json(&["explain", "--status", "404", "--upstream", "--json"]);
+    assert_eq!(answer["upstream_rule"], "upstream_opens");
+    let success = json(&["explain", "--status", "200", "--upstream", "--json"]);
+    assert_eq!(success["upstream_rule"], "upstream_opens");
+    let without = json(&["explain", "--status", "503", "--json"]);
+    assert!(
+        without.get("upstream_rule").is_none(),
+        "only with --upstream"
+    );
+    let text = stdout(&backoff(&[
+        "explain",
+        "--status",
+        "429",
+        "--header",
+        "Retry-After: 30",
+        "--upstream",
+    ]));
+    assert!(
+        text.contains("on an upstream: every call on it waits 30.000 s, first tries included (rule: upstream_pause)"),
+        "{text}"
+    );
+}

@@ -173,6 +173,7 @@ enum turn::TurnOutcome
 struct turn::TurnReport
 struct TurnReport
 struct Upstream
+enum UpstreamEffect
 struct UpstreamPaused
 struct UpstreamRetry
 trait UpstreamStore

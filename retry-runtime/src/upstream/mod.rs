@@ -191,6 +191,19 @@ pub enum Admission {
     },
 }
 
+/// What a failure tells an upstream ([`Upstream::effect_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamEffect {
+    /// It pauses every call on the upstream this long.
+    Pause(Duration),
+    /// An outage failure: it counts toward closing the gate.
+    Outage,
+    /// An answer: the upstream is up; it opens a closed gate.
+    Clears,
+    /// Nothing the upstream keeps.
+    Nothing,
+}
+
 /// The interface an upstream's state is kept behind: in-process by [`Upstream`] itself, and by
 /// any store that shares it further.
 pub trait UpstreamStore {
@@ -239,6 +252,47 @@ impl Upstream {
     /// The upstream's name.
     pub const fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// What a failure of `class` on a call under `policy` tells the upstream: the pause it sets
+    /// (a provider's hint on a `RateLimited` or `Unavailable`, capped at
+    /// [`max_pause`](Self::max_pause) or the policy's `max_retry_after`), whether it counts
+    /// toward closing the outage gate, or whether it opens it (an answer). What
+    /// `backoff explain --upstream` says, from this same code.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Policy, Upstream, UpstreamEffect};
+    /// use std::time::Duration;
+    ///
+    /// static KEY: Upstream = Upstream::new("key");
+    /// let limited = Class::RateLimited { retry_after: Some(Duration::from_secs(30)) };
+    /// assert_eq!(KEY.effect_of(limited, &Policy::AVAILABILITY), UpstreamEffect::Pause(Duration::from_secs(30)));
+    /// // Capped at the policy's longest hint.
+    /// let limited = Class::RateLimited { retry_after: Some(Duration::from_secs(86_400)) };
+    /// let cap = Policy::AVAILABILITY.max_retry_after();
+    /// assert_eq!(KEY.effect_of(limited, &Policy::AVAILABILITY), UpstreamEffect::Pause(cap));
+    /// assert_eq!(KEY.effect_of(Class::Transport, &Policy::AVAILABILITY), UpstreamEffect::Outage);
+    /// assert_eq!(KEY.effect_of(Class::Definitive, &Policy::AVAILABILITY), UpstreamEffect::Clears);
+    /// ```
+    pub fn effect_of(&self, class: Class, policy: &Policy) -> UpstreamEffect {
+        if matches!(class, Class::Definitive | Class::InvalidOutput) {
+            return UpstreamEffect::Clears;
+        }
+        let hint = class.retry_after().filter(|hint| !hint.is_zero());
+        if let (Some(hint), Class::RateLimited { .. } | Class::Unavailable { .. }) = (hint, class) {
+            let cap = self.max_pause.unwrap_or(policy.max_retry_after());
+            return UpstreamEffect::Pause(hint.min(cap));
+        }
+        match class {
+            Class::Transport | Class::Unavailable { retry_after: None } => UpstreamEffect::Outage,
+            _ => UpstreamEffect::Nothing,
+        }
+    }
+
+    /// The outage gate's rule: it closes after this many outage failures within this window,
+    /// with no success between.
+    pub const fn gate_rule(&self) -> (u32, Duration) {
+        (self.gate_failures, self.gate_window)
     }
 
     /// How much longer the upstream is paused by a provider's hint, if it is.
@@ -359,7 +413,7 @@ impl UpstreamStore for Upstream {
     }
 
     fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
-        if matches!(class, Class::Definitive | Class::InvalidOutput) {
+        if self.effect_of(class, policy) == UpstreamEffect::Clears {
             // An answer: the upstream is up.
             self.cleared(admitted);
             return;
@@ -372,10 +426,9 @@ impl UpstreamStore for Upstream {
             _ => false,
         };
         let mut changed = false;
-        let hint = class.retry_after().filter(|hint| !hint.is_zero());
-        if let (Some(hint), Class::RateLimited { .. } | Class::Unavailable { .. }) = (hint, class) {
-            let cap = self.max_pause.unwrap_or(policy.max_retry_after());
-            let until = now + hint.min(cap);
+        let effect = self.effect_of(class, policy);
+        if let UpstreamEffect::Pause(pause) = effect {
+            let until = now + pause;
             // The latest end wins: a later, shorter hint never shortens a pause.
             if state.paused_until.is_none_or(|(end, _)| end < until) {
                 state.paused_until = Some((until, class));
@@ -383,11 +436,7 @@ impl UpstreamStore for Upstream {
                 meter::upstream(self.name, UpstreamSeries::Paused);
             }
         }
-        let outage = matches!(
-            class,
-            Class::Transport | Class::Unavailable { retry_after: None }
-        );
-        if outage {
+        if effect == UpstreamEffect::Outage {
             let fresh = state
                 .first_failure
                 .is_none_or(|first| now.saturating_duration_since(first) > self.gate_window);
