@@ -246,3 +246,33 @@ async fn an_annotated_call_waits_for_its_upstreams_pause_and_gives_up_where_it_o
     assert_eq!(answer.unwrap(), 1);
     assert_eq!(recorded.waits(), [Duration::from_secs(15)]);
 }
+
+static REPORTED: Upstream = Upstream::new("reported");
+
+/// A call in a turn that waits for its upstream's pause counts the wait as waiting in the
+/// turn's report, and makes no retry: its one attempt comes after the pause.
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_the_upstream_counts_as_waiting_in_the_turns_report() {
+    REPORTED.failed(
+        SEND,
+        limited(Duration::from_secs(3)),
+        Instant::now(),
+        &Policy::AVAILABILITY,
+    );
+    let turn = Turn::new(Duration::from_secs(60));
+    let (outcome, report) = turn
+        .run(
+            Retry::new(&Policy::AVAILABILITY)
+                .upstream(&REPORTED)
+                .run(async |attempt| Ok::<_, Failed>(attempt)),
+        )
+        .await;
+    REPORTED.reset();
+    let retry_runtime::turn::TurnOutcome::Finished(Ok(attempt)) = outcome else {
+        panic!("the call finishes after the pause");
+    };
+    assert_eq!(attempt, 1, "the first try, after the pause");
+    assert_eq!(report.attempts(), 1);
+    assert_eq!(report.retries(), 0);
+    assert!(report.waiting() >= Duration::from_secs(3), "{report:?}");
+}

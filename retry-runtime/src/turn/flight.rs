@@ -133,6 +133,19 @@ impl Flight {
         self.publish(|_| {});
     }
 
+    /// A wait for the call's upstream (its pause or its gate) started at `now`, wanting up to
+    /// `wanted`: waiting, in the turn's report, and no retry.
+    pub(crate) fn upstream_wait_started(&mut self, now: Instant, wanted: Duration) {
+        self.progress.wait_started(now, wanted);
+        self.publish(|_| {});
+    }
+
+    /// The wait for the upstream ended after `lasted`: it counts as that long.
+    pub(crate) fn upstream_wait_ended(&mut self, lasted: Duration) {
+        self.progress.wait_lasted(lasted);
+        self.publish(|_| {});
+    }
+
     /// Ready once the call's turn, or one around it, is cancelled: what its wait listens to.
     /// Until then the task of `cx` is woken by a cancel; the place it is kept in is taken at
     /// the first wait and kept for the call's next ones, so no wait allocates.

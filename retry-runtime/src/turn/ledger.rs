@@ -113,6 +113,12 @@ impl Progress {
 
     /// A cancel cut the wait in progress short at `now` (or earlier, if it already had): it
     /// counts as long as it lasted, which it returns, and stays for the call's record.
+    pub(super) fn wait_lasted(&mut self, lasted: Duration) {
+        if self.waiting_since.take().is_some() {
+            self.waited = self.waited.saturating_add(lasted);
+        }
+    }
+
     pub(super) fn wait_cut(&mut self, now: Instant) -> Option<Duration> {
         let since = self.waiting_since?;
         Some(self.cut.get_or_insert(now).saturating_duration_since(since))

@@ -63,8 +63,8 @@ pin_project_lite::pin_project! {
     enum Holding<S> {
         /// The upstream is to be read.
         Read,
-        /// Paused: sleeping `wait` of `class`.
-        Pause { #[pin] sleep: S, wait: Duration, class: Class },
+        /// Paused: sleeping `wait` of `class`, since `started`.
+        Pause { #[pin] sleep: S, wait: Duration, class: Class, started: Instant },
         /// Gated: waiting for a change, up to `timer` (`ends`: the call's end, not a probe's
         /// time), since `started`.
         Gate {
@@ -120,8 +120,14 @@ impl<S: Future<Output = ()>> Admitting<S> {
                         Read::Stop(class, gated, reason) => (class, gated, reason),
                     }
                 }
-                HoldingProj::Pause { sleep, wait, class } => {
+                HoldingProj::Pause {
+                    sleep,
+                    wait,
+                    class,
+                    started,
+                } => {
                     if run.poll_turn_cancelled(cx).is_ready() {
+                        run.upstream_waited(Instant::now().saturating_duration_since(*started));
                         (*class, false, StopReason::Cancelled)
                     } else {
                         ready!(sleep.poll(cx));
@@ -215,8 +221,15 @@ fn read<R: Source, A: crate::engine::Count>(
                 Ok(_) => {
                     let paused = UpstreamPaused::new(upstream.name(), class, false);
                     run.upstream_hold(&paused, class, upstream.name(), wait, false);
+                    run.upstream_wait_started(wait);
                     let sleep = run.clock_sleep(wait);
-                    return Read::Hold(Holding::Pause { sleep, wait, class });
+                    let started = Instant::now();
+                    return Read::Hold(Holding::Pause {
+                        sleep,
+                        wait,
+                        class,
+                        started,
+                    });
                 }
             };
             Read::Stop(class, false, reason)
@@ -242,6 +255,7 @@ fn read<R: Source, A: crate::engine::Count>(
             let paused = UpstreamPaused::new(upstream.name(), OUTAGE, true);
             let told = wait.unwrap_or(Duration::MAX);
             run.upstream_hold(&paused, OUTAGE, upstream.name(), told, true);
+            run.upstream_wait_started(told);
             let started = Instant::now();
             let timer = wait
                 .and_then(|wait| started.checked_add(wait))

@@ -98,8 +98,19 @@ impl<R: Source, A: Count> Run<R, A> {
         self.notify(why, class, action, Reached::Nothing, None);
     }
 
+    /// The wait for the upstream starts: counted as waiting in the call's turn.
+    pub(crate) fn upstream_wait_started(&mut self, wait: Duration) {
+        let now = self.source.clock().now();
+        if let super::Since::InTurn(flight) = &mut self.since {
+            flight.upstream_wait_started(now, wait);
+        }
+    }
+
     /// The call waited `lasted` for its upstream: counted against its allowance and budget.
     pub(crate) fn upstream_waited(&mut self, lasted: Duration) {
+        if let super::Since::InTurn(flight) = &mut self.since {
+            flight.upstream_wait_ended(lasted);
+        }
         self.add_waited(lasted);
     }
 
