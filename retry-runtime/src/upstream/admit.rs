@@ -16,7 +16,6 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::ladder;
-use crate::meter::{self, UpstreamSeries};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
@@ -127,19 +126,12 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     started,
                 } => {
                     if run.poll_turn_cancelled(cx).is_ready() {
-                        run.upstream_waited(Instant::now().saturating_duration_since(*started));
+                        let lasted = Instant::now().saturating_duration_since(*started);
+                        run.upstream_waited(upstream, false, lasted);
                         (*class, false, StopReason::Cancelled)
                     } else {
                         ready!(sleep.poll(cx));
-                        run.upstream_waited(*wait);
-                        let lasted = *wait;
-                        meter::upstream(
-                            upstream.name(),
-                            UpstreamSeries::Waited {
-                                gated: false,
-                                lasted,
-                            },
-                        );
+                        run.upstream_waited(upstream, false, *wait);
                         this.held.set(Holding::Read);
                         continue;
                     }
@@ -162,14 +154,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                         return Poll::Pending;
                     }
                     let lasted = Instant::now().saturating_duration_since(*started);
-                    run.upstream_waited(lasted);
-                    meter::upstream(
-                        upstream.name(),
-                        UpstreamSeries::Waited {
-                            gated: true,
-                            lasted,
-                        },
-                    );
+                    run.upstream_waited(upstream, true, lasted);
                     match (cancelled, changed, timed && *ends) {
                         (true, _, _) => (OUTAGE, true, StopReason::Cancelled),
                         // The gate is still closed at the call's end: it gives up as its

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::draw::Draw;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
+use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
 use crate::turn::flight::Flight;
@@ -106,12 +107,19 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    /// The call waited `lasted` for its upstream: counted against its allowance and budget.
-    pub(crate) fn upstream_waited(&mut self, lasted: Duration) {
+    /// The call waited `lasted` for `upstream` (`gated`, or paused): counted against its
+    /// allowance and budget, in its turn's report, and in the metrics.
+    pub(crate) fn upstream_waited(
+        &mut self,
+        upstream: &'static crate::Upstream,
+        gated: bool,
+        lasted: Duration,
+    ) {
         if let super::Since::InTurn(flight) = &mut self.since {
             flight.upstream_wait_ended(lasted);
         }
         self.add_waited(lasted);
+        meter::upstream(upstream.name(), UpstreamSeries::Waited { gated, lasted });
     }
 
     /// The call gives up before an attempt it could not make, for `reason`.
