@@ -74,7 +74,7 @@ pub(crate) struct Explain {
     /// ideal), `wait_ideal_ms`, `wait_shortest_ms` and `wait_longest_ms` (what any draw
     /// gives). Waits are whole milliseconds, rounded down. With `--upstream`, also
     /// `upstream_rule` (`upstream_pause`, `upstream_gate` for an outage failure that counts
-    /// toward the gate, `upstream_opens` for an answer or a success, or null) and
+    /// toward opening the gate, `upstream_closes` for an answer or a success, or null) and
     /// `upstream_pause_ms` (null unless it pauses).
     #[arg(long)]
     json: bool,
@@ -336,7 +336,7 @@ impl Explanation {
             let (rule, pause) = match effect {
                 UpstreamEffect::Pause(pause) => (Some("upstream_pause"), Some(json_ms(pause))),
                 UpstreamEffect::Outage => (Some("upstream_gate"), None),
-                UpstreamEffect::Clears => (Some("upstream_opens"), None),
+                UpstreamEffect::Clears => (Some("upstream_closes"), None),
                 UpstreamEffect::Nothing => (None, None),
             };
             json["upstream_rule"] = serde_json::json!(rule);
@@ -409,11 +409,11 @@ impl Explanation {
             ),
             UpstreamEffect::Outage => writeln!(
                 out,
-                "on an upstream: an outage failure; 3 within 10 s with no success between close its gate, and one call at a time probes (rule: upstream_gate)"
+                "on an upstream: an outage failure; 3 within 10 s with no success between open its gate, and one call at a time probes (rule: upstream_gate)"
             ),
             UpstreamEffect::Clears => writeln!(
                 out,
-                "on an upstream: the upstream is up; a closed gate opens (rule: upstream_opens)"
+                "on an upstream: the upstream is up; an open gate closes (rule: upstream_closes)"
             ),
             UpstreamEffect::Nothing => writeln!(out, "on an upstream: nothing it keeps"),
         }

@@ -1517,7 +1517,7 @@ fn explain_says_grpc_ok_is_a_success() {
 
 /// `--upstream`: what the response tells an upstream, the same as the library's own rule.
 #[test]
-fn explain_on_an_upstream_names_the_pause_the_gate_or_the_opening() {
+fn explain_on_an_upstream_names_the_pause_the_gate_or_its_closing() {
     use retry_runtime::{Class, Policy, Upstream, UpstreamEffect};
     static KEY: Upstream = Upstream::new("key");
     let hint = std::time::Duration::from_secs(30);
@@ -1548,9 +1548,9 @@ fn explain_on_an_upstream_names_the_pause_the_gate_or_the_opening() {
     assert_eq!(outage["upstream_rule"], "upstream_gate");
     assert!(outage["upstream_pause_ms"].is_null());
     let answer = json(&["explain", "--status", "404", "--upstream", "--json"]);
-    assert_eq!(answer["upstream_rule"], "upstream_opens");
+    assert_eq!(answer["upstream_rule"], "upstream_closes");
     let success = json(&["explain", "--status", "200", "--upstream", "--json"]);
-    assert_eq!(success["upstream_rule"], "upstream_opens");
+    assert_eq!(success["upstream_rule"], "upstream_closes");
     let without = json(&["explain", "--status", "503", "--json"]);
     assert!(
         without.get("upstream_rule").is_none(),

@@ -16,8 +16,8 @@
 //! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`) | waits for an [`Upstream`](crate::Upstream) before an attempt |
 //! | [`UPSTREAM_WAIT_SECONDS`] `retry_upstream_wait_seconds` | histogram | `upstream` | how long each lasted, in seconds |
 //! | [`UPSTREAM_PAUSES`] `retry_upstream_pauses_total` | counter | `upstream` | pauses a provider's hint set or lengthened |
-//! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`closed`, `opened`) | the outage gate closing and opening |
-//! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the closed gate |
+//! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`opened`, `closed`) | the outage gate opening (an outage) and closing |
+//! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the open gate |
 //!
 //! Labels have low cardinality: the operation's name, and a value from the lists here; never
 //! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
@@ -62,10 +62,10 @@ pub const UPSTREAM_WAIT_SECONDS: &str = "retry_upstream_wait_seconds";
 /// An upstream's pauses that a provider's hint set or lengthened:
 /// `retry_upstream_pauses_total{upstream}`.
 pub const UPSTREAM_PAUSES: &str = "retry_upstream_pauses_total";
-/// Its outage gate closing and opening: `retry_upstream_gate_total{upstream, event}`, `event`
-/// `closed` or `opened`.
+/// Its outage gate opening (an outage) and closing (a recovery):
+/// `retry_upstream_gate_total{upstream, event}`, `event` `opened` or `closed`.
 pub const UPSTREAM_GATE: &str = "retry_upstream_gate_total";
-/// Probes sent through its closed gate: `retry_upstream_probes_total{upstream}`.
+/// Probes sent through its open gate: `retry_upstream_probes_total{upstream}`.
 pub const UPSTREAM_PROBES: &str = "retry_upstream_probes_total";
 
 /// What an upstream records: rare (a pause, a gate's change, a probe, a wait), so each is
@@ -80,11 +80,11 @@ pub(crate) enum UpstreamSeries {
     },
     /// A provider's hint set or lengthened a pause.
     Paused,
-    /// The outage gate closed.
-    GateClosed,
-    /// The outage gate opened.
+    /// The outage gate opened: an outage.
     GateOpened,
-    /// A probe went through the closed gate.
+    /// The outage gate closed: a recovery.
+    GateClosed,
+    /// A probe went through the open gate.
     Probe,
 }
 

@@ -517,7 +517,7 @@ mod upstreams {
         )
         .await;
         assert!(waited.is_ok());
-        // Three outages close the gate; after the first rung, one call probes and opens it.
+        // Three outages open the gate; after the first rung, one call probes and closes it.
         let send = Admission::Send {
             probe: None,
             seen: 0,

@@ -115,7 +115,7 @@ async fn a_pause_longer_than_the_turn_ends_the_call_at_once_with_budget() {
     assert_eq!(Instant::now(), now, "no time passed");
 }
 
-/// Close `upstream`'s gate: three outage failures.
+/// Open `upstream`'s gate: three outage failures.
 fn close(upstream: &Upstream) {
     for _ in 0..3 {
         upstream.failed(
@@ -194,7 +194,7 @@ async fn a_turn_cancelled_while_its_call_waits_at_the_gate_ends_at_once() {
 static ANSWERED: Upstream = Upstream::new("answered");
 
 #[tokio::test(start_paused = true)]
-async fn a_probes_success_opens_the_gate_and_wakes_the_waiting_calls() {
+async fn a_probes_success_closes_the_gate_and_wakes_the_waiting_calls() {
     close(&ANSWERED);
     let calls: Vec<_> = (0..5)
         .map(|_| {

@@ -19,7 +19,7 @@ use crate::ladder;
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
-/// or until the outage gate opens or the call's turn takes the probe. Gives up, with the
+/// or until the outage gate closes or the call's turn takes the probe. Gives up, with the
 /// caller's error made from an [`UpstreamPaused`], where the wait would outlast the call's turn
 /// or budget (a pause), or its ladder's allowance (a gate), or the turn is cancelled. The fast
 /// path, an upstream with nothing to say, is one atomic read.
@@ -75,7 +75,7 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// The class a closed gate holds a call back with: the outage's.
+/// The class an open gate holds a call back with: the outage's.
 const OUTAGE: Class = Class::Unavailable { retry_after: None };
 
 impl<S: Future<Output = ()>> Admitting<S> {
@@ -157,7 +157,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     run.upstream_waited(upstream, true, lasted);
                     match (cancelled, changed, timed && *ends) {
                         (true, _, _) => (OUTAGE, true, StopReason::Cancelled),
-                        // The gate is still closed at the call's end: it gives up as its
+                        // The gate is still open at the call's end: it gives up as its
                         // ladder would.
                         (false, false, true) => {
                             let attempts = run.attempts();

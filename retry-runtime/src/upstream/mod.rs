@@ -32,12 +32,12 @@ pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
 
 /// The word's bit for a pause.
 const PAUSED: u32 = 1;
-/// The word's bit for a closed gate.
+/// The word's bit for an open gate.
 const GATED: u32 = 1 << 1;
 /// The word's bit for outage failures being counted.
 const COUNTING: u32 = 1 << 2;
 
-/// The outage gate's defaults: closed by three outage failures within ten seconds with no
+/// The outage gate's defaults: opened by three outage failures within ten seconds with no
 /// success between, so one caller's broken connection does not close an upstream to everyone.
 const GATE_FAILURES: u32 = 3;
 const GATE_WINDOW: Duration = Duration::from_secs(10);
@@ -56,9 +56,9 @@ const GATE_WINDOW: Duration = Duration::from_secs(10);
 ///   100 ms and 1 s), as a hint's own jitter spreads them.
 /// - **The outage gate.** When calls meet outage failures (`Unavailable` without a hint,
 ///   `Transport`) three times within ten seconds with no success between
-///   ([`gate_after`](Self::gate_after)), the gate closes: one call at a time sends a real
+///   ([`gate_after`](Self::gate_after)), the gate opens: one call at a time sends a real
 ///   attempt, the probe, on the policy's ladder; every other call's attempt waits, woken when
-///   the gate opens. A probe's success, or an answer, opens it. A waiting call gives up when its
+///   the gate closes. A probe's success, or an answer, closes it. A waiting call gives up when its
 ///   own ladder's allowance, its turn or its budget ends, undetermined: outages delay, never
 ///   fail fast. A probe dropped mid-attempt frees the probe at once.
 ///
@@ -122,7 +122,7 @@ struct State {
     /// Outage failures since the last success, and when the first of them came.
     failures: u32,
     first_failure: Option<Instant>,
-    /// The gate: closed in an outage, with its probe.
+    /// The gate: open in an outage, with its probe.
     gate: Gate,
     /// Bumped by a reset, so that a probe taken before it releases nothing after it.
     epoch: u32,
@@ -131,11 +131,11 @@ struct State {
 /// The outage gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Gate {
-    /// Open: calls send.
-    Open,
-    /// Closed: the next probe may go at `next` (`failed` probes so far).
+    /// Closed: calls send.
+    Closed,
+    /// Open: the next probe may go at `next` (`failed` probes so far).
     Waiting { next: Instant, failed: u32 },
-    /// Closed, and one call is probing (`failed` probes before it).
+    /// Open, and one call is probing (`failed` probes before it).
     Probing { failed: u32 },
 }
 
@@ -145,7 +145,7 @@ impl State {
             paused_until: None,
             failures: 0,
             first_failure: None,
-            gate: Gate::Open,
+            gate: Gate::Closed,
             epoch: 0,
         }
     }
@@ -156,7 +156,7 @@ impl State {
         if self.paused_until.is_some() {
             word |= PAUSED;
         }
-        if self.gate != Gate::Open {
+        if self.gate != Gate::Closed {
             word |= GATED;
         }
         if self.failures > 0 {
@@ -184,7 +184,7 @@ pub enum Admission {
         /// The class the hint came with, the hint included.
         class: Class,
     },
-    /// The outage gate is closed: wait until it opens, or until the next probe may go.
+    /// The outage gate is open: wait until it closes, or until the next probe may go.
     Gated {
         /// When the next probe may go, if one is scheduled (none while a probe is out).
         next_probe: Option<Instant>,
@@ -196,9 +196,9 @@ pub enum Admission {
 pub enum UpstreamEffect {
     /// It pauses every call on the upstream this long.
     Pause(Duration),
-    /// An outage failure: it counts toward closing the gate.
+    /// An outage failure: it counts toward opening the gate.
     Outage,
-    /// An answer: the upstream is up; it opens a closed gate.
+    /// An answer: the upstream is up; it closes an open gate.
     Clears,
     /// Nothing the upstream keeps.
     Nothing,
@@ -241,7 +241,7 @@ impl Upstream {
         self
     }
 
-    /// Close the outage gate after `failures` outage failures within `within`, with no success
+    /// Open the outage gate after `failures` outage failures within `within`, with no success
     /// between (default: 3 within 10 s). At least one.
     pub const fn gate_after(mut self, failures: u32, within: Duration) -> Upstream {
         self.gate_failures = if failures == 0 { 1 } else { failures };
@@ -257,7 +257,7 @@ impl Upstream {
     /// What a failure of `class` on a call under `policy` tells the upstream: the pause it sets
     /// (a provider's hint on a `RateLimited` or `Unavailable`, capped at
     /// [`max_pause`](Self::max_pause) or the policy's `max_retry_after`), whether it counts
-    /// toward closing the outage gate, or whether it opens it (an answer). What
+    /// toward opening the outage gate, or whether it closes it (an answer). What
     /// `backoff explain --upstream` says, from this same code.
     ///
     /// ```
@@ -289,7 +289,7 @@ impl Upstream {
         }
     }
 
-    /// The outage gate's rule: it closes after this many outage failures within this window,
+    /// The outage gate's rule: it opens after this many outage failures within this window,
     /// with no success between.
     pub const fn gate_rule(&self) -> (u32, Duration) {
         (self.gate_failures, self.gate_window)
@@ -303,7 +303,7 @@ impl Upstream {
         (until > now).then(|| until - now)
     }
 
-    /// Whether the outage gate is closed.
+    /// Whether the outage gate is open: one call probes, the others wait.
     pub fn is_gated(&self) -> bool {
         self.word.load(Ordering::Acquire) & GATED != 0
     }
@@ -342,7 +342,7 @@ impl Upstream {
         self.word.store(state.word(), Ordering::Release);
     }
 
-    /// After a success or an answer: the failures are forgotten, and the gate opens.
+    /// After a success or an answer: the failures are forgotten, and the gate closes.
     fn cleared(&self, admitted: Admission) {
         let mut state = self.lock();
         if let Admission::Send {
@@ -352,14 +352,14 @@ impl Upstream {
         {
             return;
         }
-        let was_gated = state.gate != Gate::Open;
+        let was_gated = state.gate != Gate::Closed;
         state.failures = 0;
         state.first_failure = None;
-        state.gate = Gate::Open;
+        state.gate = Gate::Closed;
         self.store(&state);
         drop(state);
         if was_gated {
-            meter::upstream(self.name, UpstreamSeries::GateOpened);
+            meter::upstream(self.name, UpstreamSeries::GateClosed);
             self.changed.notify_waiters();
         }
     }
@@ -380,7 +380,7 @@ impl UpstreamStore for Upstream {
             state.paused_until = None;
         }
         let admission = match state.gate {
-            Gate::Open => Admission::Send { probe: None, seen },
+            Gate::Closed => Admission::Send { probe: None, seen },
             Gate::Waiting { next, failed } if next <= now => {
                 state.gate = Gate::Probing { failed };
                 meter::upstream(self.name, UpstreamSeries::Probe);
@@ -445,11 +445,11 @@ impl UpstreamStore for Upstream {
                 state.first_failure = Some(now);
             }
             state.failures = state.failures.saturating_add(1);
-            if state.gate == Gate::Open && state.failures >= self.gate_failures {
+            if state.gate == Gate::Closed && state.failures >= self.gate_failures {
                 let next = now + probe_wait(policy, 0);
                 state.gate = Gate::Waiting { next, failed: 0 };
                 changed = true;
-                meter::upstream(self.name, UpstreamSeries::GateClosed);
+                meter::upstream(self.name, UpstreamSeries::GateOpened);
             }
         }
         if probe && let Gate::Probing { failed } = state.gate {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::class::{Class, Classify};
 
 /// An attempt that was never sent: its upstream was paused by a provider's hint, or its
-/// outage gate was closed, past the end of the call's turn, budget or ladder. It classifies as
+/// outage gate was open, past the end of the call's turn, budget or ladder. It classifies as
 /// what the upstream was told (a `RateLimited` or `Unavailable` with its hint, or the outage's
 /// `Unavailable`), so the verdict is the one the call would have had: undetermined.
 ///
