@@ -360,6 +360,7 @@ impl Upstream {
         drop(state);
         if was_gated {
             meter::upstream(self.name, UpstreamSeries::GateClosed);
+            tracing::info!(target: "retry", upstream = self.name, "{}'s outage gate closed: calls go", self.name);
             self.changed.notify_waiters();
         }
     }
@@ -384,6 +385,7 @@ impl UpstreamStore for Upstream {
             Gate::Waiting { next, failed } if next <= now => {
                 state.gate = Gate::Probing { failed };
                 meter::upstream(self.name, UpstreamSeries::Probe);
+                tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
                 Admission::Send {
                     probe: Some(state.epoch),
                     seen,
@@ -434,6 +436,13 @@ impl UpstreamStore for Upstream {
                 state.paused_until = Some((until, class));
                 changed = true;
                 meter::upstream(self.name, UpstreamSeries::Paused);
+                tracing::info!(
+                    target: "retry",
+                    upstream = self.name,
+                    pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+                    "{} is paused for every call",
+                    self.name
+                );
             }
         }
         if effect == UpstreamEffect::Outage {
@@ -450,6 +459,13 @@ impl UpstreamStore for Upstream {
                 state.gate = Gate::Waiting { next, failed: 0 };
                 changed = true;
                 meter::upstream(self.name, UpstreamSeries::GateOpened);
+                tracing::warn!(
+                    target: "retry",
+                    upstream = self.name,
+                    failures = state.failures,
+                    "{}'s outage gate opened: one call probes, the others wait",
+                    self.name
+                );
             }
         }
         if probe && let Gate::Probing { failed } = state.gate {
