@@ -217,6 +217,7 @@ async fn arrivals(
         let (client, url) = (client.clone(), url.clone());
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(start + every * u32::try_from(n).unwrap()).await;
+            let began = Instant::now();
             let send = |_| {
                 let (client, url) = (client.clone(), url.clone());
                 async move {
@@ -231,20 +232,28 @@ async fn arrivals(
                 }
             };
             let retry = Retry::new(policy);
-            match upstream {
+            let outcome = match upstream {
                 Some(upstream) => retry.upstream(upstream).run_fn(send).await,
                 None => retry.run_fn(send).await,
-            }
+            };
+            (outcome, began.elapsed())
         }));
     }
     let mut ok = 0;
     let mut gave_up = Vec::new();
+    let mut took = Duration::ZERO;
     for task in tasks {
-        match task.await.unwrap() {
+        let (outcome, elapsed) = task.await.unwrap();
+        took += elapsed;
+        match outcome {
             Ok(_) => ok += 1,
             Err(failed) => gave_up.push(failed),
         }
     }
+    eprintln!(
+        "mean call: {:.2} s",
+        took.as_secs_f64() / calls.max(1) as f64
+    );
     (ok, gave_up)
 }
 
@@ -306,6 +315,18 @@ async fn no_request_is_sent_inside_a_pause_announced_by_a_retry_info() {
     let seen = a_shared_limit(Refusal::RetryInfo, Duration::from_millis(400), &KEY_INFO).await;
     assert!(seen.refused > 0, "{seen:?}");
     assert_eq!(seen.inside_pause, 0, "{seen:?}");
+}
+
+/// Without the upstream, each call learns alone, and sends into a `Retry-After: 1` pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_upstream_calls_send_inside_a_retry_after_pause() {
+    let (addr, provider) = serve(provider(10.0, Duration::from_secs(1), Refusal::RetryAfter)).await;
+    let start = provider.lock().unwrap().start;
+    let (ok, _) = arrivals(addr, start, None, &PATIENT, 60, Duration::from_millis(50)).await;
+    let seen = std::mem::take(&mut provider.lock().unwrap().seen);
+    eprintln!("retry-after without an upstream: {seen:?}");
+    assert!(ok > 0);
+    assert!(seen.inside_pause > 0, "{seen:?}");
 }
 
 /// Without the upstream, each call learns alone, and sends into the pause: the measure above
