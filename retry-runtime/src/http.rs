@@ -86,7 +86,10 @@ use ::http::{HeaderMap, StatusCode};
 use crate::class::{Class, Classify};
 
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "tower", feature = "reqwest-middleware"))))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
+)]
 pub use crate::layer::{NoUpstream, UpstreamChoice, UpstreamFor};
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]

@@ -411,12 +411,14 @@ fn upstream_steps(
     };
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
+    let hold = Ident::new("__retry_hold", Span::mixed_site());
     // A quiet upstream admits at once, with no future made for a wait.
     let admit = quote_spanned! {span=>
         let #ticket = match #private::Ticket::at_once(&#upstream) {
             #private::core::option::Option::Some(#ticket) => #ticket,
             #private::core::option::Option::None => {
-                match #at_upstream::upstream_admit(&mut #run, &#upstream).await {
+                let #hold = #at_upstream::HoldsUpstreamPaused::hold;
+                match #private::upstream_admit(&mut #run, &#upstream, #hold).await {
                     #private::core::result::Result::Ok(#ticket) => #ticket,
                     #private::core::result::Result::Err(#error) => {
                         return #private::core::result::Result::Err(#error);

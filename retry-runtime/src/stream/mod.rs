@@ -188,6 +188,6 @@ where
         S::Error: Into<E>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        RetryStream::new(self, open, None).held_back_as(E::from)
+        RetryStream::new(self, open, None).held_back_as(E::hold)
     }
 }

@@ -26,10 +26,11 @@ use crate::verdict::{GaveUp, StopReason};
 pub(crate) async fn admit<R, E>(
     run: &mut Run<R>,
     upstream: &'static Upstream,
+    hold: fn(UpstreamPaused) -> E,
 ) -> Result<Ticket, GaveUp<E>>
 where
     R: Source,
-    E: From<UpstreamPaused> + Classify + fmt::Display,
+    E: Classify + fmt::Display,
 {
     if let Some(ticket) = Ticket::at_once(upstream) {
         return Ok(ticket);
@@ -38,7 +39,7 @@ where
     // notification and a timer, about 200 bytes) through its first try on a quiet upstream:
     // every call moves its future, few ever wait for an upstream.
     let mut admitting = Box::pin(Admitting::new(upstream));
-    std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, E::from)).await
+    std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, hold)).await
 }
 
 pin_project_lite::pin_project! {
@@ -342,12 +343,13 @@ impl Drop for Ticket {
 pub async fn upstream_admit<R, E>(
     run: &mut Run<R>,
     upstream: &'static Upstream,
+    hold: fn(UpstreamPaused) -> E,
 ) -> Result<Ticket, E>
 where
     R: Source,
-    E: super::retry::HoldsUpstreamPaused + Classify + fmt::Display,
+    E: Classify + fmt::Display,
 {
-    admit(run, upstream)
+    admit(run, upstream, hold)
         .await
         .map_err(|gave_up| gave_up.into_error())
 }

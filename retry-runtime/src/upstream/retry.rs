@@ -37,9 +37,16 @@ pub struct UpstreamRetry<R> {
     label = "`{Self}` does not implement `From<retry_runtime::UpstreamPaused>`",
     note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Paused(#[from] retry_runtime::UpstreamPaused)`), or `impl From<retry_runtime::UpstreamPaused> for {Self}`: an attempt held back past the call's end by the upstream's pause or outage gate becomes one"
 )]
-pub trait HoldsUpstreamPaused: From<UpstreamPaused> {}
+pub trait HoldsUpstreamPaused {
+    /// The error of an attempt the upstream held back.
+    fn hold(paused: UpstreamPaused) -> Self;
+}
 
-impl<E: From<UpstreamPaused>> HoldsUpstreamPaused for E {}
+impl<E: From<UpstreamPaused>> HoldsUpstreamPaused for E {
+    fn hold(paused: UpstreamPaused) -> Self {
+        E::from(paused)
+    }
+}
 
 impl<C, P, N, Q> Retry<C, P, N, Q> {
     /// Share what `upstream` says with every call on it: its pause and its outage gate (see
@@ -121,7 +128,7 @@ macro_rules! upstream_ladder {
             loop {
                 let ticket = match Ticket::at_once($upstream) {
                     Some(ticket) => ticket,
-                    None => admit(&mut $run, $upstream).await?,
+                    None => admit(&mut $run, $upstream, HoldsUpstreamPaused::hold).await?,
                 };
                 let error = match $output {
                     Ok(value) => {
