@@ -320,13 +320,6 @@ impl RetryAfter for Option<Duration> {
 impl Classify for io::Error {
     fn classify(&self) -> Class {
         use io::ErrorKind::*;
-        // An attempt its upstream held back: the pause's class.
-        if let Some(paused) = self
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<crate::UpstreamPaused>())
-        {
-            return paused.classify();
-        }
         match self.kind() {
             TimedOut => Class::Timeout,
             NotFound

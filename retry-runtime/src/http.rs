@@ -78,6 +78,8 @@ mod service;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 mod stream_error;
 mod stream_peek;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod upstream_for;
 
 use std::time::SystemTime;
 
@@ -85,12 +87,6 @@ use ::http::{HeaderMap, StatusCode};
 
 use crate::class::{Class, Classify};
 
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-#[cfg_attr(
-    docsrs,
-    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
-)]
-pub use crate::layer::{NoUpstream, UpstreamChoice, UpstreamFor};
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use call_error::CallError;
@@ -116,6 +112,12 @@ pub use service::{AsTransport, ClassifyError, Reply};
 pub use stream_error::StreamError;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use stream_peek::{Fault, Refusal, StreamPeek};
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
+)]
+pub use upstream_for::{NoUpstream, UpstreamChoice, UpstreamFor};
 
 /// What an error body said, in the terms the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

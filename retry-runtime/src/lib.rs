@@ -81,6 +81,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
+mod admission;
 mod attempt;
 mod class;
 mod clock;
@@ -156,6 +157,7 @@ mod wait;
 #[doc(inline)]
 pub use retry_macros::retry;
 
+pub use admission::UpstreamRetry;
 pub use class::{Class, ClassSet, Classify, RetryAfter};
 pub use clock::{BoxSleep, Clock, TokioClock, TokioSleep};
 pub use deadline::{Deadline, DurationError, parse_duration};
@@ -175,15 +177,13 @@ pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;
 pub use turn::run::Turn;
-pub use upstream::{
-    Admission, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRetry, UpstreamStore,
-};
+pub use upstream::{Admission, Upstream, UpstreamEffect, UpstreamPaused, UpstreamStore};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;
 // Named by rustc's message about a retry on an upstream, likewise.
 #[doc(hidden)]
-pub use upstream::HoldsUpstreamPaused;
+pub use admission::HoldsUpstreamPaused;
 // Named by rustc's messages about a stream's rules and timeouts, likewise.
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
@@ -199,6 +199,7 @@ pub use verdict::{GaveUp, StopReason};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::admission::{HoldsUpstreamPaused, Ticket, upstream_admit, upstream_failed};
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
@@ -207,9 +208,7 @@ pub mod __private {
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;
-    pub use crate::upstream::{
-        HoldsUpstreamPaused, Ticket, Upstream, upstream_admit, upstream_failed,
-    };
+    pub use crate::upstream::Upstream;
     pub use ::core;
     pub use ::core::time::Duration;
 }

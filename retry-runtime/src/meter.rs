@@ -13,7 +13,7 @@
 //! | [`STREAM_COMMITS`] `retry_stream_commits_total` | counter | `op` | streams that reached their commit point |
 //! | [`STREAM_RESTARTS`] `retry_stream_restarts_total` | counter | `op` | streams restarted after it |
 //! | [`STREAM_RESUMES`] `retry_stream_resumes_total` | counter | `op` | streams resumed from their cursor |
-//! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`) | waits for an [`Upstream`](crate::Upstream) before an attempt |
+//! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`) | waits for an upstream (an `Upstream`) before an attempt |
 //! | [`UPSTREAM_WAIT_SECONDS`] `retry_upstream_wait_seconds` | histogram | `upstream` | how long each lasted, in seconds |
 //! | [`UPSTREAM_PAUSES`] `retry_upstream_pauses_total` | counter | `upstream` | pauses a provider's hint set or lengthened |
 //! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`opened`, `closed`) | the outage gate opening (an outage) and closing |

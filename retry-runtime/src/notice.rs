@@ -168,7 +168,7 @@ pub enum Action {
         /// The wait chosen.
         backoff: Duration,
     },
-    /// Before its next attempt, the call waits for its [`Upstream`](crate::Upstream): paused
+    /// Before its next attempt, the call waits for its upstream (an `Upstream`): paused
     /// by a provider's hint of when to come back (for every call on it), or (`gated`) held by
     /// its outage gate while another call probes, for up to `wait`.
     Hold {

@@ -582,7 +582,7 @@ fn a_first_try_success_on_an_upstream_allocates_nothing() {
     let mut results = (None, None);
     let counted = allocation_counter::measure(|| {
         let retry = Retry::new(&Policy::AVAILABILITY).upstream(&UPSTREAM);
-        results.0 = Some(poll_once(retry.run(async |_| Ok::<_, std::io::Error>(42))));
+        results.0 = Some(poll_once(retry.run(async |_| Ok::<_, Class>(42))));
         results.1 = Some(poll_once(annotated_on_an_upstream()));
     });
 
@@ -592,6 +592,6 @@ fn a_first_try_success_on_an_upstream_allocates_nothing() {
 }
 
 #[retry(policy = "availability", upstream = UPSTREAM)]
-async fn annotated_on_an_upstream() -> Result<u32, std::io::Error> {
+async fn annotated_on_an_upstream() -> Result<u32, Class> {
     Ok(7)
 }

@@ -150,26 +150,63 @@ pub(crate) async fn annotated_parked() -> Result<u64, io::Error> {
 /// of the bench, whose one failure is followed by a success.
 pub(crate) static UPSTREAM: retry_runtime::Upstream = retry_runtime::Upstream::new("bench");
 
+/// The error of a call on an upstream: the operation's, or the upstream's hold.
+#[derive(Debug)]
+pub(crate) enum OnUpstream {
+    Io(io::Error),
+    Paused(retry_runtime::UpstreamPaused),
+}
+
+impl From<io::Error> for OnUpstream {
+    fn from(error: io::Error) -> Self {
+        OnUpstream::Io(error)
+    }
+}
+
+impl From<retry_runtime::UpstreamPaused> for OnUpstream {
+    fn from(paused: retry_runtime::UpstreamPaused) -> Self {
+        OnUpstream::Paused(paused)
+    }
+}
+
+impl retry_runtime::Classify for OnUpstream {
+    fn classify(&self) -> retry_runtime::Class {
+        match self {
+            OnUpstream::Io(error) => error.classify(),
+            OnUpstream::Paused(paused) => paused.classify(),
+        }
+    }
+}
+
+impl std::fmt::Display for OnUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OnUpstream::Io(error) => error.fmt(f),
+            OnUpstream::Paused(paused) => paused.fmt(f),
+        }
+    }
+}
+
 #[retry(policy = ZERO, upstream = UPSTREAM)]
-pub(crate) async fn annotated_upstream() -> Result<u64, io::Error> {
-    op().await
+pub(crate) async fn annotated_upstream() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
 }
 
 #[retry(policy = PARKED, budget = "turn", upstream = UPSTREAM)]
-pub(crate) async fn annotated_upstream_parked() -> Result<u64, io::Error> {
-    op().await
+pub(crate) async fn annotated_upstream_parked() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
 }
 
-pub(crate) fn explicit_upstream() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+pub(crate) fn explicit_upstream() -> impl Future<Output = Result<u64, GaveUp<OnUpstream>>> {
     Retry::new(&ZERO)
         .upstream(&UPSTREAM)
-        .run(async |_| op().await)
+        .run(async |_| Ok(op().await?))
 }
 
-pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
+pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, GaveUp<OnUpstream>>> {
     Retry::new(&PARKED)
         .upstream(&UPSTREAM)
-        .run(async |_| op().await)
+        .run(async |_| Ok(op().await?))
 }
 
 pub(crate) fn explicit() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {

@@ -115,8 +115,8 @@ impl Classify for tonic::transport::Error {
 /// assert_eq!(status.code(), tonic::Code::ResourceExhausted);
 /// assert_eq!(status.classify(), Class::RateLimited { retry_after: Some(Duration::from_millis(1500)) });
 /// ```
-impl From<crate::UpstreamPaused> for tonic::Status {
-    fn from(paused: crate::UpstreamPaused) -> Self {
+impl From<crate::upstream::UpstreamPaused> for tonic::Status {
+    fn from(paused: crate::upstream::UpstreamPaused) -> Self {
         let message = paused.to_string();
         let mut status = match paused.classify() {
             Class::RateLimited { .. } => tonic::Status::resource_exhausted(message),

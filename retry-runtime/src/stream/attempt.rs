@@ -20,13 +20,13 @@ use super::state::{
     Error, Flow, Inner, Item, Output, Settings, Shared, Sleep, State, StateOf, Then, Yielded,
 };
 use super::timer::{Phase, Timeouts, Timer, bounds};
+use crate::admission::{Admitting, Ticket};
 use crate::class::Classify;
 use crate::engine::{Clocked, Source, StreamFacts};
 use crate::nesting;
 use crate::notice::Reached;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
-use crate::upstream::{Admitting, Ticket};
 use crate::wait::{Wait, Waited};
 
 /// What a stream's polls say to do next.

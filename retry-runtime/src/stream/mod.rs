@@ -27,6 +27,7 @@ use std::future::Future;
 
 use futures_core::TryStream;
 
+use crate::admission::{HoldsUpstreamPaused, UpstreamRetry};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::engine::{Retry, TimedRetry};
@@ -34,7 +35,6 @@ use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::upstream::{HoldsUpstreamPaused, UpstreamRetry};
 
 pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]

@@ -13,12 +13,13 @@ use super::ended::EndedEarly;
 use super::hold::Limits;
 use super::open::OpenAttempt;
 use super::resume::ResumeFrom;
+use crate::admission::{Admitting, Ticket};
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run};
 use crate::nesting;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
-use crate::upstream::{Admitting, Ticket, UpstreamPaused};
+use crate::upstream::UpstreamPaused;
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 

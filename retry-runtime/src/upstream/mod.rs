@@ -20,15 +20,9 @@ use crate::ladder;
 use crate::meter::{self, UpstreamSeries};
 use crate::policy::Policy;
 
-mod admit;
 mod paused;
-mod retry;
 
-#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "stream"))]
-pub(crate) use admit::Admitting;
-pub use admit::{Ticket, upstream_admit, upstream_failed};
 pub use paused::UpstreamPaused;
-pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
 
 /// The word's bit for a pause.
 const PAUSED: u32 = 1;

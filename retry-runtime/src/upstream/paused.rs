@@ -77,20 +77,6 @@ impl fmt::Display for UpstreamPaused {
 
 impl std::error::Error for UpstreamPaused {}
 
-/// An `io::Error` can hold one: it classifies as the pause it carries.
-///
-/// ```
-/// use retry_runtime::{Class, Classify, UpstreamPaused};
-///
-/// let paused = UpstreamPaused::new("model", Class::Unavailable { retry_after: None }, true);
-/// assert_eq!(std::io::Error::from(paused).classify(), Class::Unavailable { retry_after: None });
-/// ```
-impl From<UpstreamPaused> for std::io::Error {
-    fn from(paused: UpstreamPaused) -> Self {
-        std::io::Error::other(paused)
-    }
-}
-
 /// A bare `Class` can hold one too: the pause's class, for functions whose error is a `Class`.
 impl From<UpstreamPaused> for Class {
     fn from(paused: UpstreamPaused) -> Self {

@@ -16,6 +16,7 @@ use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
 use crate::turn::flight::Flight;
+use crate::upstream::Upstream;
 use crate::verdict::{GaveUp, StopReason};
 
 impl<R: Source, A: Count> Run<R, A> {
@@ -70,7 +71,7 @@ impl<R: Source, A: Count> Run<R, A> {
     /// The upstream the call's retry shares, if any: a stream reads it at each open.
     #[cfg_attr(not(feature = "stream"), allow(dead_code))]
     #[inline]
-    pub(crate) fn upstream(&self) -> Option<&'static crate::Upstream> {
+    pub(crate) fn upstream(&self) -> Option<&'static Upstream> {
         self.source.upstream()
     }
 
@@ -111,7 +112,7 @@ impl<R: Source, A: Count> Run<R, A> {
     /// allowance and budget, in its turn's report, and in the metrics.
     pub(crate) fn upstream_waited(
         &mut self,
-        upstream: &'static crate::Upstream,
+        upstream: &'static Upstream,
         gated: bool,
         lasted: Duration,
     ) {

@@ -1,5 +1,11 @@
-//! Before each attempt of a call on an upstream: what the upstream says ([`admit`]), the wait
-//! for its pause or gate, and the [`Ticket`] that tells the upstream how the attempt ended.
+//! Admission: before each attempt of a call on an [`Upstream`], what the upstream says
+//! ([`admit`]), the wait for its pause or gate, and the [`Ticket`] that tells the upstream how
+//! the attempt ended; and the retry on an upstream that runs its calls so ([`UpstreamRetry`]).
+//! Above the engine and the upstream's state, which know nothing of it.
+
+mod retry;
+
+pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
 
 use std::fmt;
 use std::future::Future;
@@ -10,12 +16,11 @@ use std::time::Duration;
 use tokio::sync::futures::Notified;
 use tokio::time::Instant;
 
-use super::paused::UpstreamPaused;
-use super::{Admission, Upstream, UpstreamStore};
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::ladder;
+use crate::upstream::{Admission, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),

@@ -5,9 +5,7 @@
 use std::fmt;
 use std::future::Future;
 
-use super::Upstream;
-use super::admit::{Ticket, admit};
-use super::paused::UpstreamPaused;
+use super::{Ticket, admit};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
@@ -17,6 +15,7 @@ use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
+use crate::upstream::{Upstream, UpstreamPaused};
 use crate::verdict::GaveUp;
 
 /// A retry on an upstream: [`Retry::upstream`] or [`TimedRetry::upstream`]. Its calls share
