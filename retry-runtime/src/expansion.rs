@@ -8,9 +8,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::admission::Ticket;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Call, Source, Waiting};
+use crate::fallback::{Next, Route};
 use crate::policy::{Policy, PolicyError};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
@@ -110,6 +112,34 @@ where
             .waiting
             .poll(cx)
             .map(|waited| waited.map_err(|gave_up| gave_up.into_error().error))
+    }
+}
+
+/// An attempt of `#[retry(across = ..)]` failed: its upstream is told, and the call moves
+/// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder
+/// (`Ok(Some(error))`), or gives up with it (`Err(error)`).
+#[inline]
+pub fn across_failed<R: Source, E, C, D>(
+    route: &mut Route,
+    ticket: Ticket,
+    run: &mut Call<R>,
+    error: E,
+    classify: C,
+    display: D,
+) -> Result<Option<E>, E>
+where
+    C: Fn(&E) -> Class,
+    D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
+{
+    let judged = Judged {
+        error,
+        classify,
+        display,
+    };
+    match route.failed(ticket, run, judged) {
+        Next::Moved => Ok(None),
+        Next::Ladder(judged) => Ok(Some(judged.error)),
+        Next::GaveUp(gave_up) => Err(gave_up.into_error().error),
     }
 }
 

@@ -89,6 +89,7 @@ mod deadline;
 mod draw;
 mod engine;
 mod expansion;
+mod fallback;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
@@ -163,6 +164,7 @@ pub use clock::{BoxSleep, Clock, TokioClock, TokioSleep};
 pub use deadline::{Deadline, DurationError, parse_duration};
 pub use draw::Draw;
 pub use engine::{Retry, TimedRetry};
+pub use fallback::{AcrossRetry, Answered, Upstreams};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
@@ -194,7 +196,7 @@ pub use timeout::HoldsStreamTimeout;
 // Named by rustc's message about an error type without `Display`, likewise.
 #[doc(hidden)]
 pub use expansion::Reportable;
-pub use verdict::{GaveUp, StopReason};
+pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
@@ -205,10 +207,11 @@ pub mod __private {
     pub use crate::deadline::Deadline;
     pub use crate::engine::{Call, Clocked, Count, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
+    pub use crate::fallback::{Next, Route, Upstreams};
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;
-    pub use crate::upstream::Upstream;
+    pub use crate::upstream::{OnUpstream, Upstream};
     pub use ::core;
     pub use ::core::time::Duration;
 }

@@ -18,6 +18,7 @@
 //! | [`UPSTREAM_PAUSES`] `retry_upstream_pauses_total` | counter | `upstream` | pauses a provider's hint set or lengthened |
 //! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`opened`, `closed`) | the outage gate opening (an outage) and closing |
 //! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the open gate |
+//! | [`UPSTREAM_MOVES`] `retry_upstream_moves_total` | counter | `from`, `to` | calls moved from one upstream of an ordered set (`Upstreams`) to the next |
 //!
 //! Labels have low cardinality: the operation's name, and a value from the lists here; never
 //! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
@@ -68,6 +69,10 @@ pub const UPSTREAM_GATE: &str = "retry_upstream_gate_total";
 /// Probes sent through its open gate: `retry_upstream_probes_total{upstream}`.
 pub const UPSTREAM_PROBES: &str = "retry_upstream_probes_total";
 
+/// Calls moved from one upstream of an ordered set to the next:
+/// `retry_upstream_moves_total{from, to}`.
+pub const UPSTREAM_MOVES: &str = "retry_upstream_moves_total";
+
 /// What an upstream records: rare (a pause, a gate's change, a probe, a wait), so each is
 /// registered as it happens, by the upstream's name.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +100,15 @@ pub(crate) fn upstream(name: &'static str, series: UpstreamSeries) {
     record::upstream(name, series);
     #[cfg(not(feature = "metrics"))]
     let _ = (name, series);
+}
+
+/// Record a call's move from the upstream `from` to `to`.
+#[inline]
+pub(crate) fn moved(from: &'static str, to: &'static str) {
+    #[cfg(feature = "metrics")]
+    record::moved(from, to);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (from, to);
 }
 
 // The label lists are slices, not arrays, so a new class or reason does not change their type.
@@ -410,6 +424,18 @@ mod record {
                     .register_histogram(&key, &METADATA)
                     .record(lasted.as_secs_f64());
             }
+        });
+    }
+
+    pub(super) fn moved(from: &'static str, to: &'static str) {
+        let labels = vec![
+            Label::from_static_parts("from", from),
+            Label::from_static_parts("to", to),
+        ];
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_counter(&Key::from_parts(super::UPSTREAM_MOVES, labels), &METADATA)
+                .increment(1);
         });
     }
 

@@ -179,6 +179,14 @@ pub enum Action {
         /// Held by the outage gate, rather than paused.
         gated: bool,
     },
+    /// The call moves to the next upstream of its ordered set ([`Upstreams`](crate::Upstreams))
+    /// at once, with no wait: `from` failed in a way another may not.
+    Move {
+        /// The upstream that failed.
+        from: &'static str,
+        /// The upstream the next attempt goes to.
+        to: &'static str,
+    },
     /// It gives up and returns the failure.
     GiveUp {
         /// Why.
@@ -302,6 +310,21 @@ fn hold(
     }
 }
 
+/// What a failure of `class` says of the far side, in words.
+pub(crate) const fn state(class: Class) -> &'static str {
+    match class {
+        Class::Transport => "could not be reached",
+        Class::Unavailable { .. } => "is unavailable",
+        Class::ServerError => "failed on its side",
+        Class::Timeout => "timed out",
+        Class::RateLimited { .. } => "is rate limited",
+        Class::QuotaExhausted => "is out of quota",
+        Class::InvalidOutput => "returned unusable output",
+        Class::Cancelled => "was cancelled",
+        Class::Definitive => "answered with an error",
+    }
+}
+
 /// A sentence for a person, in the library's own words: the op, the class in words, the
 /// attempt and the wait, or why it gave up. It never carries the error's text (a server's
 /// message or a URL may hold a secret); that is on [`RetryEvent::error`], redacted.
@@ -315,17 +338,10 @@ impl fmt::Display for RetryEvent<'_> {
         {
             return hold(f, upstream, self.class, wait, gated);
         }
-        let state = match self.class {
-            Class::Transport => "could not be reached",
-            Class::Unavailable { .. } => "is unavailable",
-            Class::ServerError => "failed on its side",
-            Class::Timeout => "timed out",
-            Class::RateLimited { .. } => "is rate limited",
-            Class::QuotaExhausted => "is out of quota",
-            Class::InvalidOutput => "returned unusable output",
-            Class::Cancelled => "was cancelled",
-            Class::Definitive => "answered with an error",
-        };
+        if let Action::Move { from, to } = self.action {
+            return write!(f, "{from} {}: using {to}", state(self.class));
+        }
+        let state = state(self.class);
         let op = self.op;
         let resume_failed = matches!(
             self.action,
@@ -373,8 +389,8 @@ impl fmt::Display for RetryEvent<'_> {
                 self.resume_from.unwrap_or("its cursor"),
                 backoff.as_millis()
             ),
-            // Told apart above, in its own words.
-            Action::Hold { .. } => Ok(()),
+            // Told apart above, in their own words.
+            Action::Hold { .. } | Action::Move { .. } => Ok(()),
             Action::GiveUp { reason } => write!(
                 f,
                 ": gave up after {} of {} attempts: {reason}",
@@ -492,6 +508,23 @@ fn trace(notice: &Notice<'_>) {
             resume_from = event.resume_from.unwrap_or_default(),
             "{event}"
         ),
+        Action::Hold { .. } | Action::Move { .. } => trace_upstream(event),
+        Action::GiveUp { reason } => tracing::warn!(
+            target: "retry",
+            op = event.op,
+            attempt = event.attempt,
+            total = event.total,
+            class = event.class.name(),
+            error = %event.error,
+            reason = reason.name(),
+            "{event}"
+        ),
+    }
+}
+
+/// The log of a call's wait for its upstream, or of its move to the next one.
+fn trace_upstream(event: &RetryEvent<'_>) {
+    match event.action {
         Action::Hold {
             upstream,
             wait,
@@ -506,15 +539,16 @@ fn trace(notice: &Notice<'_>) {
             class = event.class.name(),
             "{event}"
         ),
-        Action::GiveUp { reason } => tracing::warn!(
+        Action::Move { from, to } => tracing::warn!(
             target: "retry",
             op = event.op,
             attempt = event.attempt,
-            total = event.total,
+            from,
+            to,
             class = event.class.name(),
             error = %event.error,
-            reason = reason.name(),
             "{event}"
         ),
+        _ => {}
     }
 }

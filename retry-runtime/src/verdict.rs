@@ -162,6 +162,8 @@ pub struct GaveUp<E> {
     attempts: u32,
     delivered: bool,
     waited: Duration,
+    /// A call across an ordered set of upstreams: how it left each; boxed, made only there.
+    upstreams: Option<Box<[UpstreamLeft]>>,
 }
 
 impl<E> GaveUp<E> {
@@ -172,7 +174,47 @@ impl<E> GaveUp<E> {
             attempts,
             delivered: false,
             waited,
+            upstreams: None,
         }
+    }
+
+    /// The same, from a call across an ordered set of upstreams, which left each as `left`.
+    pub(crate) fn with_upstreams(mut self, left: Vec<UpstreamLeft>) -> Self {
+        self.upstreams = (!left.is_empty()).then(|| left.into_boxed_slice());
+        self
+    }
+
+    /// A call across an ordered set of upstreams ([`Upstreams`](crate::Upstreams)): each
+    /// upstream, in the set's order, with its last failure in this call and why the call left
+    /// it. Empty for a call on one upstream or none. The give-up's `Display` reads it as one
+    /// sentence per upstream.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, LeftBecause, Policy, Retry, Upstream, Upstreams};
+    ///
+    /// static CLAUDE: Upstream = Upstream::new("claude");
+    /// static GPT: Upstream = Upstream::new("gpt");
+    /// static MODELS: Upstreams = Upstreams::new(&[&CLAUDE, &GPT]);
+    /// static TWICE: retry_runtime::Policy = Policy::AVAILABILITY.with_attempts(2);
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let gave_up = Retry::new(&TWICE)
+    ///     .across(&MODELS)
+    ///     .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
+    ///     .await
+    ///     .unwrap_err();
+    /// let left: Vec<_> = gave_up.upstreams().iter().map(|left| (left.upstream(), left.why())).collect();
+    /// assert_eq!(left, [("claude", LeftBecause::Moved), ("gpt", LeftBecause::GaveUp)]);
+    /// assert!(gave_up.is_undetermined());
+    /// assert!(gave_up.to_string().ends_with(
+    ///     "claude is unavailable (unavailable): the call moved on at once; \
+    ///      gpt is unavailable (unavailable): the call gave up on it"
+    /// ));
+    /// # }
+    /// ```
+    pub fn upstreams(&self) -> &[UpstreamLeft] {
+        self.upstreams.as_deref().unwrap_or_default()
     }
 
     /// The same, from a stream that had (or had not) delivered output to the caller.
@@ -283,7 +325,11 @@ impl<E: Classify> Classify for GaveUp<E> {
 impl<E: fmt::Display> fmt::Display for GaveUp<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (gave up: ", Redacted::new(&self.error))?;
-        self.verdict(f)
+        self.verdict(f)?;
+        for left in self.upstreams() {
+            write!(f, "; {left}")?;
+        }
+        Ok(())
     }
 }
 
@@ -295,6 +341,7 @@ impl<E: fmt::Debug> fmt::Debug for GaveUp<E> {
             .field("reason", &self.reason)
             .field("attempts", &self.attempts)
             .field("waited", &self.waited)
+            .field("upstreams", &self.upstreams())
             .finish()
     }
 }
@@ -371,5 +418,88 @@ impl<E: Error + 'static> fmt::Display for Report<'_, E> {
         }
         write!(f, "{line} (gave up: ")?;
         self.0.verdict(f)
+    }
+}
+
+/// One upstream of an ordered set, as a call that gave up left it: its last failure in the
+/// call, if it was tried, and why the call left it ([`GaveUp::upstreams`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamLeft {
+    upstream: &'static str,
+    failure: Option<(Class, String)>,
+    why: LeftBecause,
+}
+
+/// Why a call across an ordered set of upstreams left one.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeftBecause {
+    /// It failed, and the call moved to the next upstream at once.
+    Moved,
+    /// Every upstream had failed or was held: the call waited on its ladder.
+    Waited,
+    /// A provider's hint paused it for every call.
+    Paused,
+    /// Its outage gate was open: another call was probing it.
+    Gated,
+    /// Its failure was the one the call gave up on.
+    GaveUp,
+}
+
+impl UpstreamLeft {
+    pub(crate) fn new(upstream: &'static str, why: LeftBecause) -> UpstreamLeft {
+        UpstreamLeft {
+            upstream,
+            failure: None,
+            why,
+        }
+    }
+
+    /// The same, having failed with `class`, told as `error` (redacted).
+    pub(crate) fn failed(mut self, class: Class, error: &dyn fmt::Display) -> UpstreamLeft {
+        self.failure = Some((class, Redacted::new(error).to_string()));
+        self
+    }
+
+    /// The same, left for `why`.
+    pub(crate) fn because(mut self, why: LeftBecause) -> UpstreamLeft {
+        self.why = why;
+        self
+    }
+
+    /// The upstream's name.
+    pub fn upstream(&self) -> &'static str {
+        self.upstream
+    }
+
+    /// Its last failure in the call, its class and its text (redacted); `None` if the call
+    /// never sent to it.
+    pub fn failure(&self) -> Option<(Class, &str)> {
+        self.failure
+            .as_ref()
+            .map(|(class, text)| (*class, text.as_str()))
+    }
+
+    /// Why the call left it.
+    pub fn why(&self) -> LeftBecause {
+        self.why
+    }
+}
+
+/// One sentence: the upstream, its last failure, and why the call left it.
+impl fmt::Display for UpstreamLeft {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.upstream;
+        match &self.failure {
+            Some((class, text)) => write!(f, "{name} {} ({text})", crate::notice::state(*class))?,
+            None => write!(f, "{name} was not tried")?,
+        }
+        f.write_str(match self.why {
+            LeftBecause::Moved => ": the call moved on at once",
+            LeftBecause::Waited => ": every upstream had failed, so the call waited",
+            LeftBecause::Paused => ": it was paused for every call",
+            LeftBecause::Gated => ": its outage gate was open",
+            LeftBecause::GaveUp => ": the call gave up on it",
+        })
     }
 }

@@ -21,7 +21,9 @@ use serde_json::Value;
 /// Every public item at module level, one a line: its kind and its path below the crate root.
 /// Hidden items (`#[doc(hidden)]`, such as `__private`) are not public API and are not named.
 const SURFACE: &str = "
+struct AcrossRetry
 enum Admission
+struct Answered
 type BoxSleep
 struct Canceller
 enum Class
@@ -82,6 +84,7 @@ enum ladder::Step
 enum ladder::Why
 fn ladder::worst_case_wait
 fn ladder::worst_case_wait_with_hints
+enum LeftBecause
 mod meter
 const meter::ATTEMPT_CLASSES
 const meter::ATTEMPTS
@@ -94,6 +97,7 @@ const meter::STREAM_COMMITS
 const meter::STREAM_RESTARTS
 const meter::STREAM_RESUMES
 const meter::UPSTREAM_GATE
+const meter::UPSTREAM_MOVES
 const meter::UPSTREAM_PAUSES
 const meter::UPSTREAM_PROBES
 const meter::UPSTREAM_WAIT_SECONDS
@@ -174,8 +178,10 @@ struct turn::TurnReport
 struct TurnReport
 struct Upstream
 enum UpstreamEffect
+struct UpstreamLeft
 struct UpstreamPaused
 struct UpstreamRetry
+struct Upstreams
 trait UpstreamStore
 ";
 

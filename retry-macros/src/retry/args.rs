@@ -68,6 +68,7 @@ pub(crate) struct Config {
     pub(crate) quota: Option<ExprPath>,
     /// A path to the `static` `Upstream` the calls share.
     pub(crate) upstream: Option<ExprPath>,
+    pub(crate) across: Option<ExprPath>,
     /// `Class` variants the policy retries too, and those it no longer retries.
     pub(crate) also_retry: Vec<At<&'static str>>,
     pub(crate) never_retry: Vec<At<&'static str>>,
@@ -287,6 +288,7 @@ impl Config {
                 }
                 (Key::Quota, Value::Path(path)) => config.quota = Some(path),
                 (Key::Upstream, Value::Path(path)) => config.upstream = Some(path),
+                (Key::Across, Value::Path(path)) => config.across = Some(path),
                 (Key::AlsoRetry, Value::Entries(entries)) => {
                     config.also_retry = value::class_list(given, &entries, errors);
                 }
@@ -321,6 +323,7 @@ impl Config {
             name: None,
             quota: None,
             upstream: None,
+            across: None,
             also_retry: Vec::new(),
             never_retry: Vec::new(),
         }
@@ -338,6 +341,20 @@ impl Config {
             );
             let later = raw.position(Key::CapMs).max(raw.position(Key::BaseMs));
             errors.push_at(later, Error::new(self.cap_ms_span(), message));
+        }
+        if let (Some(_), Some(across)) = (&self.upstream, &self.across) {
+            let message = "`upstream` and `across` both say where the attempts go; keep \
+                           `across` and list the upstream in its `Upstreams`, or keep `upstream` \
+                           alone";
+            let later = raw.position(Key::Upstream).max(raw.position(Key::Across));
+            let span = if later == raw.position(Key::Across) {
+                first_span(across)
+            } else {
+                self.upstream
+                    .as_ref()
+                    .map_or_else(Span::call_site, first_span)
+            };
+            errors.push_at(later, Error::new(span, message));
         }
         for class in &self.also_retry {
             let why = match class.value {
@@ -415,8 +432,11 @@ mod tests {
             also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
         };
         let mut errors = Errors::default();
-        let raw = read(args.clone(), &mut errors);
+        // `across` and `upstream` are read alike, and refused together.
+        let every = quote::quote!(#args across = crate::MODELS);
+        let raw = read(every.clone(), &mut errors);
         assert_eq!(raw.given.iter().flatten().count(), Key::ALL.len());
+        assert!(parse(every).is_err());
         let config = parse(args).unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(
             config.policy,

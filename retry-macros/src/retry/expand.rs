@@ -346,8 +346,18 @@ fn attempt_loop(
     );
     let (start, take) = start_and_take(config, private, &run, &attempted);
     let ticket = Ident::new("__retry_ticket", Span::mixed_site());
-    let (admit, report_failure, report_success) =
-        upstream_steps(config, private, &run, &ticket, &error, &classify);
+    let steps = if config.across.is_some() {
+        across_steps(config, private, &run, &ticket, &error)
+    } else {
+        upstream_steps(config, private, &run, &ticket, &error, &classify)
+    };
+    let Steps {
+        setup,
+        admit,
+        on_failure,
+        succeeded: report_success,
+        waited,
+    } = steps;
     let attempt_block = quote_spanned! {attempt_span=>
         async {
             if let #private::core::option::Option::Some(#pinned) =
@@ -359,6 +369,10 @@ fn attempt_loop(
             #stmts
         }
     };
+    let attempt_block = match &config.across {
+        Some(_) => quote!(#private::OnUpstream::new(#ticket.upstream(), #attempt_block)),
+        None => attempt_block,
+    };
     // The attempt's output lives in a block of its own, so that nothing of it stays beside
     // the wait across the `.await`: the future holds the larger of the two, not both.
     let retry_loop = quote_spanned! {body_span=>
@@ -368,10 +382,7 @@ fn attempt_loop(
                 let #attempted = #run.#start(#attempt_block).await;
                 let #output: #ret = #take;
                 match #output {
-                    #err_pattern => {
-                        #report_failure
-                        #error
-                    }
+                    #err_pattern => #on_failure,
                     #output => {
                         #report_success
                         #run.succeeded();
@@ -387,10 +398,12 @@ fn attempt_loop(
             if let #private::core::result::Result::Err(#error) = #wait {
                 return #private::core::result::Result::Err(#error);
             }
+            #waited
         }
     };
     quote! {
         let mut #run = #private::Call::new(#source);
+        #setup
         #retry_loop
     }
 }
@@ -405,9 +418,15 @@ fn upstream_steps(
     ticket: &Ident,
     error: &Ident,
     classify: &TokenStream,
-) -> (TokenStream, TokenStream, TokenStream) {
+) -> Steps {
     let Some(upstream) = &config.upstream else {
-        return (TokenStream::new(), TokenStream::new(), TokenStream::new());
+        return Steps {
+            setup: TokenStream::new(),
+            admit: TokenStream::new(),
+            on_failure: quote!(#error),
+            succeeded: TokenStream::new(),
+            waited: TokenStream::new(),
+        };
     };
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
@@ -432,7 +451,90 @@ fn upstream_steps(
         #private::upstream_failed(#ticket, (#classify)(&#error), &#run);
     };
     let succeeded = quote!(#ticket.succeeded(););
-    (admit, failed, succeeded)
+    Steps {
+        setup: TokenStream::new(),
+        admit,
+        on_failure: quote!({ #failed #error }),
+        succeeded,
+        waited: TokenStream::new(),
+    }
+}
+
+/// What the loop does around each attempt beside the engine's steps: before the loop, before
+/// the attempt, with its failure (the error for the ladder, or a `continue` or `return`), after
+/// a success and after a wait.
+struct Steps {
+    setup: TokenStream,
+    admit: TokenStream,
+    on_failure: TokenStream,
+    succeeded: TokenStream,
+    waited: TokenStream,
+}
+
+/// With `across`, the steps of a call across an ordered set of upstreams: each attempt routed
+/// to the first upstream neither paused nor gated (the call's error, made from the
+/// `UpstreamPaused` where every one held it back past its end, returned at once); a failure
+/// told to its upstream, then moved at once to the next, or left to the ladder; a wait starts
+/// a new round from the first upstream.
+fn across_steps(
+    config: &Config,
+    private: &TokenStream,
+    run: &Ident,
+    ticket: &Ident,
+    error: &Ident,
+) -> Steps {
+    let Some(across) = &config.across else {
+        unreachable!("across_steps is called with `across` set");
+    };
+    let span = first_span(across);
+    let at_across = respan(private, span);
+    let route = Ident::new("__retry_route", Span::mixed_site());
+    let hold = Ident::new("__retry_hold", Span::mixed_site());
+    let set = Ident::new("__retry_set", Span::mixed_site());
+    // Typed where the user wrote it, so a path to something else is reported there.
+    let setup = quote_spanned! {span=>
+        let #set: &'static #at_across::Upstreams = &#across;
+        let mut #route = #private::Route::new(#set);
+    };
+    let admit = quote_spanned! {span=>
+        let #ticket = match #route.at_once() {
+            #private::core::option::Option::Some(#ticket) => #ticket,
+            #private::core::option::Option::None => {
+                let #hold = #at_across::HoldsUpstreamPaused::hold;
+                match #route.admit(&mut #run, #hold).await {
+                    #private::core::result::Result::Ok(#ticket) => #ticket,
+                    #private::core::result::Result::Err(#error) => {
+                        return #private::core::result::Result::Err(#error.into_error());
+                    }
+                }
+            }
+        };
+    };
+    let formatter = Ident::new("__retry_formatter", Span::mixed_site());
+    let classify = quote!(|#error| #private::Classify::classify(#error));
+    let display = quote!(|#error, #formatter| #private::Reportable::report(#error, #formatter));
+    // The error's `Classify` and `Display` are checked at the user's `E` by the ladder's
+    // closures; these are the same, for the route.
+    let on_failure = quote! {{
+        #[allow(clippy::redundant_closure)]
+        let #error = match #private::across_failed(
+            &mut #route, #ticket, &mut #run, #error, #classify, #display,
+        ) {
+            #private::core::result::Result::Ok(#private::core::option::Option::None) => continue,
+            #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => #error,
+            #private::core::result::Result::Err(#error) => {
+                return #private::core::result::Result::Err(#error);
+            }
+        };
+        #error
+    }};
+    Steps {
+        setup,
+        admit,
+        on_failure,
+        succeeded: quote!(#ticket.succeeded();),
+        waited: quote!(#route.waited();),
+    }
 }
 
 /// The `Run` method that starts an attempt, and the attempt's output as the body's return

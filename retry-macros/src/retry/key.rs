@@ -61,6 +61,8 @@ keys! {
     Quota = "quota", takes QuotaPath, like "crate::MODEL_QUOTA";
     /// What the calls share: a provider's pause and the outage gate.
     Upstream = "upstream", takes UpstreamPath, like "crate::MODEL";
+    /// An ordered set of upstreams to fall back across.
+    Across = "across", takes UpstreamsPath, like "crate::MODELS";
     AlsoRetry = "also_retry", takes ClassList, like "[InvalidOutput]";
     NeverRetry = "never_retry", takes ClassList, like "[RateLimited]";
     /// The runtime's path, for users who rename the dependency.
@@ -88,6 +90,8 @@ pub(crate) enum Kind {
     QuotaPath,
     /// A path to a `static` `Upstream`.
     UpstreamPath,
+    /// A path to a `static` `Upstreams`.
+    UpstreamsPath,
     /// `[A, B]`, or a single `A`.
     ClassList,
     /// A path in a string.
@@ -104,6 +108,7 @@ impl Kind {
             Kind::Word | Kind::Duration | Kind::Text => "a string",
             Kind::QuotaPath => "a path to a `static` `Quota`",
             Kind::UpstreamPath => "a path to a `static` `Upstream`",
+            Kind::UpstreamsPath => "a path to a `static` `Upstreams`",
             Kind::ClassList => "a list of `Class` variants",
             Kind::PathInText => "a string holding a path",
         }
@@ -209,6 +214,7 @@ mod tests {
                 ("name", string),
                 ("quota", "a path to a `static` `Quota`"),
                 ("upstream", "a path to a `static` `Upstream`"),
+                ("across", "a path to a `static` `Upstreams`"),
                 ("also_retry", classes),
                 ("never_retry", classes),
                 ("crate", "a string holding a path"),

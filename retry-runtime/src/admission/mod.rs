@@ -28,13 +28,14 @@ use crate::verdict::{GaveUp, StopReason};
 /// caller's error made from an [`UpstreamPaused`], where the wait would outlast the call's turn
 /// or budget (a pause), or its ladder's allowance (a gate), or the turn is cancelled. The fast
 /// path, an upstream with nothing to say, is one atomic read.
-pub(crate) async fn admit<R, E>(
-    run: &mut Run<R>,
+pub(crate) async fn admit<R, A, E>(
+    run: &mut Run<R, A>,
     upstream: &'static Upstream,
     hold: fn(UpstreamPaused) -> E,
 ) -> Result<Ticket, GaveUp<E>>
 where
     R: Source,
+    A: crate::engine::Count,
     E: Classify + fmt::Display,
 {
     if let Some(ticket) = Ticket::at_once(upstream) {
@@ -276,7 +277,7 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
+    pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
         let (probe, seen) = match admission {
             Admission::Send { probe, seen } => (probe, seen),
             _ => (None, 0),
@@ -287,6 +288,12 @@ impl Ticket {
             seen,
             told: false,
         }
+    }
+
+    /// The upstream that admitted the attempt.
+    #[inline]
+    pub fn upstream(&self) -> &'static Upstream {
+        self.upstream
     }
 
     /// The admission, as the upstream reads it back.

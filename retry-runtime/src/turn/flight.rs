@@ -174,6 +174,13 @@ impl Flight {
         Some((lasted, class, reached))
     }
 
+    /// The call moved to the next upstream of its ordered set.
+    pub(crate) fn moved(&self) {
+        for turn in self.scope.chain() {
+            turn.ledger().report().add_move();
+        }
+    }
+
     /// A stream reached its commit point: its output went to the caller.
     #[cfg(feature = "stream")]
     pub(crate) fn committed(&self) {

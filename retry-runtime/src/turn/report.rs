@@ -41,6 +41,8 @@ pub struct TurnReport {
     restarts: u32,
     /// Streams resumed from their cursor.
     resumes: u32,
+    /// Calls moved from one upstream of an ordered set to the next.
+    moves: u32,
     /// The working time of the calls not nested in another's attempt, each their whole
     /// elapsed time less their own waits...
     working: Duration,
@@ -99,6 +101,11 @@ impl TurnReport {
     /// A stream was resumed from its cursor: counted apart from retries and restarts.
     pub(super) fn add_resume(&mut self) {
         self.resumes = self.resumes.saturating_add(1);
+    }
+
+    /// A call moved to the next upstream of its ordered set.
+    pub(super) fn add_move(&mut self) {
+        self.moves = self.moves.saturating_add(1);
     }
 
     /// A stream reached its commit point.
@@ -258,6 +265,35 @@ impl TurnReport {
         self.resumes
     }
 
+    /// Moves from one upstream of an ordered set ([`Upstreams`](crate::Upstreams)) to the
+    /// next after a failure, made at once, with no wait: counted apart from
+    /// [`retries`](Self::retries), and each move's attempt in [`attempts`](Self::attempts).
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Policy, Retry, Turn, Upstream, Upstreams};
+    ///
+    /// static CLAUDE: Upstream = Upstream::new("claude");
+    /// static GPT: Upstream = Upstream::new("gpt");
+    /// static MODELS: Upstreams = Upstreams::new(&[&CLAUDE, &GPT]);
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let call = Retry::new(&Policy::AVAILABILITY).across(&MODELS).run(async |to| {
+    ///     match to.name() {
+    ///         "claude" => Err(Class::Unavailable { retry_after: None }),
+    ///         _ => Ok(to.name()),
+    ///     }
+    /// });
+    /// let (outcome, report) = Turn::new(std::time::Duration::from_secs(60)).run(call).await;
+    /// assert_eq!(outcome.into_finished().unwrap().unwrap().into_value(), "gpt");
+    /// assert_eq!((report.moves(), report.retries()), (1, 0));
+    /// # CLAUDE.reset();
+    /// # }
+    /// ```
+    pub fn moves(&self) -> u32 {
+        self.moves
+    }
+
     /// Retries made after a failure of `class`.
     pub fn retries_of(&self, class: Class) -> u32 {
         self.retries[class.index()]
@@ -314,6 +350,9 @@ impl fmt::Display for TurnReport {
         }
         if self.resumes > 0 {
             write!(f, "; {} stream resumes", self.resumes)?;
+        }
+        if self.moves > 0 {
+            write!(f, "; {} moves to another upstream", self.moves)?;
         }
         for record in &self.gave_up {
             write!(

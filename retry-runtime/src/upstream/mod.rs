@@ -20,8 +20,10 @@ use crate::ladder;
 use crate::meter::{self, UpstreamSeries};
 use crate::policy::Policy;
 
+mod current;
 mod paused;
 
+pub use current::OnUpstream;
 pub use paused::UpstreamPaused;
 
 /// The word's bit for a pause.
@@ -300,6 +302,14 @@ impl Upstream {
     /// Whether the outage gate is open: one call probes, the others wait.
     pub fn is_gated(&self) -> bool {
         self.word.load(Ordering::Acquire) & GATED != 0
+    }
+
+    /// When the open gate's next probe may go, if one is scheduled.
+    pub(crate) fn next_probe(&self) -> Option<Instant> {
+        match self.lock().gate {
+            Gate::Waiting { next, .. } => Some(next),
+            _ => None,
+        }
     }
 
     /// Forget everything the upstream was told: for tests, between cases. A probe out when it

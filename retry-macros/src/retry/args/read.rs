@@ -35,7 +35,7 @@ pub(super) fn read(given: &Given) -> syn::Result<Value> {
         Kind::Duration => duration(given).map(Value::Text),
         Kind::Text | Kind::PathInText => string(given).map(Value::Text),
         Kind::QuotaPath => quota_path(given).map(Value::Path),
-        Kind::UpstreamPath => static_path(given).map(Value::Path),
+        Kind::UpstreamPath | Kind::UpstreamsPath => static_path(given).map(Value::Path),
         Kind::ClassList => entries(given).map(Value::Entries),
     }
 }

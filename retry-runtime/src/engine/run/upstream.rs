@@ -123,6 +123,71 @@ impl<R: Source, A: Count> Run<R, A> {
         meter::upstream(upstream.name(), UpstreamSeries::Waited { gated, lasted });
     }
 
+    /// The call moves from the upstream `from` to `to` after a `class` failure, at once, with
+    /// no wait: within its allowance (its attempts and its budget), its quota and its turn,
+    /// counted in its turn's report and the metrics, and told; or it gives up, with `error`.
+    pub(crate) fn move_on<E: fmt::Display>(
+        &mut self,
+        error: E,
+        class: Class,
+        from: &'static str,
+        to: &'static str,
+    ) -> Result<(), GaveUp<E>> {
+        self.attempt_failed(class);
+        match self.may_move(class) {
+            Ok(()) => {
+                self.notify(
+                    &error,
+                    class,
+                    Action::Move { from, to },
+                    Reached::Nothing,
+                    None,
+                );
+                if let Some(flight) = self.flight() {
+                    flight.moved();
+                }
+                meter::moved(from, to);
+                Ok(())
+            }
+            Err(reason) => Err(self.give_up(error, class, reason, Reached::Nothing)),
+        }
+    }
+
+    /// Whether the call may make another attempt at once after a `class` failure: its turn
+    /// not over, attempts and budget left, and the quota paying for it as for a retry.
+    fn may_move(&mut self, class: Class) -> Result<(), StopReason> {
+        let flight = self.flight();
+        if flight.is_some_and(Flight::is_cancelled) {
+            return Err(StopReason::Cancelled);
+        }
+        let attempts = self.attempts();
+        if attempts >= self.source.policy().attempts().max(1) {
+            return Err(StopReason::Exhausted { attempts });
+        }
+        let turn = flight.and_then(Flight::deadline);
+        if let Some(deadline) = self.deadline(turn) {
+            let now = self.source.clock().now();
+            if now >= deadline {
+                // A turn's deadline passed is the turn's; a literal budget's is the call's.
+                return Err(if turn.is_some_and(|turn| turn <= now) {
+                    StopReason::Cancelled
+                } else {
+                    StopReason::Budget {
+                        wanted: Duration::ZERO,
+                        remaining: Duration::ZERO,
+                    }
+                });
+            }
+        }
+        if !self.paid.withdraw(self.source.quota(), class) {
+            meter::count(self.source.op(), meter::Series::QuotaRefusal);
+            return Err(StopReason::Quota);
+        }
+        // Paid, and made at once: no wait to refund.
+        self.paid.wait_over();
+        Ok(())
+    }
+
     /// The call gives up before an attempt it could not make, for `reason`.
     pub(crate) fn upstream_gave_up<E: fmt::Display>(
         &mut self,

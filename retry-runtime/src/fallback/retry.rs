@@ -1,0 +1,196 @@
+//! [`AcrossRetry`]: a retry across an ordered set of upstreams, which [`Retry::across`] and
+//! [`TimedRetry::across`] make. Each attempt goes where its [`Route`] sends it, and tells that
+//! upstream how it ended.
+
+use std::fmt;
+use std::future::Future;
+
+use super::{Answered, Next, Route, Upstreams};
+use crate::admission::HoldsUpstreamPaused;
+use crate::class::Classify;
+use crate::clock::Clock;
+use crate::deadline::Deadline;
+use crate::engine::{Call, Clocked, Retry, Source, TimedRetry};
+use crate::op::{Op, OpName};
+use crate::policy::Policy;
+use crate::quota::Quota;
+use crate::timeout::TimedOut;
+use crate::upstream::{OnUpstream, Upstream};
+use crate::verdict::GaveUp;
+
+/// A retry across an ordered set of upstreams: [`Retry::across`] or [`TimedRetry::across`].
+/// Its operation is given the upstream each attempt goes to; its outcome says which answered
+/// ([`Answered`]). See [`Upstreams`] for the rules. Its error type must hold an
+/// [`UpstreamPaused`](crate::UpstreamPaused), as a retry on one upstream's does.
+#[derive(Debug, Clone, Copy)]
+pub struct AcrossRetry<R> {
+    retry: R,
+    set: &'static Upstreams,
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q> {
+    /// Send each attempt across `set`, an ordered set of upstreams: to the first neither
+    /// paused nor gated, moving to the next at once on a failure another may not share (see
+    /// [`Upstreams`]).
+    pub const fn across(self, set: &'static Upstreams) -> AcrossRetry<Self> {
+        AcrossRetry { retry: self, set }
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
+    /// Like [`Retry::across`], each attempt under its timeout.
+    pub const fn across(self, set: &'static Upstreams) -> AcrossRetry<Self> {
+        AcrossRetry { retry: self, set }
+    }
+}
+
+impl<R> AcrossRetry<R> {
+    /// The ordered set.
+    pub const fn upstreams(&self) -> &'static Upstreams {
+        self.set
+    }
+
+    /// The retry across it.
+    pub const fn retry(&self) -> &R {
+        &self.retry
+    }
+}
+
+impl<R: Clocked> Clocked for AcrossRetry<R> {
+    type Clock = R::Clock;
+}
+
+/// A retry across upstreams is its retry's configuration: the upstream of each attempt is
+/// its route's.
+impl<R: Source> Source for AcrossRetry<R> {
+    #[inline]
+    fn policy(&self) -> &Policy {
+        self.retry.policy()
+    }
+    #[inline]
+    fn op(&self) -> &str {
+        self.retry.op()
+    }
+    #[inline]
+    fn op_name(&self) -> Op {
+        self.retry.op_name()
+    }
+    #[inline]
+    fn budget(&self) -> Deadline {
+        self.retry.budget()
+    }
+    #[inline]
+    fn quota(&self) -> Option<&Quota> {
+        self.retry.quota()
+    }
+    #[inline]
+    fn clock(&self) -> &R::Clock {
+        self.retry.clock()
+    }
+    #[inline]
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.retry.timeout()
+    }
+}
+
+/// The ladder of a call across upstreams: routed before each attempt, the upstream told
+/// after; a move makes the next attempt at once, anything else is the ladder's.
+macro_rules! across_ladder {
+    ($route:ident, $run:ident, |$to:ident| $output:expr) => {
+        async move {
+            loop {
+                let ticket = match $route.at_once() {
+                    Some(ticket) => ticket,
+                    None => $route.admit(&mut $run, HoldsUpstreamPaused::hold).await?,
+                };
+                let $to: &'static Upstream = ticket.upstream();
+                let error = match $output {
+                    Ok(value) => {
+                        ticket.succeeded();
+                        $run.succeeded();
+                        return Ok(Answered::new(value, $to));
+                    }
+                    Err(error) => error,
+                };
+                match $route.failed(ticket, &mut $run, error) {
+                    Next::Moved => {}
+                    Next::GaveUp(gave_up) => return Err($route.gave_up(gave_up, true)),
+                    Next::Ladder(error) => match $run.failed(error).await {
+                        Ok(()) => $route.waited(),
+                        Err(gave_up) => return Err($route.gave_up(gave_up, true)),
+                    },
+                }
+            }
+        }
+    };
+}
+
+impl<C, P, N, Q> AcrossRetry<Retry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::run`], each attempt given the upstream it goes to; the value comes back
+    /// with the upstream that answered.
+    pub fn run<T, E, F>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<Answered<T>, GaveUp<E>>>
+    where
+        F: AsyncFnMut(&'static Upstream) -> Result<T, E>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        let mut route = Route::new(self.set);
+        let mut run = Call::new(self.retry);
+        across_ladder!(route, run, |to| {
+            let attempted = run.attempt(OnUpstream::new(to, operation(to))).await;
+            run.attempted(attempted)
+        })
+    }
+
+    /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), each attempt
+    /// given the upstream it goes to.
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<Answered<T>, GaveUp<E>>>
+    where
+        F: FnMut(&'static Upstream) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        let mut route = Route::new(self.set);
+        let mut run = Call::new(self.retry);
+        across_ladder!(route, run, |to| {
+            let attempted = run.attempt(OnUpstream::new(to, operation(to))).await;
+            run.attempted(attempted)
+        })
+    }
+}
+
+impl<C, P, N, Q> AcrossRetry<TimedRetry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`TimedRetry::run`], each attempt given the upstream it goes to.
+    pub fn run<T, E, F>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<Answered<T>, GaveUp<E>>>
+    where
+        F: AsyncFnMut(&'static Upstream) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
+    {
+        let mut route = Route::new(self.set);
+        let mut run = Call::new(self.retry);
+        across_ladder!(route, run, |to| {
+            let attempted = run.attempt_timed(OnUpstream::new(to, operation(to))).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
+}
