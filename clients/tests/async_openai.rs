@@ -238,3 +238,83 @@ async fn the_recipe_spawns_on_a_multi_thread_runtime() {
     assert_eq!(server.requests(), 2);
     assert_eq!(recorded.waits().len(), 1);
 }
+
+/// Fallback from one base URL to another: the recipe's layer sent `across` two upstreams,
+/// each attempt's request rewritten to its upstream's server.
+mod across {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use async_openai::middleware::HttpRequestFactory;
+    use retry_runtime::http::Across;
+    use retry_runtime::{Upstream, UpstreamPaused, Upstreams};
+
+    static PRIMARY: Upstream = Upstream::new("primary");
+    static SECONDARY: Upstream = Upstream::new("secondary");
+    static BASES: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+    /// Each upstream's server, by name: the rewrite is a plain `fn`.
+    static SERVERS: OnceLock<HashMap<&'static str, reqwest::Url>> = OnceLock::new();
+
+    /// async-openai's request is a factory that rebuilds it for each attempt: the rewrite
+    /// wraps it, pointing what it builds at the upstream's server.
+    fn to_server(factory: &mut HttpRequestFactory, to: &'static Upstream) {
+        let inner = factory.clone();
+        *factory = HttpRequestFactory::new(move || {
+            let inner = inner.clone();
+            async move {
+                let mut request = inner.build().await?;
+                let base = &SERVERS.get().expect("the servers are started")[to.name()];
+                let url = request.url_mut();
+                let _ = url.set_host(base.host_str());
+                let _ = url.set_port(base.port());
+                Ok(request)
+            }
+        });
+    }
+
+    /// async-openai's error has no `From<UpstreamPaused>`: it holds one as a boxed error.
+    fn held(paused: UpstreamPaused) -> OpenAIError {
+        OpenAIError::from(tower::BoxError::from(paused))
+    }
+
+    #[tokio::test]
+    async fn an_outage_of_the_primary_base_url_moves_the_call_to_the_secondary_at_once() {
+        let primary = Server::start(Step::status(503).with_body("down").times(20)).await;
+        let secondary = Server::start([Step::ok(REPLY)]).await;
+        let servers = HashMap::from([
+            ("primary", primary.url().parse().unwrap()),
+            ("secondary", secondary.url().parse().unwrap()),
+        ]);
+        SERVERS.set(servers).unwrap();
+        // The client is configured for the primary; the layer moves it.
+        let config = OpenAIConfig::new()
+            .with_api_base(primary.url().trim_end_matches('/'))
+            .with_api_key("sk-test");
+        let client = async_openai::Client::with_config(config).with_http_service(
+            tower::ServiceBuilder::new()
+                .layer(
+                    retry_runtime::tower::RetryLayer::new(
+                        Retry::new(&Policy::AVAILABILITY).named("model"),
+                    )
+                    .upstream_by(Across::new(&BASES, to_server, held)),
+                )
+                .service(async_openai::middleware::ReqwestService::new(
+                    reqwest::Client::new(),
+                )),
+        );
+        let ((outcome, report), recorded) =
+            testing::scope(Turn::new(Duration::from_secs(180)).run(async {
+                let response = client.chat().create(request()).await?;
+                Ok::<_, OpenAIError>(response.choices[0].message.content.clone())
+            }))
+            .await;
+        let reply = outcome.into_finished().unwrap().unwrap();
+        assert_eq!(reply.as_deref(), Some("reply"));
+        assert_eq!((primary.requests(), secondary.requests()), (1, 1));
+        assert_eq!((report.attempts(), report.moves()), (2, 1), "{report}");
+        assert!(recorded.waits().is_empty(), "a move waits nothing");
+        PRIMARY.reset();
+    }
+}

@@ -242,3 +242,55 @@ async fn a_refused_connection_is_retried_and_its_error_handed_back() {
     }
     assert_eq!(recorded.waits().len(), 3);
 }
+
+/// Fallback through the middleware: a per-day quota on the primary moves the call to the
+/// secondary's server at once; a 400 on it would not.
+mod across {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use retry_runtime::{Upstream, Upstreams};
+
+    static PRIMARY: Upstream = Upstream::new("mw-primary");
+    static SECONDARY: Upstream = Upstream::new("mw-secondary");
+    static KEYS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+    static SERVERS: OnceLock<HashMap<&'static str, reqwest::Url>> = OnceLock::new();
+
+    fn to_server(request: &mut reqwest::Request, to: &'static Upstream) {
+        let base = &SERVERS.get().expect("the servers are started")[to.name()];
+        let url = request.url_mut();
+        let _ = url.set_host(base.host_str());
+        let _ = url.set_port(base.port());
+    }
+
+    #[tokio::test]
+    async fn a_per_day_quota_on_the_primary_moves_the_call_to_the_secondary() {
+        let primary = Server::start([Step::quota_exhausted()]).await;
+        let secondary = Server::start([Step::ok("answer")]).await;
+        let servers = HashMap::from([
+            ("mw-primary", primary.url().parse().unwrap()),
+            ("mw-secondary", secondary.url().parse().unwrap()),
+        ]);
+        SERVERS.set(servers).unwrap();
+        let client = ClientBuilder::new(reqwest::Client::new())
+            .with(
+                RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY).named("model"))
+                    .across(&KEYS, to_server),
+            )
+            .build();
+        let url = format!("{}v1/chat/completions", primary.url());
+        let ((outcome, report), recorded) =
+            testing::scope(Turn::new(Duration::from_secs(180)).run(async {
+                let response = client.post(&url).body("{}").send().await.unwrap();
+                (response.status().as_u16(), response.text().await.unwrap())
+            }))
+            .await;
+        let (status, body) = outcome.into_finished().unwrap();
+        assert_eq!((status, body.as_str()), (200, "answer"));
+        assert_eq!((primary.requests(), secondary.requests()), (1, 1));
+        assert_eq!((report.attempts(), report.moves()), (2, 1), "{report}");
+        assert!(recorded.waits().is_empty());
+    }
+}

@@ -19,12 +19,13 @@ use crate::attempt::Attempt;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run, Source};
+use crate::fallback::{Next, Route};
+use crate::http::{AcrossChoice, NoUpstream, UpstreamChoice, UpstreamFor};
 use crate::http::{
     AsTransport, ClassifyError, Fault, HttpError, Inspecting, Refusal, Reply, ResendCount,
     StreamPeek,
 };
-use crate::http::{NoUpstream, UpstreamChoice, UpstreamFor};
-use crate::upstream::UpstreamPaused;
+use crate::upstream::{Upstream, UpstreamPaused};
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
@@ -100,6 +101,7 @@ impl<R: Source, K, U> Core<R, K, U> {
         U: UpstreamFor<Rq, T::Error>,
     {
         let upstream = self.upstream.upstream_for(&request);
+        let route = self.upstream.across_for(&request).map(LayerRoute::new);
         let (next, template) = match sender.copy(&request) {
             Some(first) => (first, Some(request)),
             // Nothing to copy the next attempt from: this one is the last.
@@ -113,6 +115,7 @@ impl<R: Source, K, U> Core<R, K, U> {
             template,
             next: Some(next),
             upstream,
+            route,
             ticket: None,
             step: Step::Start,
         }
@@ -186,6 +189,7 @@ pin_project_lite::pin_project! {
         template: Option<Rq>,
         next: Option<Rq>,
         upstream: Option<UpstreamChoice<T::Error>>,
+        route: Option<LayerRoute<Rq, T::Error>>,
         ticket: Option<Ticket>,
         #[pin]
         step: Step<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
@@ -226,8 +230,10 @@ where
                     continue;
                 }
                 StepProj::Admitting { admitting } => {
-                    let Some((_, to_error)) = *this.upstream else {
-                        panic!("a layer's call admitted with no upstream");
+                    let to_error = match (*this.upstream, this.route.as_ref()) {
+                        (Some((_, to_error)), _) => to_error,
+                        (None, Some(route)) => route.hold,
+                        (None, None) => panic!("a layer's call admitted with no upstream"),
                     };
                     let held_back = |paused: UpstreamPaused| {
                         let class = paused.classify();
@@ -235,7 +241,12 @@ where
                     };
                     let ticket = ready!(admitting.poll_admit(this.run, cx, held_back));
                     match ticket {
-                        Ok(ticket) => *this.ticket = Some(ticket),
+                        Ok(ticket) => {
+                            if let Some(route) = this.route.as_mut() {
+                                route.route.admitted(ticket.upstream());
+                            }
+                            *this.ticket = Some(ticket);
+                        }
                         Err(gave_up) => return this.end(gave_up),
                     }
                     this.step.set(Step::Start);
@@ -244,22 +255,19 @@ where
                 StepProj::Sending { attempt } => {
                     let attempted = ready!(attempt.poll(cx));
                     let outcome = this.run.attempted(attempted);
-                    let ticket = this.ticket.take();
                     match outcome {
                         Ok(Ok(response)) => {
-                            if let Some(ticket) = ticket {
+                            if let Some(ticket) = this.ticket.take() {
                                 ticket.succeeded();
                             }
                             this.run.succeeded();
                             this.step.set(Step::Done);
                             return Poll::Ready(Ok(response));
                         }
-                        Ok(Err((response, refusal))) => {
-                            told(ticket, Failed::refused(response, refusal), this.run)
-                        }
+                        Ok(Err((response, refusal))) => Failed::refused(response, refusal),
                         Err(error) => {
                             let class = this.errors.classify_error(&error);
-                            told(ticket, Failed::Service(error, class), this.run)
+                            Failed::Service(error, class)
                         }
                     }
                 }
@@ -274,21 +282,28 @@ where
                 }
                 StepProj::Done => panic!("a layer's call polled after it was returned"),
             };
-            // The next attempt's copy, made before the ladder decides: without one, it cannot
-            // retry, whatever it would decide.
-            let copy = this
-                .template
-                .as_ref()
-                .and_then(|template| this.sender.copy(template));
-            let Some(copy) = copy else {
-                let gave_up = this.run.gave_up_not_resendable(failed);
-                return this.end(gave_up);
-            };
-            *this.next = Some(copy);
-            match this.run.failed_to_wait(failed, None) {
-                Ok(wait) => this.step.set(Step::Waiting { wait }),
-                Err(gave_up) => return this.end(gave_up),
+            if let Some(done) = this.failed(failed) {
+                return done;
             }
+        }
+    }
+}
+
+/// A call's way through the layer's ordered set of upstreams: its route, how its request is
+/// rewritten for each upstream, and how the service's error holds an attempt every upstream
+/// held back.
+pub(crate) struct LayerRoute<Rq, E> {
+    route: Route,
+    rewrite: fn(&mut Rq, &'static Upstream),
+    hold: fn(UpstreamPaused) -> E,
+}
+
+impl<Rq, E> LayerRoute<Rq, E> {
+    fn new((set, rewrite, hold): AcrossChoice<Rq, E>) -> Self {
+        LayerRoute {
+            route: Route::new(set),
+            rewrite,
+            hold,
         }
     }
 }
@@ -313,7 +328,19 @@ where
     /// Start the next attempt: admitted by the upstream first, if there is one and it has
     /// something to say; else sent.
     fn start(&mut self) {
-        if let (Some((upstream, _)), None) = (*self.upstream, self.ticket.as_ref()) {
+        if let Some(route) = self.route.as_mut() {
+            if self.ticket.is_none() {
+                let now = self.run.clock_now();
+                match route.route.ready(now) {
+                    Some(ticket) => *self.ticket = Some(ticket),
+                    None => {
+                        let admitting = Admitting::new(route.route.soonest(now));
+                        self.step.set(Step::Admitting { admitting });
+                        return;
+                    }
+                }
+            }
+        } else if let (Some((upstream, _)), None) = (*self.upstream, self.ticket.as_ref()) {
             match Ticket::at_once(upstream) {
                 Some(ticket) => *self.ticket = Some(ticket),
                 None => {
@@ -324,9 +351,12 @@ where
             }
         }
         let resend = ResendCount::of_attempt(self.run.attempts() + 1);
-        let Some(request) = self.next.take() else {
+        let Some(mut request) = self.next.take() else {
             panic!("a layer's call polled after it was returned");
         };
+        if let Some(route) = self.route.as_ref() {
+            (route.rewrite)(&mut request, route.route.upstream());
+        }
         let sent = self.sender.send(request, resend);
         let exchange = Exchange::Sending {
             sent,
@@ -335,6 +365,44 @@ where
         };
         let attempt = self.run.attempt(exchange);
         self.step.set(Step::Sending { attempt });
+    }
+
+    /// After a failed attempt: the next attempt at once (a move to the next upstream), or the
+    /// ladder's wait, or the end (`Some`).
+    fn failed(&mut self, failed: FailedOf<T, Rq>) -> Option<Poll<Result<T::Response, T::Error>>> {
+        // The next attempt's copy, made before the ladder decides: without one, it cannot
+        // retry, whatever it would decide.
+        let copy = self
+            .template
+            .as_ref()
+            .and_then(|template| self.sender.copy(template));
+        let ticket = self.ticket.take();
+        let Some(copy) = copy else {
+            let failed = told(ticket, failed, self.run);
+            let gave_up = self.run.gave_up_not_resendable(failed);
+            return Some(self.end(gave_up));
+        };
+        *self.next = Some(copy);
+        let failed = match (self.route.as_mut(), ticket) {
+            (Some(route), Some(ticket)) => match route.route.failed(ticket, self.run, failed) {
+                // The next attempt at once, on the upstream the route took.
+                Next::Moved => {
+                    self.step.set(Step::Start);
+                    return None;
+                }
+                Next::Ladder(failed) => {
+                    route.route.waited();
+                    failed
+                }
+                Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
+            },
+            (_, ticket) => told(ticket, failed, self.run),
+        };
+        match self.run.failed_to_wait(failed, None) {
+            Ok(wait) => self.step.set(Step::Waiting { wait }),
+            Err(gave_up) => return Some(self.end(gave_up)),
+        }
+        None
     }
 
     /// The call is over with `gave_up`: the caller gets the last response or error, as it was.

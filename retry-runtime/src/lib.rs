@@ -173,7 +173,7 @@ pub use retry_macros::Classify;
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub use stream::{
     DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS, DEFAULT_RESUME_SILENCE, EndedEarly, Ending, ItemRules,
-    OpenAttempt, Resumable, ResumeFrom, RetryStream, StreamRules,
+    OpenAttempt, OpenOnUpstream, Resumable, ResumeFrom, RetryStream, StreamRules,
 };
 pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;

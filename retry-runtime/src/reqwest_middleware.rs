@@ -110,6 +110,35 @@ impl<R, K, U> RetryMiddleware<R, K, U> {
         }
     }
 
+    /// Send each call across `set`, an ordered set of upstreams (see
+    /// [`Upstreams`](crate::Upstreams)): each attempt's request is rewritten by `rewrite` for
+    /// the upstream it goes to (its host, its path); a failure another upstream may not share
+    /// moves the call to the next at once.
+    ///
+    /// ```
+    /// use retry_runtime::reqwest_middleware::RetryMiddleware;
+    /// use retry_runtime::{Policy, Retry, Upstream, Upstreams};
+    ///
+    /// static PRIMARY: Upstream = Upstream::new("api.primary.example");
+    /// static SECONDARY: Upstream = Upstream::new("api.secondary.example");
+    /// static HOSTS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+    ///
+    /// fn to_host(request: &mut reqwest::Request, to: &'static Upstream) {
+    ///     let _ = request.url_mut().set_host(Some(to.name()));
+    /// }
+    /// let middleware = RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)).across(&HOSTS, to_host);
+    /// # let _ = middleware;
+    /// ```
+    pub fn across(
+        self,
+        set: &'static crate::Upstreams,
+        rewrite: fn(&mut reqwest::Request, &'static Upstream),
+    ) -> RetryMiddleware<R, K, crate::http::Across<reqwest::Request, reqwest_middleware::Error>>
+    {
+        let hold = |paused| reqwest_middleware::Error::from(paused);
+        self.upstream_by(crate::http::Across::new(set, rewrite, hold))
+    }
+
     layer::builders!();
 }
 

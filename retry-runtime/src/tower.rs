@@ -255,6 +255,34 @@ impl<R, K, Cp, U> RetryLayer<R, K, Cp, U> {
         }
     }
 
+    /// Send each call across `set`, an ordered set of upstreams (see
+    /// [`Upstreams`](crate::Upstreams)): each attempt's request, a copy of the call's, is
+    /// rewritten by `rewrite` for the upstream it goes to (its host, its path, its `model`
+    /// field); a failure another upstream may not share moves the call to the next at once.
+    ///
+    /// ```
+    /// use retry_runtime::tower::RetryLayer;
+    /// use retry_runtime::{Policy, Retry, Upstream, Upstreams};
+    ///
+    /// static PRIMARY: Upstream = Upstream::new("api.primary.example");
+    /// static SECONDARY: Upstream = Upstream::new("api.secondary.example");
+    /// static HOSTS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+    ///
+    /// fn to_host(request: &mut http::Request<String>, to: &'static Upstream) {
+    ///     let uri = format!("https://{}{}", to.name(), request.uri().path());
+    ///     *request.uri_mut() = uri.parse().expect("a host and a path make a URI");
+    /// }
+    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).across(&HOSTS, to_host);
+    /// # let _ = layer;
+    /// ```
+    pub fn across<Rq, E: From<crate::UpstreamPaused>>(
+        self,
+        set: &'static crate::Upstreams,
+        rewrite: fn(&mut Rq, &'static Upstream),
+    ) -> RetryLayer<R, K, Cp, crate::http::Across<Rq, E>> {
+        self.upstream_by(crate::http::Across::new(set, rewrite, E::from))
+    }
+
     layer::builders!();
 }
 

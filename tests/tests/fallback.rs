@@ -498,3 +498,123 @@ async fn the_attribute_moves_across_its_upstreams() {
     assert_eq!((primary.len(), secondary.len()), (1, 1));
     ATTR_A.reset();
 }
+
+mod streams {
+    //! A stream across upstreams, against two event servers: it moves before its first
+    //! content, and after it stays on the upstream that delivered.
+
+    use super::*;
+    use retry_runtime::GaveUp;
+    use retry_runtime::http::{CallError, ModelEvents};
+    use retry_runtime::sse::{self, Event};
+    use retry_runtime::testing;
+    use retry_tests::event_server::{EventServer, Part};
+
+    fn delta(text: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_delta","delta":{{"type":"text_delta","text":"{text}"}}}}"#
+        )
+    }
+
+    const STOP: &str = r#"{"type":"message_stop"}"#;
+    const OVERLOADED: &str =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+
+    async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, CallError> {
+        Ok(request.send().await?.check_status().await?.events())
+    }
+
+    type Delivered = Vec<Result<Event, GaveUp<CallError>>>;
+
+    /// One stream across `set`, whose two upstreams are `first` and `second`.
+    async fn read(set: &'static Upstreams, first: &EventServer, second: &EventServer) -> Delivered {
+        let http = reqwest::Client::new();
+        let urls = HashMap::from([
+            (set.upstreams()[0].name(), first.url()),
+            (set.upstreams()[1].name(), second.url()),
+        ]);
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .across(set)
+            .stream(|to| send(http.post(&urls[to.name()])))
+            .commit_when(sse::is_content)
+            .complete_when(|event: &Event| event.data() == STOP);
+        testing::scope(testing::collect(stream)).await.0
+    }
+
+    static S_CLAUDE: Upstream = Upstream::new("s-claude");
+    static S_GPT: Upstream = Upstream::new("s-gpt");
+    static S_MODELS: Upstreams = Upstreams::new(&[&S_CLAUDE, &S_GPT]);
+
+    #[tokio::test]
+    async fn a_stream_that_fails_before_its_first_content_moves_to_the_next_upstream() {
+        let overloaded = EventServer::start([vec![Part::event("error", OVERLOADED)]]).await;
+        let healthy = EventServer::start([vec![
+            Part::data(&delta("Hel")),
+            Part::data(&delta("lo")),
+            Part::data(STOP),
+        ]])
+        .await;
+        let delivered = read(&S_MODELS, &overloaded, &healthy).await;
+        assert!(delivered.iter().all(Result::is_ok), "{delivered:?}");
+        assert_eq!(delivered.len(), 3);
+        assert_eq!((overloaded.count("POST"), healthy.count("POST")), (1, 1));
+        S_CLAUDE.reset();
+    }
+
+    static C_CLAUDE: Upstream = Upstream::new("c-claude");
+    static C_GPT: Upstream = Upstream::new("c-gpt");
+    static C_MODELS: Upstreams = Upstreams::new(&[&C_CLAUDE, &C_GPT]);
+
+    #[tokio::test]
+    async fn a_stream_cut_after_its_first_content_does_not_move() {
+        let cut = EventServer::start([vec![Part::data(&delta("Hel")), Part::Cut]]).await;
+        let other = EventServer::start([vec![Part::data(&delta("never"))]]).await;
+        let delivered = read(&C_MODELS, &cut, &other).await;
+        let Some(Err(gave_up)) = delivered.last() else {
+            panic!("the stream ends in a give-up: {delivered:?}")
+        };
+        // Committed, on the upstream that delivered: nothing was sent elsewhere.
+        assert_eq!(gave_up.reason(), StopReason::Committed);
+        assert!(gave_up.is_undetermined());
+        assert_eq!((cut.count("POST"), other.count("POST")), (1, 0));
+        C_CLAUDE.reset();
+    }
+
+    static R_CLAUDE: Upstream = Upstream::new("r-claude");
+    static R_GPT: Upstream = Upstream::new("r-gpt");
+    static R_MODELS: Upstreams = Upstreams::new(&[&R_CLAUDE, &R_GPT]);
+
+    /// A stream with event ids, cut after its first content: resumed from its cursor on the
+    /// upstream that delivered, whose name the resume reads.
+    #[tokio::test]
+    async fn a_stream_cut_after_its_first_content_resumes_on_the_same_upstream() {
+        let with_id = |id: &str, data: &str| Part::Bytes(format!("id: {id}\ndata: {data}\n\n"));
+        let cut = EventServer::start([
+            vec![with_id("1", &delta("Hel")), Part::Cut],
+            vec![with_id("2", &delta("lo")), Part::data(STOP)],
+        ])
+        .await;
+        let other = EventServer::start([vec![Part::data(&delta("never"))]]).await;
+        let http = reqwest::Client::new();
+        let urls = HashMap::from([("r-claude", cut.url()), ("r-gpt", other.url())]);
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .across(&R_MODELS)
+            .stream(|to| send(http.post(&urls[to.name()])))
+            .commit_when(sse::is_content)
+            .complete_when(|event: &Event| event.data() == STOP)
+            .resume(|from| {
+                let to = Upstream::current().expect("a resume is made for its upstream");
+                let request = http.get(&urls[to.name()]);
+                let request = match from.last_event_id() {
+                    Some(id) => request.header("last-event-id", id),
+                    None => request,
+                };
+                send(request)
+            });
+        let delivered = testing::scope(testing::collect(stream)).await.0;
+        assert!(delivered.iter().all(Result::is_ok), "{delivered:?}");
+        assert_eq!(delivered.len(), 3);
+        assert_eq!((cut.count("POST"), cut.count("GET")), (1, 1));
+        assert_eq!(other.count("POST") + other.count("GET"), 0);
+    }
+}

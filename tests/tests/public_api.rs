@@ -49,6 +49,8 @@ fn grpc::parse_pushback
 const grpc::PUSHBACK
 enum grpc::Pushback
 mod http
+struct http::Across
+type http::AcrossChoice
 struct http::AsTransport
 enum http::CallError
 fn http::classify_response
@@ -114,6 +116,7 @@ fn notice::set_process_hook
 enum notice::TurnEnd
 struct notice::TurnEnded
 trait OpenAttempt
+struct OpenOnUpstream
 fn parse_duration
 struct Policy
 enum PolicyError

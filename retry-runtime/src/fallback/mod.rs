@@ -247,7 +247,7 @@ impl Route {
 
     /// The first upstream not failed in this round that admits an attempt at `now` (a probe
     /// of an open gate included, which the call then makes), passing over the held ones.
-    fn pick(&mut self, now: tokio::time::Instant) -> Option<Ticket> {
+    pub(crate) fn pick(&mut self, now: tokio::time::Instant) -> Option<Ticket> {
         for (at, upstream) in self.set.upstreams.iter().copied().enumerate() {
             if self.tried & (1 << at) != 0 {
                 continue;
@@ -266,7 +266,7 @@ impl Route {
 
     /// The upstream that frees soonest by what it said at `now` (a pause's end, a gate's next
     /// probe; a gate with its probe out, last), among those not failed in this round.
-    fn soonest(&self, now: tokio::time::Instant) -> &'static Upstream {
+    pub(crate) fn soonest(&self, now: tokio::time::Instant) -> &'static Upstream {
         let ends = |upstream: &&'static Upstream| {
             let paused = upstream.paused_for().map(|left| now + left);
             paused
@@ -303,16 +303,28 @@ impl Route {
         let soonest = self.soonest(now);
         match admit(run, soonest, hold).await {
             Ok(ticket) => {
-                self.at = self
-                    .set
-                    .upstreams
-                    .iter()
-                    .position(|upstream| std::ptr::eq(*upstream, soonest))
-                    .unwrap_or(0);
+                self.admitted(soonest);
                 Ok(ticket)
             }
             Err(gave_up) => Err(self.gave_up(gave_up, false)),
         }
+    }
+
+    /// The next attempt goes to `upstream`, which admitted it after a wait.
+    pub(crate) fn admitted(&mut self, upstream: &'static Upstream) {
+        let mut upstreams = self.set.upstreams.iter();
+        self.at = upstreams
+            .position(|each| std::ptr::eq(*each, upstream))
+            .unwrap_or(0);
+    }
+
+    /// The next attempt's ticket without a wait, if an upstream admits it at `now`.
+    #[cfg_attr(
+        not(any(feature = "tower", feature = "reqwest-middleware", feature = "stream")),
+        allow(dead_code)
+    )]
+    pub(crate) fn ready(&mut self, now: tokio::time::Instant) -> Option<Ticket> {
+        self.at_once().or_else(|| self.pick(now))
     }
 
     /// The attempt `ticket` admitted failed with `error`: the upstream is told; the call moves

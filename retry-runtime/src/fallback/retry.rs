@@ -54,6 +54,12 @@ impl<R> AcrossRetry<R> {
     pub const fn retry(&self) -> &R {
         &self.retry
     }
+
+    /// The retry and the set, apart.
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
+    pub(crate) fn into_parts(self) -> (R, &'static Upstreams) {
+        (self.retry, self.set)
+    }
 }
 
 impl<R: Clocked> Clocked for AcrossRetry<R> {

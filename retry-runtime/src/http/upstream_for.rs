@@ -1,6 +1,7 @@
 //! [`UpstreamFor`]: which [`Upstream`] a retry layer's call goes to, and how the service's
 //! error holds an attempt the upstream held back.
 
+use crate::fallback::Upstreams;
 use crate::upstream::{Upstream, UpstreamPaused};
 
 /// Which [`Upstream`] a layer's call goes to: none ([`NoUpstream`], the default), one (a
@@ -26,6 +27,93 @@ use crate::upstream::{Upstream, UpstreamPaused};
 pub trait UpstreamFor<Request, E> {
     /// The upstream of `request`'s call, and how `E` holds an [`UpstreamPaused`].
     fn upstream_for(&self, request: &Request) -> Option<UpstreamChoice<E>>;
+
+    /// The ordered set `request`'s call goes across instead, if it does ([`Across`]): the set,
+    /// how a request is rewritten for each upstream, and how `E` holds an [`UpstreamPaused`].
+    fn across_for(&self, request: &Request) -> Option<AcrossChoice<Request, E>> {
+        let _ = request;
+        None
+    }
+}
+
+/// A call's ordered set of upstreams, as an [`UpstreamFor`] chooses it: the set, the function
+/// that rewrites the request for an upstream, and how the error `E` holds an attempt every
+/// upstream held back past the call's end.
+pub type AcrossChoice<Request, E> = (
+    &'static Upstreams,
+    fn(&mut Request, &'static Upstream),
+    fn(UpstreamPaused) -> E,
+);
+
+/// A layer's calls go across an ordered set of upstreams ([`Upstreams`]), each attempt's
+/// request rewritten for the upstream it goes to (its host, its path, its `model` field) by
+/// `rewrite`, and an attempt every upstream held back past the call's end made the service's
+/// error `E` by `hold`. The layers' `across` makes one with `E::from`; give one to
+/// `upstream_by` for an error type with no `From<UpstreamPaused>` (async-openai's, through its
+/// `From<BoxError>`).
+///
+/// ```
+/// use retry_runtime::{Upstream, UpstreamPaused, Upstreams};
+/// use retry_runtime::http::{Across, UpstreamFor};
+///
+/// static PRIMARY: Upstream = Upstream::new("primary");
+/// static SECONDARY: Upstream = Upstream::new("secondary");
+/// static HOSTS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+///
+/// fn to_host(url: &mut String, to: &'static Upstream) {
+///     *url = format!("https://{}.example/v1/chat", to.name());
+/// }
+/// type Error = Box<dyn std::error::Error + Send + Sync>;
+/// let across = Across::new(&HOSTS, to_host, |paused| Error::from(paused));
+/// let (set, rewrite, _) = across.across_for(&String::new()).unwrap();
+/// let mut url = String::new();
+/// rewrite(&mut url, set.upstreams()[1]);
+/// assert_eq!(url, "https://secondary.example/v1/chat");
+/// ```
+pub struct Across<Request, E> {
+    set: &'static Upstreams,
+    rewrite: fn(&mut Request, &'static Upstream),
+    hold: fn(UpstreamPaused) -> E,
+}
+
+impl<Request, E> Across<Request, E> {
+    /// Calls across `set`, each attempt's request rewritten by `rewrite`, an attempt held
+    /// back made an error by `hold`.
+    pub const fn new(
+        set: &'static Upstreams,
+        rewrite: fn(&mut Request, &'static Upstream),
+        hold: fn(UpstreamPaused) -> E,
+    ) -> Self {
+        Across { set, rewrite, hold }
+    }
+}
+
+impl<Request, E> Clone for Across<Request, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Request, E> Copy for Across<Request, E> {}
+
+impl<Request, E> std::fmt::Debug for Across<Request, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Across")
+            .field("set", &self.set)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Request, E> UpstreamFor<Request, E> for Across<Request, E> {
+    #[inline]
+    fn upstream_for(&self, _: &Request) -> Option<UpstreamChoice<E>> {
+        None
+    }
+
+    #[inline]
+    fn across_for(&self, _: &Request) -> Option<AcrossChoice<Request, E>> {
+        Some((self.set, self.rewrite, self.hold))
+    }
 }
 
 /// A call's upstream, as an [`UpstreamFor`] chooses it, and how the error `E` holds an

@@ -23,6 +23,7 @@ use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::admission::{Admitting, Ticket};
 use crate::class::Classify;
 use crate::engine::{Clocked, Source, StreamFacts};
+use crate::fallback::{Next, Route};
 use crate::nesting;
 use crate::notice::Reached;
 use crate::timeout::TimedOut;
@@ -85,7 +86,26 @@ where
     /// Start the next attempt: admitted by the stream's upstream first, if it has one with
     /// something to say; else opened (or, if it `resumes`, resumed).
     pub(super) fn start(&mut self, resumes: bool) -> Advance<R, O, Re> {
-        if let (Some(upstream), None) = (self.core.run.upstream(), &self.core.ticket) {
+        if let (Some(route), None) = (self.core.route.as_mut(), &self.core.ticket) {
+            let now = self.core.run.clock_now();
+            // Past its commit point a stream stays on the upstream that delivered.
+            let committed = self.core.output != Output::None;
+            let ticket = match committed {
+                true => Ticket::at_once(route.upstream()),
+                false => route.ready(now),
+            };
+            match ticket {
+                Some(ticket) => self.core.ticket = Some(ticket),
+                None => {
+                    let upstream = match committed {
+                        true => route.upstream(),
+                        false => route.soonest(now),
+                    };
+                    let admitting = Admitting::new(upstream);
+                    return Then::Become(State::Admitting { admitting, resumes });
+                }
+            }
+        } else if let (Some(upstream), None) = (self.core.run.upstream(), &self.core.ticket) {
             match Ticket::at_once(upstream) {
                 Some(ticket) => self.core.ticket = Some(ticket),
                 None => {
@@ -111,10 +131,19 @@ where
         match admitting.poll_admit(&mut self.core.run, cx, to_error) {
             Poll::Pending => Then::Yield(Poll::Pending),
             Poll::Ready(Ok(ticket)) => {
+                if let Some(route) = self.core.route.as_mut() {
+                    route.admitted(ticket.upstream());
+                }
                 self.core.ticket = Some(ticket);
                 Then::Become(self.open(resumes))
             }
-            Poll::Ready(Err(gave_up)) => Then::End(Some(Err(gave_up))),
+            Poll::Ready(Err(gave_up)) => {
+                let gave_up = match self.core.route.as_mut() {
+                    Some(route) => route.gave_up(gave_up, false),
+                    None => gave_up,
+                };
+                Then::End(Some(Err(gave_up)))
+            }
         }
     }
 
@@ -126,14 +155,18 @@ where
         core.frame = nesting::Frame::default();
         let resume = &mut self.carry.resume;
         let from = resumes.then(|| resume.from(attempt));
+        // Across upstreams, the open is made for the one the route chose.
+        let to = core.route.as_ref().map(Route::upstream);
         let (future, resumed) = match (from, resume.reopen.as_mut()) {
             (Some(from), Some(reopen)) => {
-                let future = nesting::enter(&mut core.frame, || reopen.open_attempt(from));
+                let open = || reopen.open_attempt(from);
+                let future = nesting::enter(&mut core.frame, || on_route(to, open));
                 (State::Reopening { future }, true)
             }
             _ => {
                 self.carry.hold.clear();
-                let future = nesting::enter(&mut core.frame, || core.open.open_attempt(attempt));
+                let open = || core.open.open_attempt(attempt);
+                let future = nesting::enter(&mut core.frame, || on_route(to, open));
                 (State::Opening { future }, false)
             }
         };
@@ -197,9 +230,30 @@ where
     fn fail(&mut self, error: Error<O>, opened: bool) -> Advance<R, O, Re> {
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
-        if let Some(ticket) = core.ticket.take() {
-            ticket.failed(error.classify(), &core.run);
-        }
+        let error = match (core.route.as_mut(), core.ticket.take()) {
+            // Before its commit point a stream across upstreams moves as a call does.
+            (Some(route), Some(ticket)) if core.output == Output::None => {
+                match route.failed(ticket, &mut core.run, error) {
+                    Next::Moved => {
+                        self.carry.hold.clear();
+                        return self.start(false);
+                    }
+                    Next::Ladder(error) => {
+                        route.waited();
+                        error
+                    }
+                    Next::GaveUp(gave_up) => {
+                        return Then::End(Some(Err(route.gave_up(gave_up, true))));
+                    }
+                }
+            }
+            (_, ticket) => {
+                if let Some(ticket) = ticket {
+                    ticket.failed(error.classify(), &core.run);
+                }
+                error
+            }
+        };
         let resume = &mut self.carry.resume;
         let resumes = resume.resumes(error.classify(), opened);
         if !resumes {
@@ -242,7 +296,13 @@ where
         };
         match decided {
             Ok(wait) => Then::Become(State::Waiting { wait, next }),
-            Err(gave_up) => Then::End(Some(Err(gave_up))),
+            Err(gave_up) => {
+                let gave_up = match core.route.as_mut() {
+                    Some(route) => route.gave_up(gave_up, true),
+                    None => gave_up,
+                };
+                Then::End(Some(Err(gave_up)))
+            }
         }
     }
 
@@ -504,4 +564,12 @@ enum Held<T, E> {
     /// The stream ended, and every item commits (no rule), or it is complete: it commits,
     /// and ends.
     Ended,
+}
+
+/// `open`, made for `to`, the upstream a stream's route chose, if it has one.
+fn on_route<T>(to: Option<&'static crate::Upstream>, open: impl FnOnce() -> T) -> T {
+    match to {
+        Some(to) => crate::upstream::on(to, open),
+        None => open(),
+    }
 }

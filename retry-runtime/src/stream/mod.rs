@@ -31,10 +31,12 @@ use crate::admission::{HoldsUpstreamPaused, UpstreamRetry};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::engine::{Retry, TimedRetry};
+use crate::fallback::AcrossRetry;
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
+use crate::upstream::Upstream;
 
 pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
@@ -42,7 +44,7 @@ pub(crate) use hold::Hold;
 #[cfg(feature = "sse")]
 pub(crate) use hold::Limits;
 pub use hold::{DEFAULT_HOLD_BYTES, DEFAULT_HOLD_ITEMS};
-pub use open::OpenAttempt;
+pub use open::{OpenAttempt, OpenOnUpstream};
 pub use resume::{DEFAULT_RESUME_SILENCE, Resumable, ResumeFrom};
 pub use retry_stream::RetryStream;
 pub use rules::{ItemRules, StreamRules};
@@ -189,5 +191,57 @@ where
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
         RetryStream::new(self, open, None).held_back_as(E::hold)
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+impl<C, P, N, Q> AcrossRetry<Retry<C, P, N, Q>>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+{
+    /// Like [`Retry::stream`], across the ordered set: `open` is given the upstream each
+    /// attempt goes to. **Before its commit point** (its first content) a failure moves the
+    /// stream to the next upstream at once, as a call's does; after it, the stream stays on the
+    /// upstream that delivered, and today's rules hold there (committed, resumed, restarted).
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Class, Policy, Retry, Upstream, Upstreams};
+    ///
+    /// static CLAUDE: Upstream = Upstream::new("claude-stream");
+    /// static GPT: Upstream = Upstream::new("gpt-stream");
+    /// static MODELS: Upstreams = Upstreams::new(&[&CLAUDE, &GPT]);
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// // claude's stream fails before its first content: the stream moves to gpt at once.
+    /// let stream = Retry::new(&Policy::AVAILABILITY).across(&MODELS).stream(|to| async move {
+    ///     let items = match to.name() {
+    ///         "claude-stream" => vec![Err(Class::Unavailable { retry_after: None })],
+    ///         _ => vec![Ok("Hel"), Ok("lo")],
+    ///     };
+    ///     Ok::<_, Class>(testing::stream_of(items))
+    /// });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// assert_eq!(items.into_iter().collect::<Result<Vec<_>, _>>().unwrap(), ["Hel", "lo"]);
+    /// assert!(recorded.waits().is_empty(), "a move waits nothing");
+    /// # CLAUDE.reset();
+    /// # }
+    /// ```
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Retry<C, P, N, Q>, OpenOnUpstream<O>>
+    where
+        O: FnMut(&'static Upstream) -> Fut,
+        Fut: Future<Output = Result<S, E>>,
+        S: TryStream,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display + HoldsUpstreamPaused,
+    {
+        let (retry, set) = self.into_parts();
+        let open = OpenOnUpstream::new(open, set.upstreams()[0]);
+        RetryStream::new(retry, open, None)
+            .held_back_as(E::hold)
+            .routed(set)
     }
 }

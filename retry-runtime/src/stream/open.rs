@@ -1,7 +1,11 @@
 //! [`OpenAttempt`]: what opens one attempt of a [`RetryStream`](super::RetryStream), named so
 //! that the stream's type follows from its functions.
 
+use std::fmt;
+
 use futures_core::TryFuture;
+
+use crate::upstream::Upstream;
 
 /// A function that opens one attempt of a [`RetryStream`](super::RetryStream): `open`, called
 /// with the attempt's number (from 1), or `reopen`, called with the
@@ -41,5 +45,39 @@ where
     #[inline]
     fn open_attempt(&mut self, with: A) -> Fut {
         self(with)
+    }
+}
+
+/// A stream's `open` across an ordered set of upstreams: given the upstream each attempt goes
+/// to, as [`AcrossRetry::stream`](crate::AcrossRetry::stream) takes it.
+pub struct OpenOnUpstream<F> {
+    open: F,
+    /// The set's first: only a call outside the stream's route would see it.
+    first: &'static Upstream,
+}
+
+impl<F> OpenOnUpstream<F> {
+    pub(crate) fn new(open: F, first: &'static Upstream) -> Self {
+        OpenOnUpstream { open, first }
+    }
+}
+
+impl<F> fmt::Debug for OpenOnUpstream<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenOnUpstream").finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> OpenAttempt<u32> for OpenOnUpstream<F>
+where
+    F: FnMut(&'static Upstream) -> Fut,
+    Fut: TryFuture,
+{
+    type Future = Fut;
+
+    #[inline]
+    fn open_attempt(&mut self, _: u32) -> Fut {
+        // The stream opens it with its route's upstream as the current one.
+        (self.open)(Upstream::current().unwrap_or(self.first))
     }
 }

@@ -136,6 +136,7 @@ where
             delivered: false,
             restartable: false,
             ticket: None,
+            route: None,
         };
         let carry = Carry {
             hold: Hold::new(Limits::DEFAULT),
@@ -157,6 +158,13 @@ where
     /// error `paused` makes.
     pub(super) fn held_back_as(mut self, paused: fn(UpstreamPaused) -> Error<O>) -> Self {
         self.parts.settings.paused = Some(paused);
+        self
+    }
+
+    /// This stream across the ordered set `set`: each attempt before the commit point goes
+    /// where the route sends it.
+    pub(super) fn routed(mut self, set: &'static crate::fallback::Upstreams) -> Self {
+        self.parts.core.route = Some(crate::fallback::Route::new(set));
         self
     }
 }

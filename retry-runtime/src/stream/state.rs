@@ -16,6 +16,7 @@ use super::resume::ResumeFrom;
 use crate::admission::{Admitting, Ticket};
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run};
+use crate::fallback::Route;
 use crate::nesting;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
@@ -103,6 +104,8 @@ pub(super) struct Shared<R, O> {
     pub(super) restartable: bool,
     /// The current attempt's admission by the stream's upstream, if it has one.
     pub(super) ticket: Option<Ticket>,
+    /// The stream's way across an ordered set of upstreams, if it goes across one.
+    pub(super) route: Option<Route>,
 }
 
 impl<R, O> Shared<R, O> {

@@ -45,6 +45,16 @@ impl Upstream {
     }
 }
 
+/// Run `f` with `upstream` as [`Upstream::current`]: a stream's open, made for the upstream
+/// its route chose.
+#[cfg_attr(not(feature = "stream"), allow(dead_code))]
+pub(crate) fn on<T>(upstream: &'static Upstream, f: impl FnOnce() -> T) -> T {
+    let previous = CURRENT.replace(Some(upstream));
+    let made = f();
+    CURRENT.set(previous);
+    made
+}
+
 pin_project_lite::pin_project! {
     /// An attempt's future, polled with its upstream as [`Upstream::current`]. Used by
     /// `#[retry(across = ..)]`'s expansion, not public API.

@@ -24,6 +24,8 @@ mod current;
 mod paused;
 
 pub use current::OnUpstream;
+#[cfg_attr(not(feature = "stream"), allow(unused_imports))]
+pub(crate) use current::on;
 pub use paused::UpstreamPaused;
 
 /// The word's bit for a pause.
