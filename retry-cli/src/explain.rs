@@ -17,7 +17,9 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use retry_runtime::grpc::{self, Pushback};
 use retry_runtime::http::{HintSource, HttpError, Rule};
 use retry_runtime::ladder::{self, Decision, Failure, Step, Why};
-use retry_runtime::{Class, Classify, Draw, Policy, StopReason, Upstream, UpstreamEffect};
+use retry_runtime::{
+    Class, Classify, Draw, Policy, StopReason, Upstream, UpstreamEffect, Upstreams,
+};
 
 use crate::error::CliError;
 use crate::flags::{DrawArgs, PolicyArgs};
@@ -53,6 +55,14 @@ pub(crate) struct Explain {
     /// that opens it), from the library's own `Upstream::effect_of`.
     #[arg(long)]
     upstream: bool,
+    /// The call goes across an ordered set of upstreams (`Upstreams`), named in order, like
+    /// `--across claude,gpt`: say where its next attempt goes after this response from the one
+    /// `--from` names (default: the first), by the library's own `Upstreams::moves`.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', num_args = 1..)]
+    across: Vec<String>,
+    /// With `--across`, the upstream that gave this response.
+    #[arg(long, value_name = "NAME", requires = "across")]
+    from: Option<String>,
     /// Print one JSON object instead: `status` (null for `--grpc`); `grpc_code` (its name, or
     /// null); `class` (the class's name; null for a success: any HTTP status but a 4xx or a
     /// 5xx, or gRPC `OK`, which the library hands back unread, so nothing is retried and what
@@ -75,7 +85,11 @@ pub(crate) struct Explain {
     /// gives). Waits are whole milliseconds, rounded down. With `--upstream`, also
     /// `upstream_rule` (`upstream_pause`, `upstream_gate` for an outage failure that counts
     /// toward opening the gate, `upstream_closes` for an answer or a success, or null) and
-    /// `upstream_pause_ms` (null unless it pauses).
+    /// `upstream_pause_ms` (null unless it pauses). With `--across`, also `across_rule`
+    /// (`move`: the next attempt goes to `next_upstream` at once, with no wait; `ladder`: every
+    /// upstream has failed in this round, so the call waits as above and starts again from the
+    /// first; `stays`: a failure that does not move, decided as above; `answered`: a success)
+    /// and `next_upstream` (null unless it moves).
     #[arg(long)]
     json: bool,
 }
@@ -149,6 +163,63 @@ struct Explanation {
     fixed_draw: bool,
     /// What the response tells the call's upstream, with `--upstream`.
     upstream: Option<UpstreamEffect>,
+    /// Where the next attempt goes across an ordered set, with `--across`.
+    across: Option<Route>,
+}
+
+/// Where the next attempt of a call across an ordered set goes after the response.
+struct Route {
+    rule: &'static str,
+    from: String,
+    next: Option<String>,
+    first: String,
+}
+
+impl Explain {
+    /// With `--across`, where the next attempt goes, by the library's own rule.
+    fn route(&self, class: Option<Class>, policy: &Policy) -> Result<Option<Route>, CliError> {
+        let Some(first) = self.across.first() else {
+            return Ok(None);
+        };
+        let from = self.from.clone().unwrap_or_else(|| first.clone());
+        let Some(at) = self.across.iter().position(|name| *name == from) else {
+            let list = self.across.join(",");
+            return Err(CliError::BadInput(format!(
+                "`--from {from}` is not in `--across {list}`; name one of them, like `--from {first}`"
+            )));
+        };
+        // The set as the library holds it: `Upstreams` takes `'static` upstreams, and this
+        // process explains one response.
+        let upstreams: Vec<&'static Upstream> = self
+            .across
+            .iter()
+            .map(|name| {
+                &*Box::leak(Box::new(Upstream::new(Box::leak(
+                    name.clone().into_boxed_str(),
+                ))))
+            })
+            .collect();
+        if upstreams.len() > 32 {
+            return Err(CliError::BadInput(format!(
+                "`--across` names {} upstreams; an ordered set holds at most 32",
+                upstreams.len()
+            )));
+        }
+        let set = Upstreams::new(Box::leak(upstreams.into_boxed_slice()));
+        let next = self.across.get(at + 1).cloned();
+        let rule = match class {
+            None => "answered",
+            Some(class) if !set.moves(class, policy) => "stays",
+            Some(_) if next.is_some() => "move",
+            Some(_) => "ladder",
+        };
+        Ok(Some(Route {
+            rule,
+            from,
+            next: next.filter(|_| rule == "move"),
+            first: first.clone(),
+        }))
+    }
 }
 
 /// What a response (`None`: a success) tells an upstream, by the library's own rule.
@@ -179,10 +250,12 @@ impl Explain {
         let upstream = self
             .upstream
             .then(|| upstream_effect(answer.class(), &policy));
+        let across = self.route(answer.class(), &policy)?;
         Ok(Explanation {
             answer,
             failed,
             upstream,
+            across,
             policy,
             attempt: self.attempt,
             fixed_draw: self.draw.fixed().is_some(),
@@ -342,6 +415,10 @@ impl Explanation {
             json["upstream_rule"] = serde_json::json!(rule);
             json["upstream_pause_ms"] = serde_json::json!(pause);
         }
+        if let Some(route) = &self.across {
+            json["across_rule"] = serde_json::json!(route.rule);
+            json["next_upstream"] = serde_json::json!(route.next);
+        }
         json
     }
 
@@ -393,7 +470,31 @@ impl Explanation {
             _ => writeln!(out, "retried")?,
         }
         writeln!(out, "decided by: {}", self.decision_text(failed))?;
-        self.write_upstream(out)
+        self.write_upstream(out)?;
+        self.write_route(out)
+    }
+
+    /// With `--across`, where the next attempt goes.
+    fn write_route(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let Some(route) = &self.across else {
+            return Ok(());
+        };
+        let from = &route.from;
+        match (route.rule, &route.next) {
+            ("move", Some(next)) => writeln!(
+                out,
+                "across upstreams: {from} failed; the next attempt goes to {next} at once, with no wait; the wait above is for when every upstream has failed (rule: move)"
+            ),
+            ("ladder", _) => writeln!(
+                out,
+                "across upstreams: {from} is the last; with every upstream failed in this round, the call waits as above, then starts again from {} (rule: ladder)",
+                route.first
+            ),
+            _ => writeln!(
+                out,
+                "across upstreams: a failure that does not move; the call stays on {from}, decided as above (rule: stays)"
+            ),
+        }
     }
 
     /// With `--upstream`, what the response tells the call's upstream.

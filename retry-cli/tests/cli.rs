@@ -1569,3 +1569,75 @@ fn explain_on_an_upstream_names_the_pause_the_gate_or_its_closing() {
         "{text}"
     );
 }
+
+/// `--across`: where the next attempt goes across an ordered set, by the library's own
+/// `Upstreams::moves`.
+#[test]
+fn explain_across_upstreams_says_where_the_next_attempt_goes() {
+    use retry_runtime::{Class, Policy, Upstream, Upstreams};
+    static A: Upstream = Upstream::new("claude");
+    static B: Upstream = Upstream::new("gpt");
+    static SET: Upstreams = Upstreams::new(&[&A, &B]);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = backoff(args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str(&stdout(&output)).expect("one JSON object")
+    };
+    let across = ["--across", "claude,gpt", "--json"];
+    let outage = json(&[&["explain", "--status", "503"], &across[..]].concat());
+    assert!(SET.moves(
+        Class::Unavailable { retry_after: None },
+        &Policy::AVAILABILITY
+    ));
+    assert_eq!(outage["across_rule"], "move");
+    assert_eq!(outage["next_upstream"], "gpt");
+    let last = json(
+        &[
+            &["explain", "--status", "503", "--from", "gpt"],
+            &across[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(last["across_rule"], "ladder");
+    assert!(last["next_upstream"].is_null());
+    let quota =
+        r#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+    let dir = std::env::temp_dir().join(format!("backoff-across-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("quota.json");
+    std::fs::write(&body, quota).unwrap();
+    let body = body.to_str().unwrap();
+    let billed = json(&[&["explain", "--status", "429", "--body", body], &across[..]].concat());
+    assert_eq!(billed["class"], "quota_exhausted");
+    assert_eq!(billed["retried"], false);
+    assert_eq!(
+        billed["across_rule"], "move",
+        "a per-day quota moves: {billed}"
+    );
+    let answer = json(&[&["explain", "--status", "400"], &across[..]].concat());
+    assert_eq!(answer["across_rule"], "stays");
+    let text = stdout(&backoff(&[
+        "explain",
+        "--status",
+        "503",
+        "--across",
+        "claude,gpt",
+    ]));
+    assert!(
+        text.contains(
+            "across upstreams: claude failed; the next attempt goes to gpt at once, with no wait"
+        ),
+        "{text}"
+    );
+    let wrong = backoff(&[
+        "explain",
+        "--status",
+        "503",
+        "--across",
+        "claude,gpt",
+        "--from",
+        "x",
+    ]);
+    assert!(!wrong.status.success());
+    assert!(stderr(&wrong).contains("`--from x` is not in `--across claude,gpt`"));
+}
