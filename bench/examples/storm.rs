@@ -2,11 +2,12 @@
 //!
 //! Clients call a server that is down for 30 s, then serves a tenth of the clients per second;
 //! each job is resubmitted 5 s after its ladder gives up. `availability`'s ladder with each
-//! jitter, with and without a shared AWS-standard quota.
+//! jitter, with and without a shared AWS-standard quota; then many calls on one upstream; then
+//! a primary outage with a secondary to fall back to, by hand and across the two.
 
 use std::time::{Duration, Instant};
 
-use retry_bench::storm::{Storm, simulate};
+use retry_bench::storm::{Fallback, Storm, simulate, simulate_fallback};
 use retry_runtime::{Jitter, Policy};
 
 fn main() {
@@ -77,6 +78,33 @@ fn main() {
                 );
             }
         }
+    }
+    println!();
+    println!(
+        "| callers | a primary down 5 s, a healthy secondary (20 ms) | requests to the primary | during its outage | to the secondary | mean added latency | failed |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for across in [false, true] {
+        let outcome = simulate_fallback(&Fallback {
+            clients: 1_000,
+            arrivals: Duration::from_secs(10),
+            outage: Duration::from_secs(5),
+            latency: Duration::from_millis(20),
+            across,
+        });
+        println!(
+            "| 1000 | {} | {} | {} | {} | {:.3} s | {} |",
+            if across {
+                "across the two (`Retry::across`)"
+            } else {
+                "by hand: the primary's ladder, then the secondary's"
+            },
+            outcome.primary,
+            outcome.primary_in_outage,
+            outcome.secondary,
+            outcome.mean_added.as_secs_f64(),
+            outcome.failed,
+        );
     }
     eprintln!("simulated in {:.1} s", started.elapsed().as_secs_f64());
 }

@@ -33,7 +33,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry, Upstream};
+use retry_runtime::{Class, Clock, Draw, Policy, Quota, Retry, Upstream, Upstreams};
 use tokio::time::Instant;
 
 /// One storm to simulate.
@@ -247,5 +247,119 @@ pub fn simulate(storm: &Storm) -> Outcome {
         attempts: server.per_second.iter().sum(),
         inside_pause: server.inside_pause,
         calls: server.calls,
+    }
+}
+
+/// A primary outage with a secondary to fall back to: `clients` calls arriving evenly over
+/// `arrivals`, the primary down (`Unavailable`, no hint) for `outage` from the start, both
+/// upstreams answering in `latency` when up. Simulated in virtual time, as [`simulate`].
+///
+/// ```
+/// use retry_bench::storm::{Fallback, simulate_fallback};
+/// use std::time::Duration;
+///
+/// let storm = Fallback {
+///     clients: 100,
+///     arrivals: Duration::from_secs(10),
+///     outage: Duration::from_secs(5),
+///     latency: Duration::from_millis(20),
+///     across: true,
+/// };
+/// let outcome = simulate_fallback(&storm);
+/// assert_eq!(outcome.failed, 0);
+/// assert!(outcome.primary_in_outage < 10);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Fallback {
+    /// How many calls.
+    pub clients: u32,
+    /// The calls arrive evenly over this long.
+    pub arrivals: Duration,
+    /// How long the primary fails every attempt, from the start.
+    pub outage: Duration,
+    /// How long an upstream that is up takes to answer.
+    pub latency: Duration,
+    /// `true`: each call goes across the two (`Retry::across`); `false`: by hand, the
+    /// primary's whole ladder (`availability`), then the secondary's.
+    pub across: bool,
+}
+
+/// What a fallback storm did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FallbackOutcome {
+    /// Requests to the primary in all, and during its outage.
+    pub primary: u64,
+    /// Requests to the primary during its outage.
+    pub primary_in_outage: u64,
+    /// Requests to the secondary.
+    pub secondary: u64,
+    /// The mean call's time above one healthy answer.
+    pub mean_added: Duration,
+    /// Calls that failed in the end.
+    pub failed: u64,
+}
+
+/// Run a fallback storm to the end, in virtual time.
+pub fn simulate_fallback(storm: &Fallback) -> FallbackOutcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let seed: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0x5EED)));
+    let primary: &'static Upstream = Box::leak(Box::new(Upstream::new("primary")));
+    let secondary: &'static Upstream = Box::leak(Box::new(Upstream::new("secondary")));
+    let pair: &'static [&'static Upstream] = Box::leak(Box::new([primary, secondary]));
+    let set: &'static Upstreams = Box::leak(Box::new(Upstreams::new(pair)));
+    let started = runtime.block_on(async { Instant::now() });
+    // (primary, in its outage, secondary, total call time, failed)
+    let seen = Rc::new(RefCell::new((0_u64, 0_u64, 0_u64, Duration::ZERO, 0_u64)));
+    let local = tokio::task::LocalSet::new();
+    let (outage, latency, across) = (storm.outage, storm.latency, storm.across);
+    for client in 0..storm.clients {
+        let retry = Retry::new(&Policy::AVAILABILITY)
+            .named("fallback")
+            .with_clock(SeededClock(seed));
+        let seen = Rc::clone(&seen);
+        let offset = storm.arrivals * client / storm.clients.max(1);
+        local.spawn_local(async move {
+            tokio::time::sleep(offset).await;
+            let began = Instant::now();
+            let attempt = async |to: &'static Upstream| {
+                let down = std::ptr::eq(to, primary) && started.elapsed() < outage;
+                {
+                    let mut seen = seen.borrow_mut();
+                    match std::ptr::eq(to, primary) {
+                        true => seen.0 += 1,
+                        false => seen.2 += 1,
+                    }
+                    seen.1 += u64::from(down);
+                }
+                if down {
+                    return Err(Class::Unavailable { retry_after: None });
+                }
+                tokio::time::sleep(latency).await;
+                Ok(())
+            };
+            let ok = if across {
+                retry.across(set).run(attempt).await.is_ok()
+            } else {
+                let first = retry.run(async |_| attempt(primary).await).await;
+                first.is_ok() || retry.run(async |_| attempt(secondary).await).await.is_ok()
+            };
+            let mut seen = seen.borrow_mut();
+            seen.3 += began.elapsed();
+            seen.4 += u64::from(!ok);
+        });
+    }
+    runtime.block_on(local);
+    let seen = seen.borrow();
+    let mean = seen.3 / storm.clients.max(1);
+    FallbackOutcome {
+        primary: seen.0,
+        primary_in_outage: seen.1,
+        secondary: seen.2,
+        mean_added: mean.saturating_sub(latency),
+        failed: seen.4,
     }
 }

@@ -94,3 +94,28 @@ fn on_an_upstream_an_outage_is_probed_by_one_call_at_a_time() {
     assert!(alone.attempts_in_outage > 3_000, "{alone:?}");
     assert!(shared.attempts_in_outage < 100, "{shared:?}");
 }
+
+/// A primary outage, 1,000 callers: across the two, the primary sees the gate's threshold and
+/// one probe a rung during its outage, no call waits, and none fails.
+#[test]
+fn across_upstreams_an_outage_of_the_primary_costs_no_call_a_wait() {
+    use retry_bench::storm::{Fallback, simulate_fallback};
+    let storm = |across| Fallback {
+        clients: 1_000,
+        arrivals: Duration::from_secs(10),
+        outage: Duration::from_secs(5),
+        latency: Duration::from_millis(20),
+        across,
+    };
+    let by_hand = simulate_fallback(&storm(false));
+    let across = simulate_fallback(&storm(true));
+    assert_eq!((by_hand.failed, across.failed), (0, 0));
+    // Rungs at 0.25, 0.75, 1.75 and 3.75 s after the gate opened: within the 5 s outage.
+    assert!(across.primary_in_outage <= 3 + 4, "{across:?}");
+    assert!(by_hand.primary_in_outage > 1_000, "{by_hand:?}");
+    assert_eq!(across.mean_added, Duration::ZERO, "{across:?}");
+    assert!(
+        by_hand.mean_added > Duration::from_millis(100),
+        "{by_hand:?}"
+    );
+}
