@@ -132,6 +132,30 @@ fn main() {
             explicit_upstream,
             explicit_upstream_parked
         ),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]`, the upstream rows' error, no upstream",
+            false,
+            annotated_same_error,
+            annotated_same_error_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]` across two upstreams",
+            false,
+            annotated_across,
+            annotated_across_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`Retry::run` across two upstreams",
+            false,
+            explicit_across,
+            explicit_across_parked
+        ),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with

@@ -12,7 +12,7 @@ use crate::admission::Ticket;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Call, Source, Waiting};
-use crate::fallback::{Next, Route};
+use crate::fallback::{Next, Route, Upstreams};
 use crate::policy::{Policy, PolicyError};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
@@ -121,6 +121,7 @@ where
 #[inline]
 pub fn across_failed<R: Source, E, C, D>(
     route: &mut Route,
+    set: &'static Upstreams,
     ticket: Ticket,
     run: &mut Call<R>,
     error: E,
@@ -136,7 +137,7 @@ where
         classify,
         display,
     };
-    match route.failed(ticket, run, judged) {
+    match route.failed(set, ticket, run, judged) {
         Next::Moved => Ok(None),
         Next::Ladder(judged) => Ok(Some(judged.error)),
         Next::GaveUp(gave_up) => Err(gave_up.into_error().error),

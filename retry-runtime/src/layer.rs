@@ -243,7 +243,7 @@ where
                     match ticket {
                         Ok(ticket) => {
                             if let Some(route) = this.route.as_mut() {
-                                route.route.admitted(ticket.upstream());
+                                route.route.admitted(route.set, ticket.upstream());
                             }
                             *this.ticket = Some(ticket);
                         }
@@ -293,6 +293,7 @@ where
 /// rewritten for each upstream, and how the service's error holds an attempt every upstream
 /// held back.
 pub(crate) struct LayerRoute<Rq, E> {
+    set: &'static crate::Upstreams,
     route: Route,
     rewrite: fn(&mut Rq, &'static Upstream),
     hold: fn(UpstreamPaused) -> E,
@@ -301,7 +302,8 @@ pub(crate) struct LayerRoute<Rq, E> {
 impl<Rq, E> LayerRoute<Rq, E> {
     fn new((set, rewrite, hold): AcrossChoice<Rq, E>) -> Self {
         LayerRoute {
-            route: Route::new(set),
+            set,
+            route: Route::new(),
             rewrite,
             hold,
         }
@@ -331,10 +333,10 @@ where
         if let Some(route) = self.route.as_mut() {
             if self.ticket.is_none() {
                 let now = self.run.clock_now();
-                match route.route.ready(now) {
+                match route.route.ready(route.set, now) {
                     Some(ticket) => *self.ticket = Some(ticket),
                     None => {
-                        let admitting = Admitting::new(route.route.soonest(now));
+                        let admitting = Admitting::new(route.route.soonest(route.set, now));
                         self.step.set(Step::Admitting { admitting });
                         return;
                     }
@@ -355,7 +357,7 @@ where
             panic!("a layer's call polled after it was returned");
         };
         if let Some(route) = self.route.as_ref() {
-            (route.rewrite)(&mut request, route.route.upstream());
+            (route.rewrite)(&mut request, route.route.upstream(route.set));
         }
         let sent = self.sender.send(request, resend);
         let exchange = Exchange::Sending {
@@ -384,18 +386,20 @@ where
         };
         *self.next = Some(copy);
         let failed = match (self.route.as_mut(), ticket) {
-            (Some(route), Some(ticket)) => match route.route.failed(ticket, self.run, failed) {
-                // The next attempt at once, on the upstream the route took.
-                Next::Moved => {
-                    self.step.set(Step::Start);
-                    return None;
+            (Some(route), Some(ticket)) => {
+                match route.route.failed(route.set, ticket, self.run, failed) {
+                    // The next attempt at once, on the upstream the route took.
+                    Next::Moved => {
+                        self.step.set(Step::Start);
+                        return None;
+                    }
+                    Next::Ladder(failed) => {
+                        route.route.waited();
+                        failed
+                    }
+                    Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
                 }
-                Next::Ladder(failed) => {
-                    route.route.waited();
-                    failed
-                }
-                Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
-            },
+            }
             (_, ticket) => told(ticket, failed, self.run),
         };
         match self.run.failed_to_wait(failed, None) {

@@ -455,16 +455,25 @@ impl UpstreamLeft {
         }
     }
 
-    /// The same, having failed with `class`, told as `error` (redacted).
-    pub(crate) fn failed(mut self, class: Class, error: &dyn fmt::Display) -> UpstreamLeft {
-        self.failure = Some((class, Redacted::new(error).to_string()));
-        self
+    /// It failed with `class`, told as `error` (redacted).
+    pub(crate) fn failed(&mut self, class: Class, error: &dyn fmt::Display) {
+        use fmt::Write as _;
+        let text = match &mut self.failure {
+            Some((_, text)) => {
+                text.clear();
+                text
+            }
+            None => &mut self.failure.insert((class, String::new())).1,
+        };
+        let _ = write!(text, "{}", Redacted::new(error));
+        if let Some((kept, _)) = &mut self.failure {
+            *kept = class;
+        }
     }
 
-    /// The same, left for `why`.
-    pub(crate) fn because(mut self, why: LeftBecause) -> UpstreamLeft {
+    /// The call left it for `why`.
+    pub(crate) fn because(&mut self, why: LeftBecause) {
         self.why = why;
-        self
     }
 
     /// The upstream's name.

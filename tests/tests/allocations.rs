@@ -595,3 +595,44 @@ fn a_first_try_success_on_an_upstream_allocates_nothing() {
 async fn annotated_on_an_upstream() -> Result<u32, Class> {
     Ok(7)
 }
+
+static PRIMARY: retry_runtime::Upstream = retry_runtime::Upstream::new("allocations-primary");
+static SECONDARY: retry_runtime::Upstream = retry_runtime::Upstream::new("allocations-secondary");
+static ACROSS: retry_runtime::Upstreams = retry_runtime::Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+/// Across an ordered set whose first upstream has nothing to say, a first try reads its word
+/// and allocates nothing, in both forms; nor does a move to the second upstream.
+#[test]
+fn a_first_try_success_across_upstreams_allocates_nothing() {
+    let mut results = (None, None, None);
+    let counted = allocation_counter::measure(|| {
+        let retry = Retry::new(&Policy::AVAILABILITY).across(&ACROSS);
+        let first = poll_once(retry.run(async |to| Ok::<_, Class>(to.name())));
+        results.0 = Some(first.map(retry_runtime::Answered::into_value));
+        results.1 = Some(poll_once(annotated_across()));
+    });
+    assert_eq!(results.0.map(Result::ok), Some(Some("allocations-primary")));
+    assert_eq!(results.1.map(Result::ok), Some(Some(7)));
+    assert_eq!(counted.count_total, 0, "{counted:?}");
+    // A move: the primary fails, the secondary answers; only the failure's note allocates
+    // (how the call left the primary, kept for a give-up's report: its box, its list and the
+    // failure's text, redacted, with the redaction's own buffer).
+    let counted = allocation_counter::measure(|| {
+        let retry = Retry::new(&Policy::AVAILABILITY).across(&ACROSS);
+        let moved = poll_once(retry.run(async |to| match to.name() {
+            "allocations-primary" => Err(Class::Unavailable { retry_after: None }),
+            name => Ok(name),
+        }));
+        results.2 = Some(moved.map(retry_runtime::Answered::into_value));
+    });
+    assert_eq!(
+        results.2.map(Result::ok),
+        Some(Some("allocations-secondary"))
+    );
+    assert!(counted.count_total <= 5, "{counted:?}");
+}
+
+#[retry(policy = "availability", across = ACROSS)]
+async fn annotated_across() -> Result<u32, Class> {
+    Ok(7)
+}

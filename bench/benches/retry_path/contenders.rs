@@ -209,6 +209,49 @@ pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, Gav
         .run(async |_| Ok(op().await?))
 }
 
+/// The upstream rows' error type with no upstream: what an upstream adds, apart from what its
+/// error type does.
+#[retry(policy = ZERO)]
+pub(crate) async fn annotated_same_error() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+#[retry(policy = PARKED, budget = "turn")]
+pub(crate) async fn annotated_same_error_parked() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+/// An ordered set whose first upstream has nothing to say: a first try reads its word once.
+pub(crate) static PRIMARY: retry_runtime::Upstream = retry_runtime::Upstream::new("primary");
+pub(crate) static SECONDARY: retry_runtime::Upstream = retry_runtime::Upstream::new("secondary");
+pub(crate) static ACROSS: retry_runtime::Upstreams =
+    retry_runtime::Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+#[retry(policy = ZERO, across = ACROSS)]
+pub(crate) async fn annotated_across() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+#[retry(policy = PARKED, budget = "turn", across = ACROSS)]
+pub(crate) async fn annotated_across_parked() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+pub(crate) fn explicit_across()
+-> impl Future<Output = Result<retry_runtime::Answered<u64>, GaveUp<OnUpstream>>> {
+    Retry::new(&ZERO)
+        .across(&ACROSS)
+        .run(async |_| Ok(op().await?))
+}
+
+pub(crate) fn explicit_across_parked()
+-> impl Future<Output = Result<retry_runtime::Answered<u64>, GaveUp<OnUpstream>>> {
+    // `run_fn`: the parked call is spawned, and rustc cannot prove `Send` for `run`'s closure.
+    Retry::new(&PARKED)
+        .across(&ACROSS)
+        .run_fn(|_| async { Ok(op().await?) })
+}
+
 pub(crate) fn explicit() -> impl Future<Output = Result<u64, GaveUp<io::Error>>> {
     Retry::new(&ZERO).run(async |_| op().await)
 }

@@ -268,13 +268,19 @@ fn read<R: Source, A: crate::engine::Count>(
 #[derive(Debug)]
 pub struct Ticket {
     upstream: &'static Upstream,
-    /// The gate's probe, by the epoch it was taken in; `None` for any other attempt.
-    probe: Option<u32>,
-    /// What the upstream had to say when it admitted the attempt (0: nothing).
-    seen: u32,
-    /// Told how the attempt ended.
-    told: bool,
+    /// The gate's probe's epoch, if [`PROBE`] is set.
+    epoch: u32,
+    /// What the upstream had to say when it admitted the attempt (its word; 0: nothing), and
+    /// [`PROBE`] and [`TOLD`]: two words in all, so a call's future carries little.
+    flags: u32,
 }
+
+/// The ticket is the gate's probe.
+const PROBE: u32 = 1 << 8;
+/// The upstream was told how the attempt ended.
+const TOLD: u32 = 1 << 9;
+/// The upstream's word, as it was read.
+const SEEN: u32 = PROBE - 1;
 
 impl Ticket {
     pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
@@ -282,12 +288,23 @@ impl Ticket {
             Admission::Send { probe, seen } => (probe, seen),
             _ => (None, 0),
         };
+        Ticket::of(upstream, probe, seen)
+    }
+
+    #[inline]
+    fn of(upstream: &'static Upstream, probe: Option<u32>, seen: u32) -> Ticket {
         Ticket {
             upstream,
-            probe,
-            seen,
-            told: false,
+            epoch: probe.unwrap_or(0),
+            flags: (seen & SEEN) | if probe.is_some() { PROBE } else { 0 },
         }
+    }
+
+    /// The admission, as plain values (a probe's epoch, the word read), the ticket told:
+    /// kept by a route between a move and its attempt.
+    pub(crate) fn into_parts(mut self) -> (Option<u32>, u32) {
+        self.flags |= TOLD;
+        (self.probe(), self.flags & SEEN)
     }
 
     /// The upstream that admitted the attempt.
@@ -296,11 +313,16 @@ impl Ticket {
         self.upstream
     }
 
+    #[inline]
+    fn probe(&self) -> Option<u32> {
+        (self.flags & PROBE != 0).then_some(self.epoch)
+    }
+
     /// The admission, as the upstream reads it back.
     fn admission(&self) -> Admission {
         Admission::Send {
-            probe: self.probe,
-            seen: self.seen,
+            probe: self.probe(),
+            seen: self.flags & SEEN,
         }
     }
 
@@ -310,21 +332,20 @@ impl Ticket {
     pub fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
         upstream.quiet().map(|seen| Ticket {
             upstream,
-            probe: None,
-            seen,
-            told: false,
+            epoch: 0,
+            flags: seen & SEEN,
         })
     }
 
     /// The attempt succeeded.
     #[inline]
     pub fn succeeded(mut self) {
-        self.told = true;
         // Nothing was said when the attempt was admitted, and it was no probe: nothing to
         // clear (a failure reported meanwhile by a call that started later is left to count).
-        if self.seen != 0 || self.probe.is_some() {
+        if self.flags & (SEEN | PROBE) != 0 {
             self.upstream.succeeded(self.admission());
         }
+        self.flags |= TOLD;
     }
 
     /// The attempt failed with `class` at `now`, on `run`'s policy.
@@ -333,7 +354,7 @@ impl Ticket {
         class: Class,
         run: &Run<R, A>,
     ) {
-        self.told = true;
+        self.flags |= TOLD;
         self.upstream
             .failed(self.admission(), class, run.clock_now(), run.policy());
     }
@@ -343,7 +364,7 @@ impl Drop for Ticket {
     #[inline]
     fn drop(&mut self) {
         // Only a probe is anything to free.
-        if !self.told && self.probe.is_some() {
+        if self.flags & (PROBE | TOLD) == PROBE {
             self.upstream.released(self.admission());
         }
     }

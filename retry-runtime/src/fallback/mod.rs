@@ -16,9 +16,13 @@ use crate::engine::{Count, Run, Source};
 use crate::policy::Policy;
 use crate::upstream::{Admission, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, LeftBecause, UpstreamLeft};
+use tokio::time::Instant;
 
 /// The most upstreams one ordered set holds: a call keeps which it tried in one word.
 const MAX_UPSTREAMS: usize = 32;
+
+/// In a route's `next`: the admission is the gate's probe.
+const PROBED: u64 = 1 << 31;
 
 /// An ordered set of upstreams for one call, in order of preference: the models, keys or hosts
 /// a call may go to. Declared as a `static`, as an [`Upstream`] is, and given to a retry with
@@ -185,20 +189,29 @@ impl<T> Answered<T> {
 
 /// One call's way through its ordered set: which upstreams failed in this round, where the
 /// next attempt goes, and, once anything failed or was held, how it left each. The one
-/// decision of fallback. Used by `#[retry(across = ..)]`'s expansion, not public API.
+/// decision of fallback. The set is given to each step, not kept: the attribute's expansion
+/// names it by its path, so a call's future carries no pointer to it. Used by
+/// `#[retry(across = ..)]`'s expansion, not public API.
 #[doc(hidden)]
+#[derive(Default)]
 pub struct Route {
-    set: &'static Upstreams,
     /// Bit `i`: the `i`th upstream failed in this round.
     tried: u32,
     /// The upstream of the attempt in progress.
-    at: usize,
-    /// The next attempt's ticket, taken when a move chose its upstream.
-    next: Option<Ticket>,
-    /// How the call left each upstream it failed on or passed over; empty (unallocated) until
-    /// one is.
-    left: Vec<UpstreamLeft>,
+    at: u8,
+    /// A move took the next attempt's admission: its word is in `next`.
+    moved: bool,
+    /// The admission a move took for the next attempt: a probe's epoch (high half, with bit
+    /// 31 of the low half saying it is one) and the word it read (low half). Plain values:
+    /// nothing is awaited between the move and that attempt.
+    next: u64,
+    /// How the call left each upstream it failed on or passed over: made at the first.
+    left: Option<Box<Lefts>>,
 }
+
+/// How a call left each upstream, in the order it first did.
+#[derive(Default)]
+struct Lefts(Vec<UpstreamLeft>);
 
 /// What follows a failed attempt on a route.
 #[doc(hidden)]
@@ -212,49 +225,67 @@ pub enum Next<E> {
 }
 
 impl Route {
-    /// A call's route through `set`, nothing tried.
+    /// A call's route, nothing tried.
     #[inline]
-    pub fn new(set: &'static Upstreams) -> Route {
+    pub const fn new() -> Route {
         Route {
-            set,
             tried: 0,
             at: 0,
-            next: None,
-            left: Vec::new(),
+            moved: false,
+            next: 0,
+            left: None,
         }
     }
 
-    /// The next attempt's ticket at once: the one a move took, or the first upstream not
-    /// failed in this round if it has nothing to say (one atomic read). `None`: ask
+    /// The next attempt's ticket at once: the one a move took, or the first upstream of `set`
+    /// not failed in this round if it has nothing to say (one atomic read). `None`: ask
     /// [`admit`](Self::admit).
     #[inline]
-    pub fn at_once(&mut self) -> Option<Ticket> {
-        if let Some(ticket) = self.next.take() {
-            return Some(ticket);
+    pub fn at_once(&mut self, set: &'static Upstreams) -> Option<Ticket> {
+        // A first try, or one after a wait: the set's first upstream, one atomic read.
+        if self.tried == 0 && !self.moved {
+            self.at = 0;
+            return Ticket::at_once(set.upstreams[0]);
         }
-        let at = (!self.tried).trailing_zeros() as usize;
-        let upstream = *self.set.upstreams.get(at)?;
+        self.after_failure(set)
+    }
+
+    /// [`at_once`](Self::at_once) after a failure in this round: the ticket a move took, or
+    /// the first upstream not failed in it, if it has nothing to say.
+    #[cold]
+    fn after_failure(&mut self, set: &'static Upstreams) -> Option<Ticket> {
+        if self.moved {
+            self.moved = false;
+            let probe = (self.next & PROBED != 0).then_some((self.next >> 32) as u32);
+            let seen = (self.next & u64::from(u32::MAX >> 1)) as u32;
+            let upstream = self.upstream(set);
+            return Some(Ticket::new(upstream, Admission::Send { probe, seen }));
+        }
+        let at = (!self.tried).trailing_zeros();
+        let upstream = *set.upstreams.get(at as usize)?;
         let ticket = Ticket::at_once(upstream)?;
-        self.at = at;
+        // At most 32 upstreams: `at` fits.
+        self.at = at as u8;
         Some(ticket)
     }
 
     /// The upstream of the attempt in progress.
     #[inline]
-    pub fn upstream(&self) -> &'static Upstream {
-        self.set.upstreams[self.at]
+    pub fn upstream(&self, set: &'static Upstreams) -> &'static Upstream {
+        set.upstreams[usize::from(self.at)]
     }
 
-    /// The first upstream not failed in this round that admits an attempt at `now` (a probe
-    /// of an open gate included, which the call then makes), passing over the held ones.
-    pub(crate) fn pick(&mut self, now: tokio::time::Instant) -> Option<Ticket> {
-        for (at, upstream) in self.set.upstreams.iter().copied().enumerate() {
+    /// The first upstream of `set` not failed in this round that admits an attempt at `now`
+    /// (a probe of an open gate included, which the call then makes), passing over the held
+    /// ones.
+    pub(crate) fn pick(&mut self, set: &'static Upstreams, now: Instant) -> Option<Ticket> {
+        for (at, upstream) in set.upstreams.iter().copied().enumerate() {
             if self.tried & (1 << at) != 0 {
                 continue;
             }
             match upstream.admit(now) {
                 admission @ Admission::Send { .. } => {
-                    self.at = at;
+                    self.at = at as u8;
                     return Some(Ticket::new(upstream, admission));
                 }
                 Admission::Paused { .. } => self.passed(upstream, LeftBecause::Paused),
@@ -264,30 +295,30 @@ impl Route {
         None
     }
 
-    /// The upstream that frees soonest by what it said at `now` (a pause's end, a gate's next
-    /// probe; a gate with its probe out, last), among those not failed in this round.
-    pub(crate) fn soonest(&self, now: tokio::time::Instant) -> &'static Upstream {
+    /// The upstream of `set` that frees soonest by what it said at `now` (a pause's end, a
+    /// gate's next probe; a gate with its probe out, last), among those not failed in this
+    /// round.
+    pub(crate) fn soonest(&self, set: &'static Upstreams, now: Instant) -> &'static Upstream {
         let ends = |upstream: &&'static Upstream| {
             let paused = upstream.paused_for().map(|left| now + left);
-            paused
-                .or_else(|| upstream.next_probe())
-                .unwrap_or(now + Policy::MAX_TOTAL_WAIT)
+            let far = now + Policy::MAX_TOTAL_WAIT;
+            paused.or_else(|| upstream.next_probe()).unwrap_or(far)
         };
-        self.set
-            .upstreams
+        set.upstreams
             .iter()
             .enumerate()
             .filter(|(at, _)| self.tried & (1 << at) == 0)
             .map(|(_, upstream)| *upstream)
             .min_by_key(ends)
-            .unwrap_or(self.set.upstreams[0])
+            .unwrap_or(set.upstreams[0])
     }
 
-    /// The next attempt's ticket, once an upstream admits it: the first available, or, with
-    /// every upstream held, after the wait for the one that frees soonest; or the give-up,
-    /// the caller's error made by `hold`, where that wait would outlast the call.
+    /// The next attempt's ticket, once an upstream of `set` admits it: the first available,
+    /// or, with every upstream held, after the wait for the one that frees soonest; or the
+    /// give-up, the caller's error made by `hold`, where that wait would outlast the call.
     pub async fn admit<R, A, E>(
         &mut self,
+        set: &'static Upstreams,
         run: &mut Run<R, A>,
         hold: fn(UpstreamPaused) -> E,
     ) -> Result<Ticket, GaveUp<E>>
@@ -297,40 +328,45 @@ impl Route {
         E: Classify + fmt::Display,
     {
         let now = run.clock_now();
-        if let Some(ticket) = self.pick(now) {
+        if let Some(ticket) = self.pick(set, now) {
             return Ok(ticket);
         }
-        let soonest = self.soonest(now);
+        let soonest = self.soonest(set, now);
         match admit(run, soonest, hold).await {
             Ok(ticket) => {
-                self.admitted(soonest);
+                self.admitted(set, soonest);
                 Ok(ticket)
             }
-            Err(gave_up) => Err(self.gave_up(gave_up, false)),
+            Err(gave_up) => Err(self.gave_up(set, gave_up, false)),
         }
     }
 
     /// The next attempt goes to `upstream`, which admitted it after a wait.
-    pub(crate) fn admitted(&mut self, upstream: &'static Upstream) {
-        let mut upstreams = self.set.upstreams.iter();
-        self.at = upstreams
-            .position(|each| std::ptr::eq(*each, upstream))
-            .unwrap_or(0);
+    pub(crate) fn admitted(&mut self, set: &'static Upstreams, upstream: &'static Upstream) {
+        let mut upstreams = set.upstreams.iter();
+        let at = upstreams.position(|each| std::ptr::eq(*each, upstream));
+        self.at = at.unwrap_or(0) as u8;
     }
 
-    /// The next attempt's ticket without a wait, if an upstream admits it at `now`.
+    /// The next attempt's ticket without a wait, if an upstream of `set` admits it at `now`.
     #[cfg_attr(
         not(any(feature = "tower", feature = "reqwest-middleware", feature = "stream")),
         allow(dead_code)
     )]
-    pub(crate) fn ready(&mut self, now: tokio::time::Instant) -> Option<Ticket> {
-        self.at_once().or_else(|| self.pick(now))
+    pub(crate) fn ready(&mut self, set: &'static Upstreams, now: Instant) -> Option<Ticket> {
+        self.at_once(set).or_else(|| self.pick(set, now))
     }
 
     /// The attempt `ticket` admitted failed with `error`: the upstream is told; the call moves
-    /// to the next available upstream at once where the failure moves it, or leaves the wait
-    /// (or the give-up) to its ladder.
-    pub fn failed<R, A, E>(&mut self, ticket: Ticket, run: &mut Run<R, A>, error: E) -> Next<E>
+    /// to the next available upstream of `set` at once where the failure moves it, or leaves
+    /// the wait (or the give-up) to its ladder.
+    pub fn failed<R, A, E>(
+        &mut self,
+        set: &'static Upstreams,
+        ticket: Ticket,
+        run: &mut Run<R, A>,
+        error: E,
+    ) -> Next<E>
     where
         R: Source,
         A: Count,
@@ -338,20 +374,23 @@ impl Route {
     {
         let class = error.classify();
         ticket.failed(class, run);
-        let from = self.upstream();
+        let from = self.upstream(set);
         self.tried |= 1 << self.at;
         self.note(from, LeftBecause::Waited, Some((class, &error)));
-        if !self.set.moves(class, run.policy()) {
+        if !set.moves(class, run.policy()) {
             return Next::Ladder(error);
         }
-        let Some(next) = self.pick(run.clock_now()) else {
+        let Some(next) = self.pick(set, run.clock_now()) else {
             return Next::Ladder(error);
         };
         let to = next.upstream();
         self.note(from, LeftBecause::Moved, None);
         match run.move_on(error, class, from.name(), to.name()) {
             Ok(()) => {
-                self.next = Some(next);
+                let (probe, seen) = next.into_parts();
+                let probed = probe.map_or(0, |epoch| (u64::from(epoch) << 32) | PROBED);
+                self.next = probed | u64::from(seen);
+                self.moved = true;
                 Next::Moved
             }
             // The ticket taken for the move is dropped: a probe it held is freed.
@@ -368,19 +407,22 @@ impl Route {
         self.tried = 0;
     }
 
-    /// The call gives up with `gave_up`: it carries how the call left each upstream, the last
-    /// one's failure (`failed`: the failure given up on) marked so.
-    pub fn gave_up<E>(&mut self, gave_up: GaveUp<E>, failed: bool) -> GaveUp<E> {
+    /// The call gives up with `gave_up`: it carries how the call left each upstream of `set`,
+    /// the last one's failure (`failed`: the failure given up on) marked so.
+    pub fn gave_up<E>(
+        &mut self,
+        set: &'static Upstreams,
+        gave_up: GaveUp<E>,
+        failed: bool,
+    ) -> GaveUp<E> {
         if failed {
-            self.note(self.upstream(), LeftBecause::GaveUp, None);
+            self.note(self.upstream(set), LeftBecause::GaveUp, None);
         }
         let order = |left: &UpstreamLeft| {
-            let position = self.set.upstreams.iter();
-            position
-                .map(|u| u.name())
-                .position(|name| name == left.upstream())
+            let names = set.upstreams.iter().map(|upstream| upstream.name());
+            names.clone().position(|name| name == left.upstream())
         };
-        let mut left = std::mem::take(&mut self.left);
+        let mut left = self.left.take().map(|left| left.0).unwrap_or_default();
         left.sort_by_key(order);
         gave_up.with_upstreams(left)
     }
@@ -399,25 +441,26 @@ impl Route {
         failure: Option<(Class, &dyn fmt::Display)>,
     ) {
         let name = upstream.name();
-        let at = match self.left.iter().position(|left| left.upstream() == name) {
+        let lefts = &mut self.left.get_or_insert_with(Box::default).0;
+        let at = match lefts.iter().position(|left| left.upstream() == name) {
             Some(at) => at,
             None => {
-                self.left.push(UpstreamLeft::new(name, why));
-                self.left.len() - 1
+                lefts.push(UpstreamLeft::new(name, why));
+                lefts.len() - 1
             }
         };
-        let mut left = self.left[at].clone().because(why);
+        let left = &mut lefts[at];
+        left.because(why);
         if let Some((class, error)) = failure {
-            left = left.failed(class, error);
+            left.failed(class, error);
         }
-        self.left[at] = left;
     }
 }
 
 impl fmt::Debug for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Route")
-            .field("upstream", &self.upstream().name())
+            .field("at", &self.at)
             .field("tried", &self.tried)
             .finish_non_exhaustive()
     }

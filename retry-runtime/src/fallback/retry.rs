@@ -102,12 +102,15 @@ impl<R: Source> Source for AcrossRetry<R> {
 /// The ladder of a call across upstreams: routed before each attempt, the upstream told
 /// after; a move makes the next attempt at once, anything else is the ladder's.
 macro_rules! across_ladder {
-    ($route:ident, $run:ident, |$to:ident| $output:expr) => {
+    ($set:ident, $route:ident, $run:ident, |$to:ident| $output:expr) => {
         async move {
             loop {
-                let ticket = match $route.at_once() {
+                let ticket = match $route.at_once($set) {
                     Some(ticket) => ticket,
-                    None => $route.admit(&mut $run, HoldsUpstreamPaused::hold).await?,
+                    None => {
+                        let hold = HoldsUpstreamPaused::hold;
+                        $route.admit($set, &mut $run, hold).await?
+                    }
                 };
                 let $to: &'static Upstream = ticket.upstream();
                 let error = match $output {
@@ -118,12 +121,12 @@ macro_rules! across_ladder {
                     }
                     Err(error) => error,
                 };
-                match $route.failed(ticket, &mut $run, error) {
+                match $route.failed($set, ticket, &mut $run, error) {
                     Next::Moved => {}
-                    Next::GaveUp(gave_up) => return Err($route.gave_up(gave_up, true)),
+                    Next::GaveUp(gave_up) => return Err($route.gave_up($set, gave_up, true)),
                     Next::Ladder(error) => match $run.failed(error).await {
                         Ok(()) => $route.waited(),
-                        Err(gave_up) => return Err($route.gave_up(gave_up, true)),
+                        Err(gave_up) => return Err($route.gave_up($set, gave_up, true)),
                     },
                 }
             }
@@ -148,9 +151,9 @@ where
         F: AsyncFnMut(&'static Upstream) -> Result<T, E>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let mut route = Route::new(self.set);
+        let (set, mut route) = (self.set, Route::new());
         let mut run = Call::new(self.retry);
-        across_ladder!(route, run, |to| {
+        across_ladder!(set, route, run, |to| {
             let attempted = run.attempt(OnUpstream::new(to, operation(to))).await;
             run.attempted(attempted)
         })
@@ -167,9 +170,9 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let mut route = Route::new(self.set);
+        let (set, mut route) = (self.set, Route::new());
         let mut run = Call::new(self.retry);
-        across_ladder!(route, run, |to| {
+        across_ladder!(set, route, run, |to| {
             let attempted = run.attempt(OnUpstream::new(to, operation(to))).await;
             run.attempted(attempted)
         })
@@ -192,9 +195,9 @@ where
         F: AsyncFnMut(&'static Upstream) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
     {
-        let mut route = Route::new(self.set);
+        let (set, mut route) = (self.set, Route::new());
         let mut run = Call::new(self.retry);
-        across_ladder!(route, run, |to| {
+        across_ladder!(set, route, run, |to| {
             let attempted = run.attempt_timed(OnUpstream::new(to, operation(to))).await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })

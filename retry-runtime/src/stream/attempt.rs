@@ -23,7 +23,7 @@ use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::admission::{Admitting, Ticket};
 use crate::class::Classify;
 use crate::engine::{Clocked, Source, StreamFacts};
-use crate::fallback::{Next, Route};
+use crate::fallback::Next;
 use crate::nesting;
 use crate::notice::Reached;
 use crate::timeout::TimedOut;
@@ -86,20 +86,20 @@ where
     /// Start the next attempt: admitted by the stream's upstream first, if it has one with
     /// something to say; else opened (or, if it `resumes`, resumed).
     pub(super) fn start(&mut self, resumes: bool) -> Advance<R, O, Re> {
-        if let (Some(route), None) = (self.core.route.as_mut(), &self.core.ticket) {
+        if let (Some((set, route)), None) = (self.core.route.as_mut(), &self.core.ticket) {
             let now = self.core.run.clock_now();
             // Past its commit point a stream stays on the upstream that delivered.
             let committed = self.core.output != Output::None;
             let ticket = match committed {
-                true => Ticket::at_once(route.upstream()),
-                false => route.ready(now),
+                true => Ticket::at_once(route.upstream(set)),
+                false => route.ready(set, now),
             };
             match ticket {
                 Some(ticket) => self.core.ticket = Some(ticket),
                 None => {
                     let upstream = match committed {
-                        true => route.upstream(),
-                        false => route.soonest(now),
+                        true => route.upstream(set),
+                        false => route.soonest(set, now),
                     };
                     let admitting = Admitting::new(upstream);
                     return Then::Become(State::Admitting { admitting, resumes });
@@ -131,15 +131,15 @@ where
         match admitting.poll_admit(&mut self.core.run, cx, to_error) {
             Poll::Pending => Then::Yield(Poll::Pending),
             Poll::Ready(Ok(ticket)) => {
-                if let Some(route) = self.core.route.as_mut() {
-                    route.admitted(ticket.upstream());
+                if let Some((set, route)) = self.core.route.as_mut() {
+                    route.admitted(set, ticket.upstream());
                 }
                 self.core.ticket = Some(ticket);
                 Then::Become(self.open(resumes))
             }
             Poll::Ready(Err(gave_up)) => {
                 let gave_up = match self.core.route.as_mut() {
-                    Some(route) => route.gave_up(gave_up, false),
+                    Some((set, route)) => route.gave_up(set, gave_up, false),
                     None => gave_up,
                 };
                 Then::End(Some(Err(gave_up)))
@@ -156,7 +156,7 @@ where
         let resume = &mut self.carry.resume;
         let from = resumes.then(|| resume.from(attempt));
         // Across upstreams, the open is made for the one the route chose.
-        let to = core.route.as_ref().map(Route::upstream);
+        let to = core.route.as_ref().map(|(set, route)| route.upstream(set));
         let (future, resumed) = match (from, resume.reopen.as_mut()) {
             (Some(from), Some(reopen)) => {
                 let open = || reopen.open_attempt(from);
@@ -232,8 +232,8 @@ where
         core.run.note_frame(mem::take(&mut core.frame));
         let error = match (core.route.as_mut(), core.ticket.take()) {
             // Before its commit point a stream across upstreams moves as a call does.
-            (Some(route), Some(ticket)) if core.output == Output::None => {
-                match route.failed(ticket, &mut core.run, error) {
+            (Some((set, route)), Some(ticket)) if core.output == Output::None => {
+                match route.failed(set, ticket, &mut core.run, error) {
                     Next::Moved => {
                         self.carry.hold.clear();
                         return self.start(false);
@@ -243,7 +243,7 @@ where
                         error
                     }
                     Next::GaveUp(gave_up) => {
-                        return Then::End(Some(Err(route.gave_up(gave_up, true))));
+                        return Then::End(Some(Err(route.gave_up(set, gave_up, true))));
                     }
                 }
             }
@@ -298,7 +298,7 @@ where
             Ok(wait) => Then::Become(State::Waiting { wait, next }),
             Err(gave_up) => {
                 let gave_up = match core.route.as_mut() {
-                    Some(route) => route.gave_up(gave_up, true),
+                    Some((set, route)) => route.gave_up(set, gave_up, true),
                     None => gave_up,
                 };
                 Then::End(Some(Err(gave_up)))

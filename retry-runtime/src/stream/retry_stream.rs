@@ -164,7 +164,7 @@ where
     /// This stream across the ordered set `set`: each attempt before the commit point goes
     /// where the route sends it.
     pub(super) fn routed(mut self, set: &'static crate::fallback::Upstreams) -> Self {
-        self.parts.core.route = Some(crate::fallback::Route::new(set));
+        self.parts.core.route = Some((set, crate::fallback::Route::new()));
         self
     }
 }

@@ -16,7 +16,7 @@ use super::resume::ResumeFrom;
 use crate::admission::{Admitting, Ticket};
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run};
-use crate::fallback::Route;
+use crate::fallback::{Route, Upstreams};
 use crate::nesting;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
@@ -105,7 +105,7 @@ pub(super) struct Shared<R, O> {
     /// The current attempt's admission by the stream's upstream, if it has one.
     pub(super) ticket: Option<Ticket>,
     /// The stream's way across an ordered set of upstreams, if it goes across one.
-    pub(super) route: Option<Route>,
+    pub(super) route: Option<(&'static Upstreams, Route)>,
 }
 
 impl<R, O> Shared<R, O> {

@@ -82,6 +82,7 @@ impl<F: Future> Future for OnUpstream<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         struct Restore(Option<&'static Upstream>);
         impl Drop for Restore {
+            #[inline(always)]
             fn drop(&mut self) {
                 CURRENT.set(self.0);
             }
