@@ -272,7 +272,9 @@ impl<R, K, Cp, U> RetryLayer<R, K, Cp, U> {
     ///     let uri = format!("https://{}{}", to.name(), request.uri().path());
     ///     *request.uri_mut() = uri.parse().expect("a host and a path make a URI");
     /// }
-    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).across(&HOSTS, to_host);
+    /// // The service's error, which holds an attempt every upstream held back: here tower's.
+    /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY))
+    ///     .across::<_, tower::BoxError>(&HOSTS, to_host);
     /// # let _ = layer;
     /// ```
     pub fn across<Rq, E: From<crate::UpstreamPaused>>(

@@ -455,7 +455,8 @@ impl UpstreamLeft {
         }
     }
 
-    /// It failed with `class`, told as `error` (redacted).
+    /// It failed with `class`, told as `error`: kept as written, redacted when shown (a move
+    /// pays for the write, not for the redaction).
     pub(crate) fn failed(&mut self, class: Class, error: &dyn fmt::Display) {
         use fmt::Write as _;
         let text = match &mut self.failure {
@@ -465,7 +466,7 @@ impl UpstreamLeft {
             }
             None => &mut self.failure.insert((class, String::new())).1,
         };
-        let _ = write!(text, "{}", Redacted::new(error));
+        let _ = write!(text, "{error}");
         if let Some((kept, _)) = &mut self.failure {
             *kept = class;
         }
@@ -481,7 +482,8 @@ impl UpstreamLeft {
         self.upstream
     }
 
-    /// Its last failure in the call, its class and its text (redacted); `None` if the call
+    /// Its last failure in the call, its class and its text as the error's `Display` wrote it
+    /// (unredacted, as [`GaveUp::error`] is; this `Display` redacts it); `None` if the call
     /// never sent to it.
     pub fn failure(&self) -> Option<(Class, &str)> {
         self.failure
@@ -500,7 +502,10 @@ impl fmt::Display for UpstreamLeft {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.upstream;
         match &self.failure {
-            Some((class, text)) => write!(f, "{name} {} ({text})", crate::notice::state(*class))?,
+            Some((class, text)) => {
+                let state = crate::notice::state(*class);
+                write!(f, "{name} {state} ({})", Redacted::new(text))?;
+            }
             None => write!(f, "{name} was not tried")?,
         }
         f.write_str(match self.why {

@@ -712,6 +712,10 @@ pub mod stream_headline;
 /// The README's upstream example, compiled as written (`tests/readme.rs`).
 pub mod upstream_headline;
 
+/// The README's fallback example, compiled as written (`tests/readme.rs`).
+#[allow(missing_docs)]
+pub mod fallback_headline;
+
 /// The README's own error wrapping the ready-made one (`README.md`, "Retrying a stream").
 #[allow(missing_docs)] // shown in the README as a user writes it, with line comments
 pub mod agent_error;

@@ -182,3 +182,14 @@ fn the_readmes_upstream_example_is_the_compiled_one() {
         "README.md must show tests/src/upstream_headline.rs verbatim in a ```rust block"
     );
 }
+
+#[test]
+fn the_readmes_fallback_example_is_the_compiled_one() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../src/fallback_headline.rs");
+    let block = format!("```rust\n{example}```");
+    assert!(
+        readme.contains(&block),
+        "README.md must show tests/src/fallback_headline.rs verbatim in a ```rust block"
+    );
+}

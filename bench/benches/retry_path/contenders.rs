@@ -150,6 +150,11 @@ pub(crate) async fn annotated_parked() -> Result<u64, io::Error> {
 /// of the bench, whose one failure is followed by a success.
 pub(crate) static UPSTREAM: retry_runtime::Upstream = retry_runtime::Upstream::new("bench");
 
+/// The parked calls' own upstream: their failures, on the real clock, must not open the
+/// measured calls' gate.
+pub(crate) static PARKED_UPSTREAM: retry_runtime::Upstream =
+    retry_runtime::Upstream::new("bench-parked");
+
 /// The error of a call on an upstream: the operation's, or the upstream's hold.
 #[derive(Debug)]
 pub(crate) enum OnUpstream {
@@ -192,7 +197,7 @@ pub(crate) async fn annotated_upstream() -> Result<u64, OnUpstream> {
     Ok(op().await?)
 }
 
-#[retry(policy = PARKED, budget = "turn", upstream = UPSTREAM)]
+#[retry(policy = PARKED, budget = "turn", upstream = PARKED_UPSTREAM)]
 pub(crate) async fn annotated_upstream_parked() -> Result<u64, OnUpstream> {
     Ok(op().await?)
 }
@@ -205,7 +210,7 @@ pub(crate) fn explicit_upstream() -> impl Future<Output = Result<u64, GaveUp<OnU
 
 pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, GaveUp<OnUpstream>>> {
     Retry::new(&PARKED)
-        .upstream(&UPSTREAM)
+        .upstream(&PARKED_UPSTREAM)
         .run(async |_| Ok(op().await?))
 }
 
@@ -221,18 +226,29 @@ pub(crate) async fn annotated_same_error_parked() -> Result<u64, OnUpstream> {
     Ok(op().await?)
 }
 
-/// An ordered set whose first upstream has nothing to say: a first try reads its word once.
-pub(crate) static PRIMARY: retry_runtime::Upstream = retry_runtime::Upstream::new("primary");
+/// An ordered set whose first upstream has nothing to say: a first try reads its word once;
+/// the bench's one failure, on it, moves the call to the second. Its gate never opens (each
+/// call's failure would count toward it, and its success is the second's), so every call
+/// measures one move.
+pub(crate) static PRIMARY: retry_runtime::Upstream =
+    retry_runtime::Upstream::new("primary").gate_after(u32::MAX, Duration::ZERO);
 pub(crate) static SECONDARY: retry_runtime::Upstream = retry_runtime::Upstream::new("secondary");
 pub(crate) static ACROSS: retry_runtime::Upstreams =
     retry_runtime::Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+/// The parked calls' own set, as their own upstream.
+static PARKED_PRIMARY: retry_runtime::Upstream = retry_runtime::Upstream::new("parked-primary");
+static PARKED_SECONDARY: retry_runtime::Upstream =
+    retry_runtime::Upstream::new("parked-secondary");
+static PARKED_ACROSS: retry_runtime::Upstreams =
+    retry_runtime::Upstreams::new(&[&PARKED_PRIMARY, &PARKED_SECONDARY]);
 
 #[retry(policy = ZERO, across = ACROSS)]
 pub(crate) async fn annotated_across() -> Result<u64, OnUpstream> {
     Ok(op().await?)
 }
 
-#[retry(policy = PARKED, budget = "turn", across = ACROSS)]
+#[retry(policy = PARKED, budget = "turn", across = PARKED_ACROSS)]
 pub(crate) async fn annotated_across_parked() -> Result<u64, OnUpstream> {
     Ok(op().await?)
 }
@@ -248,7 +264,7 @@ pub(crate) fn explicit_across_parked()
 -> impl Future<Output = Result<retry_runtime::Answered<u64>, GaveUp<OnUpstream>>> {
     // `run_fn`: the parked call is spawned, and rustc cannot prove `Send` for `run`'s closure.
     Retry::new(&PARKED)
-        .across(&ACROSS)
+        .across(&PARKED_ACROSS)
         .run_fn(|_| async { Ok(op().await?) })
 }
 

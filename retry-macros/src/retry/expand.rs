@@ -490,18 +490,19 @@ fn across_steps(
     let at_across = respan(private, span);
     let route = Ident::new("__retry_route", Span::mixed_site());
     let hold = Ident::new("__retry_hold", Span::mixed_site());
-    // Typed where the user wrote it, so a path to something else is reported there. The set
-    // is named by its path at each step: the call's future keeps no pointer to it.
+    // A constant, typed where the user wrote it, so a path to something else is reported
+    // there, once; named at each step, so the call's future keeps no pointer to the set.
+    let set = Ident::new("__RETRY_ACROSS", Span::mixed_site());
     let setup = quote_spanned! {span=>
-        let _: &'static #at_across::Upstreams = &#across;
+        const #set: &'static #at_across::Upstreams = &#across;
         let mut #route = #private::Route::new();
     };
     let admit = quote_spanned! {span=>
-        let #ticket = match #route.at_once(&#across) {
+        let #ticket = match #route.at_once(#set) {
             #private::core::option::Option::Some(#ticket) => #ticket,
             #private::core::option::Option::None => {
                 let #hold = #at_across::HoldsUpstreamPaused::hold;
-                match #route.admit(&#across, &mut #run, #hold).await {
+                match #route.admit(#set, &mut #run, #hold).await {
                     #private::core::result::Result::Ok(#ticket) => #ticket,
                     #private::core::result::Result::Err(#error) => {
                         return #private::core::result::Result::Err(#error.into_error());
@@ -518,7 +519,7 @@ fn across_steps(
     let on_failure = quote! {{
         #[allow(clippy::redundant_closure)]
         let #error = match #private::across_failed(
-            &mut #route, &#across, #ticket, &mut #run, #error, #classify, #display,
+            &mut #route, #set, #ticket, &mut #run, #error, #classify, #display,
         ) {
             #private::core::result::Result::Ok(#private::core::option::Option::None) => continue,
             #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => #error,
