@@ -37,7 +37,10 @@ struct Provider {
 async fn answer(State(provider): State<Arc<Provider>>) -> Response {
     provider.counts.requests.fetch_add(1, Ordering::Relaxed);
     if provider.start.elapsed() < provider.down_for {
-        provider.counts.during_outage.fetch_add(1, Ordering::Relaxed);
+        provider
+            .counts
+            .during_outage
+            .fetch_add(1, Ordering::Relaxed);
         return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
     }
     tokio::time::sleep(LATENCY).await;
@@ -140,7 +143,9 @@ async fn row(across: bool) -> String {
 
 #[tokio::main]
 async fn main() {
-    println!("| | requests to the primary | to the secondary | mean call | longest call | failed |");
+    println!(
+        "| | requests to the primary | to the secondary | mean call | longest call | failed |"
+    );
     println!("|---|---:|---:|---:|---:|---:|");
     for across in [false, true] {
         println!("{}", row(across).await);

@@ -20,7 +20,11 @@ fn url_of(model: &Upstream) -> &'static str {
 #[retry(policy = "availability", across = MODELS)]
 pub async fn complete(http: &reqwest::Client, prompt: &str) -> Result<String, CallError> {
     let model = Upstream::current().expect("inside a call across MODELS");
-    let response = http.post(url_of(model)).body(prompt.to_owned()).send().await?;
+    let response = http
+        .post(url_of(model))
+        .body(prompt.to_owned())
+        .send()
+        .await?;
     Ok(response.check_status().await?.text().await?)
 }
 
@@ -33,7 +37,11 @@ pub async fn complete_explicitly(
     let retry = Retry::new(&Policy::AVAILABILITY).across(&MODELS);
     retry
         .run(async |model| {
-            let response = http.post(url_of(model)).body(prompt.to_owned()).send().await?;
+            let response = http
+                .post(url_of(model))
+                .body(prompt.to_owned())
+                .send()
+                .await?;
             Ok(response.check_status().await?.text().await?)
         })
         .await

@@ -238,8 +238,7 @@ pub(crate) static ACROSS: retry_runtime::Upstreams =
 
 /// The parked calls' own set, as their own upstream.
 static PARKED_PRIMARY: retry_runtime::Upstream = retry_runtime::Upstream::new("parked-primary");
-static PARKED_SECONDARY: retry_runtime::Upstream =
-    retry_runtime::Upstream::new("parked-secondary");
+static PARKED_SECONDARY: retry_runtime::Upstream = retry_runtime::Upstream::new("parked-secondary");
 static PARKED_ACROSS: retry_runtime::Upstreams =
     retry_runtime::Upstreams::new(&[&PARKED_PRIMARY, &PARKED_SECONDARY]);
 

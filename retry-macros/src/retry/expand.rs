@@ -494,7 +494,7 @@ fn across_steps(
     // there, once; named at each step, so the call's future keeps no pointer to the set.
     let set = Ident::new("__RETRY_ACROSS", Span::mixed_site());
     let setup = quote_spanned! {span=>
-        const #set: &'static #at_across::Upstreams = &#across;
+        const #set: &#at_across::Upstreams = &#across;
         let mut #route = #private::Route::new();
     };
     let admit = quote_spanned! {span=>
