@@ -78,6 +78,21 @@ impl Class {
         !matches!(self, Class::Definitive)
     }
 
+    /// What a failure of this class says of the far side, in words: "is unavailable".
+    pub(crate) const fn state(&self) -> &'static str {
+        match self {
+            Class::Transport => "could not be reached",
+            Class::Unavailable { .. } => "is unavailable",
+            Class::ServerError => "failed on its side",
+            Class::Timeout => "timed out",
+            Class::RateLimited { .. } => "is rate limited",
+            Class::QuotaExhausted => "is out of quota",
+            Class::InvalidOutput => "returned unusable output",
+            Class::Cancelled => "was cancelled",
+            Class::Definitive => "answered with an error",
+        }
+    }
+
     /// The class's name in `snake_case`, as notices and reports print it.
     ///
     /// ```

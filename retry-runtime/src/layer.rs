@@ -293,7 +293,7 @@ where
 /// rewritten for each upstream, and how the service's error holds an attempt every upstream
 /// held back.
 pub(crate) struct LayerRoute<Rq, E> {
-    set: &'static crate::Upstreams,
+    set: &'static crate::fallback::Upstreams,
     route: Route,
     rewrite: fn(&mut Rq, &'static Upstream),
     hold: fn(UpstreamPaused) -> E,

@@ -310,21 +310,6 @@ fn hold(
     }
 }
 
-/// What a failure of `class` says of the far side, in words.
-pub(crate) const fn state(class: Class) -> &'static str {
-    match class {
-        Class::Transport => "could not be reached",
-        Class::Unavailable { .. } => "is unavailable",
-        Class::ServerError => "failed on its side",
-        Class::Timeout => "timed out",
-        Class::RateLimited { .. } => "is rate limited",
-        Class::QuotaExhausted => "is out of quota",
-        Class::InvalidOutput => "returned unusable output",
-        Class::Cancelled => "was cancelled",
-        Class::Definitive => "answered with an error",
-    }
-}
-
 /// A sentence for a person, in the library's own words: the op, the class in words, the
 /// attempt and the wait, or why it gave up. It never carries the error's text (a server's
 /// message or a URL may hold a secret); that is on [`RetryEvent::error`], redacted.
@@ -339,9 +324,9 @@ impl fmt::Display for RetryEvent<'_> {
             return hold(f, upstream, self.class, wait, gated);
         }
         if let Action::Move { from, to } = self.action {
-            return write!(f, "{from} {}: using {to}", state(self.class));
+            return write!(f, "{from} {}: using {to}", self.class.state());
         }
-        let state = state(self.class);
+        let state = self.class.state();
         let op = self.op;
         let resume_failed = matches!(
             self.action,

@@ -503,7 +503,7 @@ impl fmt::Display for UpstreamLeft {
         let name = self.upstream;
         match &self.failure {
             Some((class, text)) => {
-                let state = crate::notice::state(*class);
+                let state = class.state();
                 write!(f, "{name} {state} ({})", Redacted::new(text))?;
             }
             None => write!(f, "{name} was not tried")?,

@@ -567,7 +567,7 @@ enum Held<T, E> {
 }
 
 /// `open`, made for `to`, the upstream a stream's route chose, if it has one.
-fn on_route<T>(to: Option<&'static crate::Upstream>, open: impl FnOnce() -> T) -> T {
+fn on_route<T>(to: Option<&'static crate::upstream::Upstream>, open: impl FnOnce() -> T) -> T {
     match to {
         Some(to) => crate::upstream::on(to, open),
         None => open(),
