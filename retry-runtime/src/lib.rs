@@ -90,6 +90,9 @@ mod draw;
 mod engine;
 mod expansion;
 mod fallback;
+#[cfg(feature = "fleet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
+pub mod fleet;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;

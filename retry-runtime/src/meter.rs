@@ -19,6 +19,7 @@
 //! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`opened`, `closed`) | the outage gate opening (an outage) and closing |
 //! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the open gate |
 //! | [`UPSTREAM_MOVES`] `retry_upstream_moves_total` | counter | `from`, `to` | calls moved from one upstream of an ordered set (`Upstreams`) to the next |
+//! | [`FLEET_STORE`] `retry_fleet_store_total` | counter | `event` (`degraded`, `back`, `dropped`) | the fleet store skipping Redis after repeated failures, sharing again, and reports it dropped |
 //!
 //! Labels have low cardinality: the operation's name, and a value from the lists here; never
 //! an error's text, a URL or an attempt number. An attempt in which a retried call nested in
@@ -73,6 +74,10 @@ pub const UPSTREAM_PROBES: &str = "retry_upstream_probes_total";
 /// `retry_upstream_moves_total{from, to}`.
 pub const UPSTREAM_MOVES: &str = "retry_upstream_moves_total";
 
+/// The fleet store (feature `fleet`): Redis skipped after repeated failures (`degraded`),
+/// shared again (`back`), and reports dropped (`dropped`): `retry_fleet_store_total{event}`.
+pub const FLEET_STORE: &str = "retry_fleet_store_total";
+
 /// What an upstream records: rare (a pause, a gate's change, a probe, a wait), so each is
 /// registered as it happens, by the upstream's name.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +105,16 @@ pub(crate) fn upstream(name: &'static str, series: UpstreamSeries) {
     record::upstream(name, series);
     #[cfg(not(feature = "metrics"))]
     let _ = (name, series);
+}
+
+/// Record the fleet store's `event`: `degraded`, `back` or `dropped`.
+#[inline]
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+pub(crate) fn fleet(event: &'static str) {
+    #[cfg(feature = "metrics")]
+    record::fleet(event);
+    #[cfg(not(feature = "metrics"))]
+    let _ = event;
 }
 
 /// Record a call's move from the upstream `from` to `to`.
@@ -424,6 +439,15 @@ mod record {
                     .register_histogram(&key, &METADATA)
                     .record(lasted.as_secs_f64());
             }
+        });
+    }
+
+    pub(super) fn fleet(event: &'static str) {
+        let labels = vec![Label::from_static_parts("event", event)];
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_counter(&Key::from_parts(super::FLEET_STORE, labels), &METADATA)
+                .increment(1);
         });
     }
 

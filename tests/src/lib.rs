@@ -723,5 +723,6 @@ pub mod agent_error;
 pub mod cutting_proxy;
 pub mod event_server;
 pub mod mcp_peer;
+pub mod redis_server;
 
 pub mod mcp_client;

@@ -39,6 +39,12 @@ struct Draw
 enum DurationError
 struct EndedEarly
 enum Ending
+mod fleet
+const fleet::DEFAULT_BACKSTOP
+const fleet::DEFAULT_TIMEOUT
+struct fleet::Fleet
+struct fleet::FleetConfig
+enum fleet::FleetError
 struct GaveUp
 mod grpc
 fn grpc::classify_code
@@ -91,6 +97,7 @@ mod meter
 const meter::ATTEMPT_CLASSES
 const meter::ATTEMPTS
 const meter::CALLS
+const meter::FLEET_STORE
 const meter::GIVE_UPS
 const meter::OUTCOMES
 const meter::QUOTA_REFUSALS

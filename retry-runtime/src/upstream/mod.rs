@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -110,6 +110,16 @@ pub struct Upstream {
     word: AtomicU32,
     state: Mutex<State>,
     changed: Notify,
+    /// Where a pause this process learned goes further: a fleet store, once one shares the
+    /// upstream. Read only when a failure sets a pause, never on an attempt's path.
+    shared: OnceLock<Box<dyn PauseSink>>,
+}
+
+/// Where an upstream tells a pause it learned from a provider's hint, beyond the process (a
+/// fleet store). It must not block: the pause holds in the process already.
+pub(crate) trait PauseSink: Send + Sync {
+    /// `upstream` was paused for `pause` (capped at `cap`) by a hint of `class`.
+    fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class);
 }
 
 /// An upstream's state, behind its lock: read only when its word says there is something.
@@ -229,6 +239,7 @@ impl Upstream {
             word: AtomicU32::new(0),
             state: Mutex::new(State::new()),
             changed: Notify::const_new(),
+            shared: OnceLock::new(),
         }
     }
 
@@ -304,6 +315,35 @@ impl Upstream {
     /// Whether the outage gate is open: one call probes, the others wait.
     pub fn is_gated(&self) -> bool {
         self.word.load(Ordering::Acquire) & GATED != 0
+    }
+
+    /// Tell `sink` each pause this process learns from now on; `false` if another already is.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn share_pauses(&self, sink: Box<dyn PauseSink>) -> bool {
+        self.shared.set(sink).is_ok()
+    }
+
+    /// Another process of the fleet learned a pause of `class` that ends `remaining` from now:
+    /// it holds here as one learned here does (the latest end wins), and goes no further.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn paused_by_fleet(&self, remaining: Duration, class: Class) {
+        let until = Instant::now() + remaining;
+        let mut state = self.lock();
+        if state.paused_until.is_some_and(|(end, _)| end >= until) {
+            return;
+        }
+        state.paused_until = Some((until, class));
+        self.store(&state);
+        drop(state);
+        meter::upstream(self.name, UpstreamSeries::Paused);
+        tracing::info!(
+            target: "retry",
+            upstream = self.name,
+            pause_ms = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
+            "{} is paused for every call (told by the fleet)",
+            self.name
+        );
+        self.changed.notify_waiters();
     }
 
     /// When the open gate's next probe may go, if one is scheduled.
@@ -441,6 +481,10 @@ impl UpstreamStore for Upstream {
             if state.paused_until.is_none_or(|(end, _)| end < until) {
                 state.paused_until = Some((until, class));
                 changed = true;
+                if let Some(shared) = self.shared.get() {
+                    let cap = self.max_pause.unwrap_or(policy.max_retry_after());
+                    shared.paused(self.name, pause, cap, class);
+                }
                 meter::upstream(self.name, UpstreamSeries::Paused);
                 tracing::info!(
                     target: "retry",

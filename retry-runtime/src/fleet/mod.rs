@@ -1,0 +1,407 @@
+//! [`Fleet`]: upstreams' pauses shared across the processes of a fleet through Redis.
+//!
+//! Nothing is on an attempt's path: an attempt reads its process's own [`Upstream`], the
+//! mirror, which a subscription keeps fresh (with a read every second as the backstop for
+//! missed messages and reconnects). A pause a process learns goes out in the background,
+//! through a bounded queue (full: dropped and counted, never blocking a call). Every Redis
+//! operation is bounded by a short timeout, and a breaker skips Redis for a while after
+//! repeated failures: while Redis is slow, down or unreachable, each process behaves exactly as
+//! its in-process upstream does. Times are Redis's own (`TIME`), and travel as remaining
+//! durations, so hosts whose clocks differ agree.
+
+mod breaker;
+mod scripts;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::mpsc;
+
+use crate::class::Class;
+use crate::upstream::{PauseSink, Upstream};
+use breaker::Breaker;
+
+/// How long one Redis operation may take before it counts as failed: 50 ms.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
+/// How often each process reads every shared upstream's pause, the backstop for missed
+/// messages and reconnects: 1 s.
+pub const DEFAULT_BACKSTOP: Duration = Duration::from_secs(1);
+
+/// How a [`Fleet`] talks to Redis.
+///
+/// ```
+/// use retry_runtime::fleet::FleetConfig;
+/// use std::time::Duration;
+///
+/// let config = FleetConfig::new("agents").timeout(Duration::from_millis(20));
+/// assert_eq!(config.namespace(), "agents");
+/// ```
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    namespace: String,
+    timeout: Duration,
+    backstop: Duration,
+    queue: usize,
+}
+
+impl FleetConfig {
+    /// Keys and channels under `namespace`; the defaults for the rest.
+    pub fn new(namespace: impl Into<String>) -> FleetConfig {
+        FleetConfig {
+            namespace: namespace.into(),
+            timeout: DEFAULT_TIMEOUT,
+            backstop: DEFAULT_BACKSTOP,
+            queue: 1024,
+        }
+    }
+
+    /// Each Redis operation's timeout ([`DEFAULT_TIMEOUT`], 50 ms).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> FleetConfig {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How often every shared upstream's pause is read again ([`DEFAULT_BACKSTOP`], 1 s).
+    #[must_use]
+    pub fn backstop(mut self, every: Duration) -> FleetConfig {
+        self.backstop = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The reports waiting for Redis at most (1024); past it, a report is dropped and counted.
+    #[must_use]
+    pub fn queue(mut self, reports: usize) -> FleetConfig {
+        self.queue = reports.max(1);
+        self
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+}
+
+/// What went wrong making a [`Fleet`]: only its configuration, never Redis being away.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The Redis URL does not parse.
+    #[error(
+        "the fleet store's Redis URL is not one redis-rs reads ({0}); write it like redis://127.0.0.1:6379"
+    )]
+    Url(#[from] redis::RedisError),
+    /// No tokio runtime to run the fleet store's background tasks in.
+    #[error("the fleet store runs its tasks on tokio: make it inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// The upstreams' pauses, shared across the processes of a fleet through Redis. Made once per
+/// process with [`Fleet::connect`]; [`share`](Fleet::share) each `static` [`Upstream`] the
+/// fleet shares, by its name. A provider's hint any process learns pauses the upstream in
+/// every process: one atomic script keeps the latest end (a shorter hint never shortens it),
+/// capped, and publishes it.
+///
+/// Making one never waits for Redis, and Redis being away never fails a call: the process
+/// goes on as an in-process upstream would, and says so in its log (target `retry`).
+///
+/// ```no_run
+/// use retry_runtime::Upstream;
+/// use retry_runtime::fleet::{Fleet, FleetConfig};
+///
+/// static OPENAI: Upstream = Upstream::new("openai");
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), retry_runtime::fleet::FleetError> {
+/// let fleet = Fleet::connect("redis://127.0.0.1:6379", FleetConfig::new("agents"))?;
+/// fleet.share(&OPENAI);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    client: redis::Client,
+    config: FleetConfig,
+    /// This process, so that it skips its own messages.
+    origin: u64,
+    reports: mpsc::Sender<Report>,
+    upstreams: Mutex<Vec<&'static Upstream>>,
+    dropped: AtomicU64,
+    breaker: Breaker,
+    subscribed: AtomicBool,
+}
+
+/// A pause a process learned, on its way to Redis.
+#[derive(Debug)]
+struct Report {
+    upstream: &'static str,
+    pause_ms: u64,
+    cap_ms: u64,
+    kind: &'static str,
+}
+
+impl Fleet {
+    /// A fleet store on the Redis at `url`, its tasks started on the current tokio runtime. It
+    /// connects in the background: Redis need not be up.
+    pub fn connect(url: &str, config: FleetConfig) -> Result<Fleet, FleetError> {
+        let client = redis::Client::open(url)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+        let (reports, queue) = mpsc::channel(config.queue);
+        let shared = Arc::new(Shared {
+            client,
+            config,
+            origin: rand::random(),
+            reports,
+            upstreams: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+            breaker: Breaker::new(),
+            subscribed: AtomicBool::new(false),
+        });
+        runtime.spawn(write(Arc::clone(&shared), queue));
+        runtime.spawn(backstop(Arc::downgrade(&shared)));
+        Ok(Fleet { shared })
+    }
+
+    /// Share `upstream`'s pauses with the fleet, under its name: those this process learns go
+    /// out, and those the others learn hold here. `false` if it was already shared.
+    pub fn share(&self, upstream: &'static Upstream) -> bool {
+        let sink = Box::new(Sink(Arc::clone(&self.shared)));
+        if !upstream.share_pauses(sink) {
+            return false;
+        }
+        lock(&self.shared.upstreams).push(upstream);
+        true
+    }
+
+    /// Reports dropped because the queue was full, or Redis was skipped by the breaker.
+    pub fn dropped_reports(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether Redis is being skipped after repeated failures: each process goes on alone.
+    pub fn is_degraded(&self) -> bool {
+        self.shared.breaker.is_open()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An upstream's way out to the fleet: a report on the queue, never waited for.
+struct Sink(Arc<Shared>);
+
+impl PauseSink for Sink {
+    fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class) {
+        let report = Report {
+            upstream,
+            pause_ms: u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+            cap_ms: u64::try_from(cap.as_millis()).unwrap_or(u64::MAX),
+            kind: kind_of(class),
+        };
+        if self.0.reports.try_send(report).is_err() {
+            self.0.dropped();
+        }
+    }
+}
+
+/// A pause's class, as the fleet's messages name it.
+fn kind_of(class: Class) -> &'static str {
+    match class {
+        Class::RateLimited { .. } => "rate_limited",
+        _ => "unavailable",
+    }
+}
+
+/// The class a pause of `kind` holds calls back with, for `left`.
+fn class_of(kind: &str, left: Duration) -> Class {
+    match kind {
+        "rate_limited" => Class::RateLimited {
+            retry_after: Some(left),
+        },
+        _ => Class::Unavailable {
+            retry_after: Some(left),
+        },
+    }
+}
+
+impl Shared {
+    /// A report dropped: the queue was full, or the breaker skipped Redis.
+    fn dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        crate::meter::fleet("dropped");
+    }
+
+    /// The key of `upstream`'s pause: the namespace and the upstream in one hash tag, so an
+    /// upstream's keys share one Redis Cluster slot.
+    fn key(&self, upstream: &str) -> String {
+        format!("{{{}:{upstream}}}:pause", self.config.namespace)
+    }
+
+    fn channel(&self) -> String {
+        format!("{}:pauses", self.config.namespace)
+    }
+
+    /// A connection, bounded by the timeout; `None` where Redis cannot be reached in it.
+    async fn connection(&self) -> Option<ConnectionManager> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.config.timeout))
+            .set_response_timeout(Some(self.config.timeout))
+            .set_number_of_retries(0);
+        let made = ConnectionManager::new_with_config(self.client.clone(), config);
+        match tokio::time::timeout(self.config.timeout, made).await {
+            Ok(Ok(connection)) => Some(connection),
+            _ => None,
+        }
+    }
+
+    /// `upstream`, if this process shares it.
+    fn upstream(&self, name: &str) -> Option<&'static Upstream> {
+        lock(&self.upstreams)
+            .iter()
+            .copied()
+            .find(|upstream| upstream.name() == name)
+    }
+
+    /// A pause another process learned, as its message says it: `origin name left_ms kind`.
+    fn told(&self, message: &str) {
+        let mut parts = message.split(' ');
+        let (Some(origin), Some(name), Some(left), Some(kind)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        if origin.parse() == Ok(self.origin) {
+            return;
+        }
+        let (Some(upstream), Ok(left)) = (self.upstream(name), left.parse::<u64>()) else {
+            return;
+        };
+        let left = Duration::from_millis(left);
+        upstream.paused_by_fleet(left, class_of(kind, left));
+    }
+}
+
+/// The writer: each report, run as the pause script, bounded by the timeout, skipped while the
+/// breaker is open.
+async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
+    let mut connection: Option<ConnectionManager> = None;
+    let channel = shared.channel();
+    while let Some(report) = queue.recv().await {
+        if !shared.breaker.allows() {
+            shared.dropped();
+            continue;
+        }
+        if connection.is_none() {
+            connection = shared.connection().await;
+        }
+        let Some(redis) = connection.as_mut() else {
+            shared.breaker.failed("cannot connect");
+            continue;
+        };
+        let mut invocation = scripts::PAUSE.prepare_invoke();
+        invocation
+            .key(shared.key(report.upstream))
+            .arg(report.pause_ms)
+            .arg(report.cap_ms)
+            .arg(report.kind)
+            .arg(&channel)
+            .arg(format!("{} {}", shared.origin, report.upstream));
+        let ran =
+            tokio::time::timeout(shared.config.timeout, invocation.invoke_async::<i64>(redis))
+                .await;
+        match ran {
+            Ok(Ok(_)) => shared.breaker.succeeded(),
+            Ok(Err(_)) => shared.breaker.failed("a script failed"),
+            Err(_) => shared.breaker.failed("a script timed out"),
+        }
+    }
+}
+
+/// The backstop, every second: the subscription started again if it ended, and every shared
+/// upstream's pause read. Ends with the fleet store.
+async fn backstop(shared: std::sync::Weak<Shared>) {
+    let every = match shared.upgrade() {
+        Some(shared) => shared.config.backstop,
+        None => return,
+    };
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut connection: Option<ConnectionManager> = None;
+    // backoff-lint: allow(a fixed read a second is the fleet store's backstop, not a retry's wait)
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        if !shared.subscribed.swap(true, Ordering::AcqRel) {
+            tokio::spawn(subscribe(Arc::clone(&shared)));
+        }
+        if !shared.breaker.allows() {
+            continue;
+        }
+        if connection.is_none() {
+            connection = shared.connection().await;
+        }
+        let Some(redis) = connection.as_mut() else {
+            shared.breaker.failed("cannot connect");
+            continue;
+        };
+        read_all(&shared, redis).await;
+    }
+}
+
+/// Read every shared upstream's pause, and hold it here.
+async fn read_all(shared: &Shared, redis: &mut ConnectionManager) {
+    let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
+    for upstream in upstreams {
+        let mut invocation = scripts::READ.prepare_invoke();
+        invocation.key(shared.key(upstream.name()));
+        let read = tokio::time::timeout(
+            shared.config.timeout,
+            invocation.invoke_async::<Option<(u64, String)>>(redis),
+        )
+        .await;
+        match read {
+            Ok(Ok(Some((left, kind)))) => {
+                shared.breaker.succeeded();
+                let left = Duration::from_millis(left);
+                upstream.paused_by_fleet(left, class_of(&kind, left));
+            }
+            Ok(Ok(None)) => shared.breaker.succeeded(),
+            Ok(Err(_)) => return shared.breaker.failed("a read failed"),
+            Err(_) => return shared.breaker.failed("a read timed out"),
+        }
+    }
+}
+
+/// The subscription: each message applied as it comes, until it ends (the backstop starts it
+/// again).
+async fn subscribe(shared: Arc<Shared>) {
+    let subscribed = async {
+        let mut pubsub = shared.client.get_async_pubsub().await.ok()?;
+        pubsub.subscribe(shared.channel()).await.ok()?;
+        Some(pubsub)
+    };
+    let pubsub = match tokio::time::timeout(shared.config.timeout, subscribed).await {
+        Ok(Some(pubsub)) => pubsub,
+        _ => {
+            shared.subscribed.store(false, Ordering::Release);
+            return;
+        }
+    };
+    let mut messages = pubsub.into_on_message();
+    while let Some(message) = messages.next().await {
+        if let Ok(text) = message.get_payload::<String>() {
+            shared.told(&text);
+        }
+    }
+    shared.subscribed.store(false, Ordering::Release);
+}

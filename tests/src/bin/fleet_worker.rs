@@ -1,0 +1,72 @@
+//! One worker process of a fleet, for `tests/fleet.rs`: 15 calls on one upstream against the
+//! provider the test started, each arriving at its turn in the fleet's schedule, with the
+//! upstream's pauses shared through Redis (or not: `FLEET_REDIS=none`). Prints what its calls
+//! did: `ok N gave_up M`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use retry_runtime::fleet::{Fleet, FleetConfig};
+use retry_runtime::http::{CallError, ResponseExt};
+use retry_runtime::{Policy, Retry, Upstream};
+
+static KEY: Upstream = Upstream::new("fleet-key");
+
+/// A ladder generous enough for every call to outlast the provider's limit.
+static PATIENT: Policy = Policy::AVAILABILITY
+    .with_attempts(12)
+    .with_max_total_wait(Duration::from_secs(60));
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("fleet_worker needs {name}"))
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+}
+
+#[tokio::main]
+async fn main() {
+    let provider = env("FLEET_PROVIDER");
+    let redis = env("FLEET_REDIS");
+    let start = Duration::from_millis(env("FLEET_START_MS").parse().expect("a time"));
+    let index: u32 = env("FLEET_INDEX").parse().expect("an index");
+    let workers: u32 = env("FLEET_WORKERS").parse().expect("a count");
+    let calls: u32 = env("FLEET_CALLS").parse().expect("a count");
+    let _fleet = (redis != "none").then(|| {
+        let fleet = Fleet::connect(&redis, FleetConfig::new("fleet-test")).expect("a fleet");
+        fleet.share(&KEY);
+        fleet
+    });
+    let client = reqwest::Client::new();
+    let url = format!("http://{provider}/v1/chat");
+    let mut tasks = Vec::new();
+    for n in 0..calls {
+        let (client, url) = (client.clone(), url.clone());
+        // Fleet-wide, one call every 50 ms: 20 a second.
+        let at = start + Duration::from_millis(50) * (n * workers + index);
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(at.saturating_sub(unix_now())).await;
+            let send = move |_| {
+                let (client, url) = (client.clone(), url.clone());
+                async move {
+                    let sent = unix_now().as_micros().to_string();
+                    let response = client.post(&url).header("x-sent-us", sent).send().await?;
+                    response.check_status().await?;
+                    Ok::<_, CallError>(())
+                }
+            };
+            Retry::new(&PATIENT)
+                .upstream(&KEY)
+                .run_fn(send)
+                .await
+                .is_ok()
+        }));
+    }
+    let mut ok = 0;
+    for task in tasks {
+        ok += u32::from(task.await.expect("a call"));
+    }
+    println!("ok {ok} gave_up {}", calls - ok);
+}

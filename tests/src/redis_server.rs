@@ -1,0 +1,79 @@
+//! A real `redis-server` for a test: started on a free port with persistence off, stopped when
+//! dropped. Debian's package, which `.ci/run` installs.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `redis-server`.
+#[derive(Debug)]
+pub struct RedisServer {
+    port: u16,
+    child: Child,
+}
+
+impl RedisServer {
+    /// Start one on a free port of 127.0.0.1, with no snapshot and no append-only file, and
+    /// wait until it answers `PING`.
+    ///
+    /// # Panics
+    ///
+    /// If `redis-server` is not installed (`apt-get install -y redis-server`, as `.ci/run`
+    /// does), or does not answer within 10 s.
+    pub fn start() -> RedisServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server runs: install it with `apt-get install -y redis-server`, as .ci/run does");
+        let server = RedisServer { port, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // backoff-lint: allow(a test waiting for the server it started to listen, bounded)
+        while !server.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        server
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether it answers `PING` now.
+    pub fn answers(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut reply = [0_u8; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut reply).is_ok()
+            && &reply == b"+PONG\r\n"
+    }
+}
+
+impl RedisServer {
+    /// Kill it, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

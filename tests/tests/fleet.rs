@@ -1,0 +1,200 @@
+//! The fleet store on a real `redis-server`, with four real worker processes (the tests
+//! crate's `fleet_worker`), each making 15 calls on one upstream against a provider of our own
+//! on loopback: one key limited to 10 requests a second, refused with `429` and
+//! `Retry-After: 1`. The provider counts, fleet-wide, the requests sent inside a pause it had
+//! announced (more than 20 ms after it announced it: those before were in flight). Each
+//! worker stamps its requests with when it sent them.
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use retry_tests::redis_server::RedisServer;
+
+/// The scenarios run one at a time: each is ten processes on a machine of two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const WORKERS: u32 = 4;
+const CALLS: u32 = 15;
+/// How long after a pause is announced a request sent is still one in flight.
+const IN_FLIGHT: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    requests: u32,
+    refused: u32,
+    inside_pause: u32,
+}
+
+struct Provider {
+    tokens: f64,
+    filled: Duration,
+    /// The pause it announced last: from when, to when, since the Unix epoch.
+    announced: Option<(Duration, Duration)>,
+    seen: Seen,
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+}
+
+async fn answer(State(provider): State<Arc<Mutex<Provider>>>, headers: HeaderMap) -> Response {
+    let now = unix_now();
+    let sent = headers
+        .get("x-sent-us")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(now, Duration::from_micros);
+    let mut p = provider.lock().unwrap();
+    p.seen.requests += 1;
+    if let Some((from, to)) = p.announced
+        && sent > from + IN_FLIGHT
+        && sent < to
+    {
+        p.seen.inside_pause += 1;
+    }
+    let rate = 10.0;
+    let elapsed = now.saturating_sub(p.filled).as_secs_f64();
+    p.tokens = (p.tokens + elapsed * rate).min(rate);
+    p.filled = now;
+    if p.tokens >= 1.0 {
+        p.tokens -= 1.0;
+        return (StatusCode::OK, "answer").into_response();
+    }
+    p.seen.refused += 1;
+    let end = now + Duration::from_secs(1);
+    if p.announced.is_none_or(|(_, to)| to < end) {
+        p.announced = Some((now, end));
+    }
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, "slow down").into_response();
+    response
+        .headers_mut()
+        .insert("retry-after", HeaderValue::from_static("1"));
+    response
+}
+
+async fn serve() -> (SocketAddr, Arc<Mutex<Provider>>) {
+    let provider = Arc::new(Mutex::new(Provider {
+        tokens: 10.0,
+        filled: unix_now(),
+        announced: None,
+        seen: Seen::default(),
+    }));
+    let app = Router::new()
+        .fallback(answer)
+        .with_state(Arc::clone(&provider));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, provider)
+}
+
+/// Four workers against a fresh provider, their upstream shared through `redis` (a URL) or not
+/// (`none`): what the provider saw, and each worker's report.
+async fn fleet(redis: &str) -> (Seen, Vec<String>) {
+    fleet_then(redis, |_| {}).await
+}
+
+/// Like [`fleet`], `mid_storm` run on a thread 2 s after the first call (a second into the
+/// storm of refusals), with the time the first call starts.
+async fn fleet_then(
+    redis: &str,
+    mid_storm: impl FnOnce(Duration) + Send + 'static,
+) -> (Seen, Vec<String>) {
+    let (addr, provider) = serve().await;
+    // Time for the workers to start and to subscribe before the first call.
+    let start = unix_now() + Duration::from_millis(1500);
+    // All four started at once, each a real process; then each waited for.
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|index| {
+            Command::new(env!("CARGO_BIN_EXE_fleet_worker"))
+                .env("FLEET_PROVIDER", addr.to_string())
+                .env("FLEET_REDIS", redis)
+                .env("FLEET_START_MS", start.as_millis().to_string())
+                .env("FLEET_INDEX", index.to_string())
+                .env("FLEET_WORKERS", WORKERS.to_string())
+                .env("FLEET_CALLS", CALLS.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("a worker starts")
+        })
+        .collect();
+    let chaos = std::thread::spawn(move || {
+        std::thread::sleep((start + Duration::from_secs(2)).saturating_sub(unix_now()));
+        mid_storm(start);
+    });
+    let mut reports = Vec::new();
+    for worker in workers {
+        let output = tokio::task::spawn_blocking(move || worker.wait_with_output())
+            .await
+            .unwrap()
+            .expect("a worker ran");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        reports.push(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    }
+    chaos.join().expect("the mid-storm step ran");
+    let seen = provider.lock().unwrap().seen;
+    (seen, reports)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn across_four_processes_no_request_is_sent_inside_an_announced_pause() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let redis = RedisServer::start();
+    let (shared, reports) = fleet(&redis.url()).await;
+    eprintln!("four processes sharing the upstream through Redis: {shared:?}");
+    for report in &reports {
+        assert_eq!(
+            report,
+            &format!("ok {CALLS} gave_up 0"),
+            "every call completes"
+        );
+    }
+    assert!(shared.refused > 0, "the limit was met: {shared:?}");
+    assert_eq!(shared.inside_pause, 0, "{shared:?}");
+    // The same four processes, each learning alone: the figure the fleet store removes.
+    let (alone, reports) = fleet("none").await;
+    eprintln!("four processes, each alone: {alone:?}");
+    for report in &reports {
+        assert_eq!(report, &format!("ok {CALLS} gave_up 0"));
+    }
+    assert!(alone.inside_pause > 0, "{alone:?}");
+}
+
+/// Redis killed mid-storm: no call fails because of it; every process goes on as its
+/// in-process upstream does (each learns its pauses alone again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_mid_storm_fails_no_call() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let redis = Arc::new(Mutex::new(RedisServer::start()));
+    let url = redis.lock().unwrap().url();
+    let killed = Arc::clone(&redis);
+    let (seen, reports) = fleet_then(&url, move |_| killed.lock().unwrap().kill()).await;
+    eprintln!("Redis killed mid-storm: {seen:?}");
+    assert!(
+        !redis.lock().unwrap().answers(),
+        "Redis was down for the rest of the storm"
+    );
+    for report in &reports {
+        assert_eq!(
+            report,
+            &format!("ok {CALLS} gave_up 0"),
+            "every call completes"
+        );
+    }
+    assert!(seen.refused > 0, "the limit was met: {seen:?}");
+}
