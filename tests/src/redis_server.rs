@@ -26,12 +26,7 @@ impl RedisServer {
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
             .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server runs: install it with `apt-get install -y redis-server`, as .ci/run does");
+        let child = spawn(port);
         let server = RedisServer { port, child };
         let deadline = Instant::now() + Duration::from_secs(10);
         // backoff-lint: allow(a test waiting for the server it started to listen, bounded)
@@ -69,6 +64,48 @@ impl RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Start it again on the same port, empty (persistence is off), once it was killed.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = spawn(self.port);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // backoff-lint: allow(a test waiting for the server it started to listen, bounded)
+        while !self.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Send one command (`["CLIENT", "PAUSE", "3000"]`) and read the first line of its reply.
+    pub fn command(&self, args: &[&str]) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("redis answers");
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        stream
+            .write_all(request.as_bytes())
+            .expect("a command sent");
+        let mut reply = [0_u8; 64];
+        let read = stream.read(&mut reply).expect("a reply");
+        String::from_utf8_lossy(&reply[..read]).trim().to_owned()
+    }
+}
+
+/// `redis-server` on `port` of 127.0.0.1, persistence off.
+fn spawn(port: u16) -> Child {
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect(
+            "redis-server runs: install it with `apt-get install -y redis-server`, as .ci/run does",
+        )
 }
 
 impl Drop for RedisServer {

@@ -101,18 +101,22 @@ async fn serve() -> (SocketAddr, Arc<Mutex<Provider>>) {
 /// Four workers against a fresh provider, their upstream shared through `redis` (a URL) or not
 /// (`none`): what the provider saw, and each worker's report.
 async fn fleet(redis: &str) -> (Seen, Vec<String>) {
-    fleet_then(redis, |_| {}).await
+    fleet_then(redis, LEAD, LEAD, |_| {}).await
 }
 
-/// Like [`fleet`], `mid_storm` run on a thread 2 s after the first call (a second into the
-/// storm of refusals), with the time the first call starts.
+/// Time for the workers to start and to subscribe before the first call.
+const LEAD: Duration = Duration::from_millis(1500);
+
+/// Like [`fleet`], the first call `lead` from now, and `step` run on a thread `at` from now.
 async fn fleet_then(
     redis: &str,
-    mid_storm: impl FnOnce(Duration) + Send + 'static,
+    lead: Duration,
+    at: Duration,
+    step: impl FnOnce(Duration) + Send + 'static,
 ) -> (Seen, Vec<String>) {
     let (addr, provider) = serve().await;
-    // Time for the workers to start and to subscribe before the first call.
-    let start = unix_now() + Duration::from_millis(1500);
+    let begun = unix_now();
+    let start = begun + lead;
     // All four started at once, each a real process; then each waited for.
     let workers: Vec<_> = (0..WORKERS)
         .map(|index| {
@@ -130,8 +134,8 @@ async fn fleet_then(
         })
         .collect();
     let chaos = std::thread::spawn(move || {
-        std::thread::sleep((start + Duration::from_secs(2)).saturating_sub(unix_now()));
-        mid_storm(start);
+        std::thread::sleep((begun + at).saturating_sub(unix_now()));
+        step(start);
     });
     let mut reports = Vec::new();
     for worker in workers {
@@ -183,7 +187,8 @@ async fn redis_killed_mid_storm_fails_no_call() {
     let redis = Arc::new(Mutex::new(RedisServer::start()));
     let url = redis.lock().unwrap().url();
     let killed = Arc::clone(&redis);
-    let (seen, reports) = fleet_then(&url, move |_| killed.lock().unwrap().kill()).await;
+    let kill = move |_| killed.lock().unwrap().kill();
+    let (seen, reports) = fleet_then(&url, LEAD, LEAD + Duration::from_secs(2), kill).await;
     eprintln!("Redis killed mid-storm: {seen:?}");
     assert!(
         !redis.lock().unwrap().answers(),
@@ -197,4 +202,56 @@ async fn redis_killed_mid_storm_fails_no_call() {
         );
     }
     assert!(seen.refused > 0, "the limit was met: {seen:?}");
+}
+
+/// Redis paused (`CLIENT PAUSE`) for 3 s mid-storm: no call fails because of it, nor waits on
+/// it (an attempt never touches Redis; the reports wait in the queue or are dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_paused_mid_storm_fails_no_call() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let redis = Arc::new(RedisServer::start());
+    let paused = Arc::clone(&redis);
+    let pause = move |_| assert_eq!(paused.command(&["CLIENT", "PAUSE", "3000"]), "+OK");
+    let url = redis.url();
+    let (seen, reports) = fleet_then(&url, LEAD, LEAD + Duration::from_secs(1), pause).await;
+    eprintln!("Redis paused 3 s mid-storm: {seen:?}");
+    for report in &reports {
+        assert_eq!(
+            report,
+            &format!("ok {CALLS} gave_up 0"),
+            "every call completes"
+        );
+    }
+}
+
+/// Redis killed before the storm and restarted on the same port: the workers, not restarted,
+/// share again (the breaker closes, the subscription is made again): no request inside an
+/// announced pause once the storm comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_redis_restarts_on_its_port_sharing_resumes_without_restarting_the_workers() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let redis = Arc::new(Mutex::new(RedisServer::start()));
+    let url = redis.lock().unwrap().url();
+    let restarted = Arc::clone(&redis);
+    // The workers are up and subscribed 1 s in; Redis dies then, and is back at once, empty;
+    // the storm starts 4 s after the restart (the breaker's 2 s skip and the backstop's 1 s).
+    let restart = move |_| {
+        let mut redis = restarted.lock().unwrap();
+        // The four workers are subscribed before Redis dies.
+        let subscribers = redis.command(&["PUBSUB", "NUMSUB", "fleet-test:pauses"]);
+        assert!(subscribers.ends_with(":4"), "{subscribers:?}");
+        redis.restart();
+    };
+    let (lead, at) = (Duration::from_secs(5), Duration::from_secs(1));
+    let (seen, reports) = fleet_then(&url, lead, at, restart).await;
+    eprintln!("after Redis restarted: {seen:?}");
+    for report in &reports {
+        assert_eq!(
+            report,
+            &format!("ok {CALLS} gave_up 0"),
+            "every call completes"
+        );
+    }
+    assert!(seen.refused > 0, "the limit was met: {seen:?}");
+    assert_eq!(seen.inside_pause, 0, "{seen:?}");
 }
