@@ -96,6 +96,43 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// `INFO commandstats`: each command the server ran since its last `CONFIG RESETSTAT`, by
+    /// name, with how many times.
+    pub fn info_commandstats(&self) -> Vec<(String, u64)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("redis answers");
+        stream
+            .write_all(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+            .expect("a command sent");
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut text = String::new();
+        let mut buffer = [0_u8; 4096];
+        // One reply: read until its blank end (a bulk string ending in CRLF).
+        while let Ok(read) = stream.read(&mut buffer) {
+            text.push_str(&String::from_utf8_lossy(&buffer[..read]));
+            if read == 0
+                || text.ends_with("\r\n\r\n")
+                || text.matches("\r\n").count() > 2 && read < buffer.len()
+            {
+                break;
+            }
+        }
+        text.lines()
+            .filter_map(|line| line.strip_prefix("cmdstat_"))
+            .filter_map(|line| {
+                let (name, rest) = line.split_once(':')?;
+                let calls = rest
+                    .strip_prefix("calls=")?
+                    .split(',')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                Some((name.to_owned(), calls))
+            })
+            .collect()
+    }
+}
+
 /// `redis-server` on `port` of 127.0.0.1, persistence off.
 fn spawn(port: u16) -> Child {
     Command::new("redis-server")

@@ -255,3 +255,53 @@ async fn after_redis_restarts_on_its_port_sharing_resumes_without_restarting_the
     assert!(seen.refused > 0, "the limit was met: {seen:?}");
     assert_eq!(seen.inside_pause, 0, "{seen:?}");
 }
+
+static QUIET: retry_runtime::Upstream = retry_runtime::Upstream::new("fleet-quiet");
+
+/// Nothing on the attempt path: first tries on a shared upstream (10,000 at least, for 1.5 s)
+/// make no Redis call
+/// (counted on the server, `INFO commandstats`); the only calls are the backstop's reads, one
+/// a second for the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_try_on_a_shared_upstream_makes_no_redis_call() {
+    use retry_runtime::fleet::{Fleet, FleetConfig};
+    use retry_runtime::{Class, Policy, Retry};
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let redis = RedisServer::start();
+    let fleet = Fleet::connect(&redis.url(), FleetConfig::new("quiet")).expect("a fleet");
+    assert!(fleet.share(&QUIET));
+    // Let the subscription and the first read happen, then count from there.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(redis.command(&["CONFIG", "RESETSTAT"]), "+OK");
+    // At least 10,000 first tries, and for long enough that the backstop reads meanwhile.
+    let began = std::time::Instant::now();
+    let mut tries = 0_u32;
+    while tries < 10_000 || began.elapsed() < Duration::from_millis(1500) {
+        let call = Retry::new(&Policy::AVAILABILITY).upstream(&QUIET);
+        let answered = call.run(async |_| Ok::<_, Class>(tries)).await;
+        assert_eq!(answered.unwrap(), tries);
+        tries += 1;
+        if tries % 1_000 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    let stats = redis.info_commandstats();
+    eprintln!("after {tries} first tries in {seconds:.1} s: {stats:?}");
+    let read = |name: &str| name == "evalsha" || name == "eval";
+    let reads: u64 = stats
+        .iter()
+        .filter(|(name, _)| read(name))
+        .map(|(_, n)| n)
+        .sum();
+    // The backstop's reads (an `evalsha`, or an `eval` the first time, and the `get` its
+    // script runs), one a second, and the reset itself: nothing else, whatever the tries.
+    assert!(reads >= 1 && reads as f64 <= seconds + 2.0, "{stats:?}");
+    let scripted = |name: &str| read(name) || name == "get";
+    assert!(
+        stats
+            .iter()
+            .all(|(name, _)| scripted(name) || name == "config|resetstat"),
+        "{stats:?}"
+    );
+}
