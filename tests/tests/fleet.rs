@@ -16,6 +16,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use retry_tests::redis_server::RedisServer;
 
+thread_local! {
+    /// An outage of the provider from the first call, for the scenarios that ask for one (set
+    /// on the test's thread before it calls `fleet`).
+    static OUTAGE: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+}
+
 /// The scenarios run one at a time: each is ten processes on a machine of two cores.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -29,9 +35,12 @@ struct Seen {
     requests: u32,
     refused: u32,
     inside_pause: u32,
+    during_outage: u32,
 }
 
 struct Provider {
+    /// Down (`503`, no hint) until then, since the Unix epoch.
+    out_until: Option<Duration>,
     tokens: f64,
     filled: Duration,
     /// The pause it announced last: from when, to when, since the Unix epoch.
@@ -54,6 +63,13 @@ async fn answer(State(provider): State<Arc<Mutex<Provider>>>, headers: HeaderMap
         .map_or(now, Duration::from_micros);
     let mut p = provider.lock().unwrap();
     p.seen.requests += 1;
+    if let Some(until) = p.out_until {
+        if now < until {
+            p.seen.during_outage += 1;
+            return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+        }
+        return (StatusCode::OK, "answer").into_response();
+    }
     if let Some((from, to)) = p.announced
         && sent > from + IN_FLIGHT
         && sent < to
@@ -82,6 +98,7 @@ async fn answer(State(provider): State<Arc<Mutex<Provider>>>, headers: HeaderMap
 
 async fn serve() -> (SocketAddr, Arc<Mutex<Provider>>) {
     let provider = Arc::new(Mutex::new(Provider {
+        out_until: None,
         tokens: 10.0,
         filled: unix_now(),
         announced: None,
@@ -117,6 +134,9 @@ async fn fleet_then(
     let (addr, provider) = serve().await;
     let begun = unix_now();
     let start = begun + lead;
+    if let Some(outage) = OUTAGE.with(|outage| outage.get()) {
+        provider.lock().unwrap().out_until = Some(start + outage);
+    }
     // All four started at once, each a real process; then each waited for.
     let workers: Vec<_> = (0..WORKERS)
         .map(|index| {
@@ -304,4 +324,34 @@ async fn a_first_try_on_a_shared_upstream_makes_no_redis_call() {
             .all(|(name, _)| scripted(name) || name == "config|resetstat"),
         "{stats:?}"
     );
+}
+
+/// A 3 s outage (`503`, no hint) across four processes: the gate opens across the fleet on the
+/// quorum (three outage failures, from two processes or more, or the provider's own `503`),
+/// and one process at a time probes, one probe per rung of the ladder.
+#[tokio::test(flavor = "current_thread")]
+async fn in_an_outage_the_fleet_sends_the_quorum_and_one_probe_per_rung() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let outage = Duration::from_secs(3);
+    OUTAGE.with(|cell| cell.set(Some(outage)));
+    let redis = RedisServer::start();
+    let (shared, reports) = fleet(&redis.url()).await;
+    let (alone, _) = fleet("none").await;
+    OUTAGE.with(|cell| cell.set(None));
+    // Rungs of `availability`'s ladder from the gate's opening, within the outage: 0.25, 0.75
+    // and 1.75 s.
+    let (quorum, rungs) = (3, 3);
+    eprintln!(
+        "a 3 s outage, four processes: sharing the gate {} requests during it (at most {quorum} + {rungs}); each alone {}",
+        shared.during_outage, alone.during_outage
+    );
+    for report in &reports {
+        assert_eq!(
+            report,
+            &format!("ok {CALLS} gave_up 0"),
+            "every call completes"
+        );
+    }
+    assert!(shared.during_outage <= quorum + rungs, "{shared:?}");
+    assert!(alone.during_outage > shared.during_outage, "{alone:?}");
 }

@@ -1,4 +1,5 @@
-//! [`Fleet`]: upstreams' pauses shared across the processes of a fleet through Redis.
+//! [`Fleet`]: upstreams' pauses and outage gates shared across the processes of a fleet
+//! through Redis.
 //!
 //! Nothing is on an attempt's path: an attempt reads its process's own [`Upstream`], the
 //! mirror, which a subscription keeps fresh (with a read every second as the backstop for
@@ -21,7 +22,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::mpsc;
 
 use crate::class::Class;
-use crate::upstream::{PauseSink, Upstream};
+use crate::policy::Policy;
+use crate::upstream::{FleetSink, Upstream};
 use breaker::Breaker;
 
 /// How long one Redis operation may take before it counts as failed: 50 ms.
@@ -98,11 +100,20 @@ pub enum FleetError {
     NoRuntime,
 }
 
-/// The upstreams' pauses, shared across the processes of a fleet through Redis. Made once per
-/// process with [`Fleet::connect`]; [`share`](Fleet::share) each `static` [`Upstream`] the
-/// fleet shares, by its name. A provider's hint any process learns pauses the upstream in
-/// every process: one atomic script keeps the latest end (a shorter hint never shortens it),
-/// capped, and publishes it.
+/// The upstreams' pauses and outage gates, shared across the processes of a fleet through
+/// Redis. Made once per process with [`Fleet::connect`]; [`share`](Fleet::share) each
+/// `static` [`Upstream`] the fleet shares, by its name.
+///
+/// - **The pause.** A provider's hint any process learns pauses the upstream in every
+///   process: one atomic script keeps the latest end (a shorter hint never shortens it),
+///   capped, and publishes it.
+/// - **The outage gate.** Every outage failure is counted in Redis; the gate opens across the
+///   fleet when the upstream's threshold (3 within 10 s, [`Upstream::gate_after`]) is met by
+///   failures from two processes or more, or by a provider's own `503` or `529`, which counts
+///   alone (a transport error from one process does not: one host's broken network cannot
+///   close an upstream to the fleet). The process whose failure opened it probes, on its
+///   ladder; the others wait for the gate to close. The prober holds a lease past its next
+///   probe: a crashed prober frees it, and the next process to read the gate takes it over.
 ///
 /// Making one never waits for Redis, and Redis being away never fails a call: the process
 /// goes on as an in-process upstream would, and says so in its log (target `retry`).
@@ -138,13 +149,38 @@ struct Shared {
     subscribed: AtomicBool,
 }
 
-/// A pause a process learned, on its way to Redis.
+/// What a process learned, on its way to Redis.
 #[derive(Debug)]
-struct Report {
-    upstream: &'static str,
-    pause_ms: u64,
-    cap_ms: u64,
-    kind: &'static str,
+enum Report {
+    /// A pause of `pause_ms` (capped at `cap_ms`) by a hint of `kind`.
+    Pause {
+        upstream: &'static str,
+        pause_ms: u64,
+        cap_ms: u64,
+        kind: &'static str,
+    },
+    /// An outage failure, the provider's own (`authored`) or a transport's; the first probe
+    /// would go `first_ms` after the gate opened.
+    Outage {
+        upstream: &'static str,
+        authored: bool,
+        first_ms: u64,
+    },
+    /// This process's probe failed; the next goes in `next_ms`.
+    ProbeFailed {
+        upstream: &'static str,
+        next_ms: u64,
+    },
+    /// A success or an answer closed the gate here.
+    Closed { upstream: &'static str },
+}
+
+/// How long past its next probe a prober holds the fleet's probe: a crashed prober frees it
+/// then.
+const LEASE_SLACK: Duration = Duration::from_secs(1);
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Fleet {
@@ -173,7 +209,7 @@ impl Fleet {
     /// out, and those the others learn hold here. `false` if it was already shared.
     pub fn share(&self, upstream: &'static Upstream) -> bool {
         let sink = Box::new(Sink(Arc::clone(&self.shared)));
-        if !upstream.share_pauses(sink) {
+        if !upstream.share_with(sink) {
             return false;
         }
         lock(&self.shared.upstreams).push(upstream);
@@ -198,17 +234,41 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// An upstream's way out to the fleet: a report on the queue, never waited for.
 struct Sink(Arc<Shared>);
 
-impl PauseSink for Sink {
-    fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class) {
-        let report = Report {
-            upstream,
-            pause_ms: u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
-            cap_ms: u64::try_from(cap.as_millis()).unwrap_or(u64::MAX),
-            kind: kind_of(class),
-        };
+impl Sink {
+    fn send(&self, report: Report) {
         if self.0.reports.try_send(report).is_err() {
             self.0.dropped();
         }
+    }
+}
+
+impl FleetSink for Sink {
+    fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class) {
+        self.send(Report::Pause {
+            upstream,
+            pause_ms: millis(pause),
+            cap_ms: millis(cap),
+            kind: kind_of(class),
+        });
+    }
+
+    fn outage(&self, upstream: &'static str, class: Class, first_probe: Duration) {
+        self.send(Report::Outage {
+            upstream,
+            authored: matches!(class, Class::Unavailable { .. }),
+            first_ms: millis(first_probe),
+        });
+    }
+
+    fn probe_failed(&self, upstream: &'static str, next: Duration) {
+        self.send(Report::ProbeFailed {
+            upstream,
+            next_ms: millis(next),
+        });
+    }
+
+    fn closed(&self, upstream: &'static str) {
+        self.send(Report::Closed { upstream });
     }
 }
 
@@ -249,6 +309,13 @@ impl Shared {
         format!("{}:pauses", self.config.namespace)
     }
 
+    /// The key of `upstream`'s gate (its prober and the prober's lease), and of its recent
+    /// outage failures, in the upstream's slot.
+    fn gate_keys(&self, upstream: &str) -> (String, String) {
+        let tag = format!("{{{}:{upstream}}}", self.config.namespace);
+        (format!("{tag}:outages"), format!("{tag}:gate"))
+    }
+
     /// A connection, bounded by the timeout; `None` where Redis cannot be reached in it.
     async fn connection(&self) -> Option<ConnectionManager> {
         let config = ConnectionManagerConfig::new()
@@ -270,30 +337,42 @@ impl Shared {
             .find(|upstream| upstream.name() == name)
     }
 
-    /// A pause another process learned, as its message says it: `origin name left_ms kind`.
+    /// What another process learned, as its message says it: `pause origin name left_ms
+    /// kind`, `open origin name prober first_probe_ms`, or `close origin name`.
     fn told(&self, message: &str) {
         let mut parts = message.split(' ');
-        let (Some(origin), Some(name), Some(left), Some(kind)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(what), Some(origin), Some(name)) = (parts.next(), parts.next(), parts.next())
         else {
             return;
         };
         if origin.parse() == Ok(self.origin) {
             return;
         }
-        let (Some(upstream), Ok(left)) = (self.upstream(name), left.parse::<u64>()) else {
+        let Some(upstream) = self.upstream(name) else {
             return;
         };
-        let left = Duration::from_millis(left);
-        upstream.paused_by_fleet(left, class_of(kind, left));
+        match (what, parts.next(), parts.next()) {
+            ("pause", Some(left), Some(kind)) => {
+                if let Ok(left) = left.parse::<u64>() {
+                    let left = Duration::from_millis(left);
+                    upstream.paused_by_fleet(left, class_of(kind, left));
+                }
+            }
+            ("open", Some(prober), Some(first)) => {
+                let probes = prober.parse() == Ok(self.origin);
+                let first = Duration::from_millis(first.parse().unwrap_or(0));
+                upstream.gated_by_fleet(probes, first);
+            }
+            ("close", _, _) => upstream.closed_by_fleet(),
+            _ => {}
+        }
     }
 }
 
-/// The writer: each report, run as the pause script, bounded by the timeout, skipped while the
+/// The writer: each report, run as its script, bounded by the timeout, skipped while the
 /// breaker is open.
 async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
     let mut connection: Option<ConnectionManager> = None;
-    let channel = shared.channel();
     while let Some(report) = queue.recv().await {
         if !shared.breaker.allows() {
             shared.dropped();
@@ -306,21 +385,88 @@ async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
             shared.breaker.failed("cannot connect");
             continue;
         };
-        let mut invocation = scripts::PAUSE.prepare_invoke();
-        invocation
-            .key(shared.key(report.upstream))
-            .arg(report.pause_ms)
-            .arg(report.cap_ms)
-            .arg(report.kind)
-            .arg(&channel)
-            .arg(format!("{} {}", shared.origin, report.upstream));
-        let ran =
-            tokio::time::timeout(shared.config.timeout, invocation.invoke_async::<i64>(redis))
-                .await;
+        let ran = tokio::time::timeout(shared.config.timeout, run(&shared, &report, redis)).await;
         match ran {
-            Ok(Ok(_)) => shared.breaker.succeeded(),
+            Ok(Ok(())) => shared.breaker.succeeded(),
             Ok(Err(_)) => shared.breaker.failed("a script failed"),
             Err(_) => shared.breaker.failed("a script timed out"),
+        }
+    }
+}
+
+/// Run `report`'s script; an outage that opened the fleet's gate makes this process its first
+/// prober.
+async fn run(
+    shared: &Shared,
+    report: &Report,
+    redis: &mut ConnectionManager,
+) -> redis::RedisResult<()> {
+    let channel = shared.channel();
+    match *report {
+        Report::Pause {
+            upstream,
+            pause_ms,
+            cap_ms,
+            kind,
+        } => {
+            let mut invocation = scripts::PAUSE.prepare_invoke();
+            invocation
+                .key(shared.key(upstream))
+                .arg(pause_ms)
+                .arg(cap_ms)
+                .arg(kind)
+                .arg(&channel)
+                .arg(format!("{} {upstream}", shared.origin));
+            invocation.invoke_async::<i64>(redis).await.map(drop)
+        }
+        Report::Outage {
+            upstream,
+            authored,
+            first_ms,
+        } => {
+            let Some(local) = shared.upstream(upstream) else {
+                return Ok(());
+            };
+            let (failures, window) = local.gate_rule();
+            let (outages, gate) = shared.gate_keys(upstream);
+            let lease = millis(Duration::from_millis(first_ms) + LEASE_SLACK);
+            let mut invocation = scripts::OUTAGE.prepare_invoke();
+            invocation
+                .key(outages)
+                .key(gate)
+                .arg(shared.origin)
+                .arg(rand::random::<u64>())
+                .arg(millis(window))
+                .arg(failures)
+                .arg(u8::from(authored))
+                .arg(first_ms)
+                .arg(lease)
+                .arg(&channel)
+                .arg(upstream);
+            if invocation.invoke_async::<i64>(redis).await? == 1 {
+                local.gated_by_fleet(true, Duration::from_millis(first_ms));
+            }
+            Ok(())
+        }
+        Report::ProbeFailed { upstream, next_ms } => {
+            let lease = millis(Duration::from_millis(next_ms) + LEASE_SLACK);
+            let mut invocation = scripts::PROBE_FAILED.prepare_invoke();
+            invocation
+                .key(shared.gate_keys(upstream).1)
+                .arg(shared.origin)
+                .arg(lease);
+            invocation.invoke_async::<i64>(redis).await.map(drop)
+        }
+        Report::Closed { upstream } => {
+            let (outages, gate) = shared.gate_keys(upstream);
+            let mut invocation = scripts::CLOSE.prepare_invoke();
+            invocation
+                .key(outages)
+                .key(gate)
+                .arg(shared.origin)
+                .arg(&channel)
+                .arg(upstream);
+            invocation.invoke_async::<i64>(redis).await.map(drop)
         }
     }
 }
@@ -371,15 +517,46 @@ async fn read_all(shared: &Shared, redis: &mut ConnectionManager) {
         .await;
         match read {
             Ok(Ok(Some((left, kind)))) => {
-                shared.breaker.succeeded();
                 let left = Duration::from_millis(left);
                 upstream.paused_by_fleet(left, class_of(&kind, left));
             }
-            Ok(Ok(None)) => shared.breaker.succeeded(),
+            Ok(Ok(None)) => {}
             Ok(Err(_)) => return shared.breaker.failed("a read failed"),
             Err(_) => return shared.breaker.failed("a read timed out"),
         }
+        if let Err(why) = read_gate(shared, upstream, redis).await {
+            return shared.breaker.failed(why);
+        }
+        shared.breaker.succeeded();
     }
+}
+
+/// Read `upstream`'s gate across the fleet, taking its probe over if its prober's lease ran
+/// out, and hold it here: a gate closed while this process missed the message closes here.
+async fn read_gate(
+    shared: &Shared,
+    upstream: &'static Upstream,
+    redis: &mut ConnectionManager,
+) -> Result<(), &'static str> {
+    let lease = millis(Policy::AVAILABILITY.base() + LEASE_SLACK);
+    let mut invocation = scripts::GATE.prepare_invoke();
+    invocation
+        .key(shared.gate_keys(upstream.name()).1)
+        .arg(shared.origin)
+        .arg(lease);
+    let read = tokio::time::timeout(
+        shared.config.timeout,
+        invocation.invoke_async::<Option<i64>>(redis),
+    )
+    .await;
+    match read {
+        Ok(Ok(Some(probes))) => upstream.gated_by_fleet(probes == 1, Duration::ZERO),
+        Ok(Ok(None)) if upstream.gated_remotely() => upstream.closed_by_fleet(),
+        Ok(Ok(None)) => {}
+        Ok(Err(_)) => return Err("a read failed"),
+        Err(_) => return Err("a read timed out"),
+    }
+    Ok(())
 }
 
 /// The subscription: each message applied as it comes, until it ends (the backstop starts it

@@ -21,7 +21,7 @@ if current then
   if ends and ends >= wanted then return ends - now end
 end
 redis.call('SET', KEYS[1], wanted .. ' ' .. ARGV[3], 'PX', ms)
-redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ms .. ' ' .. ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'pause ' .. ARGV[5] .. ' ' .. ms .. ' ' .. ARGV[3])
 return ms
 ",
     )
@@ -41,6 +41,91 @@ if not ends then return nil end
 local left = tonumber(ends) - now
 if left <= 0 then return nil end
 return {left, kind}
+",
+    )
+});
+
+/// An outage failure: `KEYS[1]` the upstream's recent outage failures (a sorted set, by Redis
+/// time), `KEYS[2]` its gate. `ARGV`: who (`origin`), a unique member, the window and the
+/// failures that open the gate, whether the provider said so itself (`1`: a `503` or a `529`,
+/// which counts alone; `0`: a transport error, which needs a second process), the first
+/// probe's wait, the lease, the channel and the upstream's name. Opens the gate when the
+/// quorum is met: the failures in the window reach the count and come from two processes or
+/// more, or this one is the provider's own. The failure's own process probes first; publishes
+/// `open origin name prober first_probe_ms`. Returns 1 if it opened the gate.
+pub(super) static OUTAGE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+redis.call('ZADD', KEYS[1], now, ARGV[1] .. ':' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[1], window)
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+if #members < tonumber(ARGV[4]) then return 0 end
+local origins = {}
+local distinct = 0
+for _, member in ipairs(members) do
+  local origin = string.match(member, '^([^:]+)')
+  if not origins[origin] then origins[origin] = true; distinct = distinct + 1 end
+end
+if distinct < 2 and ARGV[5] ~= '1' then return 0 end
+local first = tonumber(ARGV[6])
+redis.call('SET', KEYS[2], ARGV[1] .. ' ' .. (now + tonumber(ARGV[7])), 'PX', window * 10)
+redis.call('PUBLISH', ARGV[8], 'open ' .. ARGV[1] .. ' ' .. ARGV[9] .. ' ' .. ARGV[1] .. ' ' .. first)
+return 1
+",
+    )
+});
+
+/// The prober's probe failed: `KEYS[1]` the gate; `ARGV` who, the lease from now. Renews the
+/// lease if `origin` holds it.
+pub(super) static PROBE_FAILED: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local gate = redis.call('GET', KEYS[1])
+if not gate then return 0 end
+local prober = string.match(gate, '^(%S+)')
+if prober ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. (now + tonumber(ARGV[2])), 'KEEPTTL')
+return 1
+",
+    )
+});
+
+/// The gate closed (a probe succeeded, or an answer came): `KEYS[1]` the failures, `KEYS[2]`
+/// the gate; `ARGV` who, the channel and the upstream's name. Publishes `close origin name` if
+/// the gate was open.
+pub(super) static CLOSE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+redis.call('DEL', KEYS[1])
+if redis.call('DEL', KEYS[2]) == 0 then return 0 end
+redis.call('PUBLISH', ARGV[2], 'close ' .. ARGV[1] .. ' ' .. ARGV[3])
+return 1
+",
+    )
+});
+
+/// Read the gate, taking its probe over if its prober's lease ran out (a crashed prober frees
+/// it): `KEYS[1]` the gate; `ARGV` who, the lease from now. Returns nil (closed), `1` (this
+/// process probes) or `0` (another does).
+pub(super) static GATE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local gate = redis.call('GET', KEYS[1])
+if not gate then return nil end
+local prober, lease = string.match(gate, '^(%S+) (%d+)')
+if prober == ARGV[1] then return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(lease) > now then return 0 end
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. (now + tonumber(ARGV[2])), 'KEEPTTL')
+return 1
 ",
     )
 });

@@ -110,16 +110,24 @@ pub struct Upstream {
     word: AtomicU32,
     state: Mutex<State>,
     changed: Notify,
-    /// Where a pause this process learned goes further: a fleet store, once one shares the
-    /// upstream. Read only when a failure sets a pause, never on an attempt's path.
-    shared: OnceLock<Box<dyn PauseSink>>,
+    /// Where what this process learns goes further: a fleet store, once one shares the
+    /// upstream. Read only when a failure or a gate's change is reported, never on an
+    /// attempt's path.
+    shared: OnceLock<Box<dyn FleetSink>>,
 }
 
-/// Where an upstream tells a pause it learned from a provider's hint, beyond the process (a
-/// fleet store). It must not block: the pause holds in the process already.
-pub(crate) trait PauseSink: Send + Sync {
+/// Where an upstream tells what it learned beyond the process (a fleet store). None of it may
+/// block: what it tells holds in the process already.
+pub(crate) trait FleetSink: Send + Sync {
     /// `upstream` was paused for `pause` (capped at `cap`) by a hint of `class`.
     fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class);
+    /// An outage failure of `class` (`Transport`, or a provider's `Unavailable` without a
+    /// hint); `first_probe` is when the gate's first probe would go, were it to open now.
+    fn outage(&self, upstream: &'static str, class: Class, first_probe: Duration);
+    /// The gate's probe failed here; the next may go in `next`.
+    fn probe_failed(&self, upstream: &'static str, next: Duration);
+    /// A success or an answer closed the gate here.
+    fn closed(&self, upstream: &'static str);
 }
 
 /// An upstream's state, behind its lock: read only when its word says there is something.
@@ -145,6 +153,8 @@ enum Gate {
     Waiting { next: Instant, failed: u32 },
     /// Open, and one call is probing (`failed` probes before it).
     Probing { failed: u32 },
+    /// Open across the fleet, and another process probes: calls wait for it to close.
+    Remote,
 }
 
 impl State {
@@ -317,9 +327,9 @@ impl Upstream {
         self.word.load(Ordering::Acquire) & GATED != 0
     }
 
-    /// Tell `sink` each pause this process learns from now on; `false` if another already is.
+    /// Tell `sink` what this process learns from now on; `false` if another already is told.
     #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn share_pauses(&self, sink: Box<dyn PauseSink>) -> bool {
+    pub(crate) fn share_with(&self, sink: Box<dyn FleetSink>) -> bool {
         self.shared.set(sink).is_ok()
     }
 
@@ -344,6 +354,51 @@ impl Upstream {
             self.name
         );
         self.changed.notify_waiters();
+    }
+
+    /// The fleet opened the gate: this process probes (`probes`), its first probe `next` from
+    /// now, or waits for another's probe to close it.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn gated_by_fleet(&self, probes: bool, next: Duration) {
+        let mut state = self.lock();
+        let was = state.gate;
+        state.gate = match (probes, was) {
+            // Probing already, or waiting for its own probe: it goes on so.
+            (true, Gate::Waiting { .. } | Gate::Probing { .. }) => was,
+            (true, _) => Gate::Waiting {
+                next: Instant::now() + next,
+                failed: 0,
+            },
+            (false, _) => Gate::Remote,
+        };
+        if state.gate == was {
+            return;
+        }
+        self.store(&state);
+        drop(state);
+        if was == Gate::Closed {
+            meter::upstream(self.name, UpstreamSeries::GateOpened);
+            tracing::warn!(
+                target: "retry",
+                upstream = self.name,
+                probes,
+                "{}'s outage gate opened across the fleet: one call probes, the others wait",
+                self.name
+            );
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// The fleet's gate closed (another process's probe succeeded): calls go here too.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn closed_by_fleet(&self) {
+        self.close(false);
+    }
+
+    /// Whether the gate here waits for another process's probe.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn gated_remotely(&self) -> bool {
+        self.lock().gate == Gate::Remote
     }
 
     /// When the open gate's next probe may go, if one is scheduled.
@@ -390,14 +445,20 @@ impl Upstream {
 
     /// After a success or an answer: the failures are forgotten, and the gate closes.
     fn cleared(&self, admitted: Admission) {
-        let mut state = self.lock();
         if let Admission::Send {
             probe: Some(epoch), ..
         } = admitted
-            && epoch != state.epoch
+            && epoch != self.lock().epoch
         {
             return;
         }
+        self.close(true);
+    }
+
+    /// The failures are forgotten, and the gate closes; the fleet is told (`tell`) if it was
+    /// open.
+    fn close(&self, tell: bool) {
+        let mut state = self.lock();
         let was_gated = state.gate != Gate::Closed;
         state.failures = 0;
         state.first_failure = None;
@@ -405,6 +466,9 @@ impl Upstream {
         self.store(&state);
         drop(state);
         if was_gated {
+            if tell && let Some(shared) = self.shared.get() {
+                shared.closed(self.name);
+            }
             meter::upstream(self.name, UpstreamSeries::GateClosed);
             tracing::info!(target: "retry", upstream = self.name, "{}'s outage gate closed: calls go", self.name);
             self.changed.notify_waiters();
@@ -440,7 +504,7 @@ impl UpstreamStore for Upstream {
             Gate::Waiting { next, .. } => Admission::Gated {
                 next_probe: Some(next),
             },
-            Gate::Probing { .. } => Admission::Gated { next_probe: None },
+            Gate::Probing { .. } | Gate::Remote => Admission::Gated { next_probe: None },
         };
         self.store(&state);
         admission
@@ -504,6 +568,9 @@ impl UpstreamStore for Upstream {
                 state.first_failure = Some(now);
             }
             state.failures = state.failures.saturating_add(1);
+            if let Some(shared) = self.shared.get() {
+                shared.outage(self.name, class, probe_wait(policy, 0));
+            }
             if state.gate == Gate::Closed && state.failures >= self.gate_failures {
                 let next = now + probe_wait(policy, 0);
                 state.gate = Gate::Waiting { next, failed: 0 };
@@ -521,9 +588,15 @@ impl UpstreamStore for Upstream {
         if probe && let Gate::Probing { failed } = state.gate {
             // A failed probe schedules the next, on the policy's ladder.
             let failed = failed.saturating_add(1);
-            let next = now + probe_wait(policy, failed);
-            state.gate = Gate::Waiting { next, failed };
+            let wait = probe_wait(policy, failed);
+            state.gate = Gate::Waiting {
+                next: now + wait,
+                failed,
+            };
             changed = true;
+            if let Some(shared) = self.shared.get() {
+                shared.probe_failed(self.name, wait);
+            }
         }
         self.store(&state);
         drop(state);
