@@ -20,6 +20,8 @@ thread_local! {
     /// An outage of the provider from the first call, for the scenarios that ask for one (set
     /// on the test's thread before it calls `fleet`).
     static OUTAGE: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+    /// Whether the calls go across the provider and a healthy secondary.
+    static SECONDARY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The scenarios run one at a time: each is ten processes on a machine of two cores.
@@ -137,6 +139,15 @@ async fn fleet_then(
     if let Some(outage) = OUTAGE.with(|outage| outage.get()) {
         provider.lock().unwrap().out_until = Some(start + outage);
     }
+    // A healthy secondary, for the scenarios across two upstreams.
+    let secondary = match SECONDARY.with(|secondary| secondary.get()) {
+        true => {
+            let (addr, healthy) = serve().await;
+            healthy.lock().unwrap().out_until = Some(Duration::ZERO);
+            Some(addr)
+        }
+        false => None,
+    };
     // All four started at once, each a real process; then each waited for.
     let workers: Vec<_> = (0..WORKERS)
         .map(|index| {
@@ -147,6 +158,7 @@ async fn fleet_then(
                 .env("FLEET_INDEX", index.to_string())
                 .env("FLEET_WORKERS", WORKERS.to_string())
                 .env("FLEET_CALLS", CALLS.to_string())
+                .envs(secondary.map(|addr| ("FLEET_SECONDARY", addr.to_string())))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -182,11 +194,7 @@ async fn across_four_processes_no_request_is_sent_inside_an_announced_pause() {
     let (shared, reports) = fleet(&redis.url()).await;
     eprintln!("four processes sharing the upstream through Redis: {shared:?}");
     for report in &reports {
-        assert_eq!(
-            report,
-            &format!("ok {CALLS} gave_up 0"),
-            "every call completes"
-        );
+        assert!(completed(report), "every call completes: {report}");
     }
     assert!(shared.refused > 0, "the limit was met: {shared:?}");
     assert_eq!(shared.inside_pause, 0, "{shared:?}");
@@ -194,7 +202,7 @@ async fn across_four_processes_no_request_is_sent_inside_an_announced_pause() {
     let (alone, reports) = fleet("none").await;
     eprintln!("four processes, each alone: {alone:?}");
     for report in &reports {
-        assert_eq!(report, &format!("ok {CALLS} gave_up 0"));
+        assert!(completed(report), "{report}");
     }
     assert!(alone.inside_pause > 0, "{alone:?}");
 }
@@ -215,11 +223,7 @@ async fn redis_killed_mid_storm_fails_no_call() {
         "Redis was down for the rest of the storm"
     );
     for report in &reports {
-        assert_eq!(
-            report,
-            &format!("ok {CALLS} gave_up 0"),
-            "every call completes"
-        );
+        assert!(completed(report), "every call completes: {report}");
     }
     assert!(seen.refused > 0, "the limit was met: {seen:?}");
 }
@@ -236,11 +240,7 @@ async fn redis_paused_mid_storm_fails_no_call() {
     let (seen, reports) = fleet_then(&url, LEAD, LEAD + Duration::from_secs(1), pause).await;
     eprintln!("Redis paused 3 s mid-storm: {seen:?}");
     for report in &reports {
-        assert_eq!(
-            report,
-            &format!("ok {CALLS} gave_up 0"),
-            "every call completes"
-        );
+        assert!(completed(report), "every call completes: {report}");
     }
 }
 
@@ -266,11 +266,7 @@ async fn after_redis_restarts_on_its_port_sharing_resumes_without_restarting_the
     let (seen, reports) = fleet_then(&url, lead, at, restart).await;
     eprintln!("after Redis restarted: {seen:?}");
     for report in &reports {
-        assert_eq!(
-            report,
-            &format!("ok {CALLS} gave_up 0"),
-            "every call completes"
-        );
+        assert!(completed(report), "every call completes: {report}");
     }
     assert!(seen.refused > 0, "the limit was met: {seen:?}");
     assert_eq!(seen.inside_pause, 0, "{seen:?}");
@@ -280,8 +276,8 @@ static QUIET: retry_runtime::Upstream = retry_runtime::Upstream::new("fleet-quie
 
 /// Nothing on the attempt path: first tries on a shared upstream (10,000 at least, for 1.5 s)
 /// make no Redis call
-/// (counted on the server, `INFO commandstats`); the only calls are the backstop's reads, one
-/// a second for the upstream.
+/// (counted on the server, `INFO commandstats`); the only calls are the backstop's reads, two
+/// a second for the upstream (its pause and its gate).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_try_on_a_shared_upstream_makes_no_redis_call() {
     use retry_runtime::fleet::{Fleet, FleetConfig};
@@ -314,9 +310,13 @@ async fn a_first_try_on_a_shared_upstream_makes_no_redis_call() {
         .filter(|(name, _)| read(name))
         .map(|(_, n)| n)
         .sum();
-    // The backstop's reads (an `evalsha`, or an `eval` the first time, and the `get` its
-    // script runs), one a second, and the reset itself: nothing else, whatever the tries.
-    assert!(reads >= 1 && reads as f64 <= seconds + 2.0, "{stats:?}");
+    // The backstop's reads a second (its two scripts, the pause's and the gate's: `evalsha`s,
+    // or `eval`s the first time, and the `get`s they run), and the reset itself: nothing else,
+    // whatever the number of tries.
+    assert!(
+        reads >= 1 && reads as f64 <= 2.0 * (seconds + 1.0),
+        "{stats:?}"
+    );
     let scripted = |name: &str| read(name) || name == "get";
     assert!(
         stats
@@ -346,12 +346,51 @@ async fn in_an_outage_the_fleet_sends_the_quorum_and_one_probe_per_rung() {
         shared.during_outage, alone.during_outage
     );
     for report in &reports {
-        assert_eq!(
-            report,
-            &format!("ok {CALLS} gave_up 0"),
-            "every call completes"
-        );
+        assert!(completed(report), "every call completes: {report}");
     }
     assert!(shared.during_outage <= quorum + rungs, "{shared:?}");
     assert!(alone.during_outage > shared.during_outage, "{alone:?}");
+}
+
+/// The mean of the workers' mean calls, from their reports.
+fn mean_call(reports: &[String]) -> Duration {
+    let means: Vec<u64> = reports
+        .iter()
+        .filter_map(|report| report.rsplit(' ').next()?.parse().ok())
+        .collect();
+    Duration::from_micros(means.iter().sum::<u64>() / means.len().max(1) as u64)
+}
+
+/// Fallback from a primary down 5 s to a healthy secondary, four processes each with 15 calls
+/// across the two: requests to the primary fleet-wide no more than one process's own (the
+/// threshold and one probe per rung; LiteLLM's router sent 28 with its Redis cooldowns).
+#[tokio::test(flavor = "current_thread")]
+async fn fallback_across_the_fleet_sends_the_dead_primary_no_more_than_one_process_would() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    OUTAGE.with(|cell| cell.set(Some(Duration::from_secs(5))));
+    SECONDARY.with(|cell| cell.set(true));
+    let redis = RedisServer::start();
+    let (shared, reports) = fleet(&redis.url()).await;
+    let (alone, alone_reports) = fleet("none").await;
+    OUTAGE.with(|cell| cell.set(None));
+    SECONDARY.with(|cell| cell.set(false));
+    for report in reports.iter().chain(&alone_reports) {
+        assert!(completed(report), "{report}");
+    }
+    // The threshold, 3, and the rungs within 5 s of the gate's opening: 0.25, 0.75, 1.75, 3.75.
+    let one_process = 3 + 4;
+    eprintln!(
+        "fallback, four processes: the dead primary saw {} requests sharing (mean call {:?}), {} alone (mean call {:?})",
+        shared.during_outage,
+        mean_call(&reports),
+        alone.during_outage,
+        mean_call(&alone_reports)
+    );
+    assert!(shared.during_outage <= one_process, "{shared:?}");
+    assert!(alone.during_outage > shared.during_outage, "{alone:?}");
+}
+
+/// Whether a worker's report says every one of its calls completed.
+fn completed(report: &str) -> bool {
+    report.starts_with(&format!("ok {CALLS} gave_up 0 "))
 }

@@ -7,9 +7,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use retry_runtime::fleet::{Fleet, FleetConfig};
 use retry_runtime::http::{CallError, ResponseExt};
-use retry_runtime::{Policy, Retry, Upstream};
+use retry_runtime::{Policy, Retry, Upstream, Upstreams};
 
 static KEY: Upstream = Upstream::new("fleet-key");
+
+/// With `FLEET_SECONDARY`, the calls go across two upstreams, `KEY` first.
+static SPARE: Upstream = Upstream::new("fleet-spare");
+static BOTH: Upstreams = Upstreams::new(&[&KEY, &SPARE]);
 
 /// A ladder generous enough for every call to outlast the provider's limit.
 static PATIENT: Policy = Policy::AVAILABILITY
@@ -34,22 +38,26 @@ async fn main() {
     let index: u32 = env("FLEET_INDEX").parse().expect("an index");
     let workers: u32 = env("FLEET_WORKERS").parse().expect("a count");
     let calls: u32 = env("FLEET_CALLS").parse().expect("a count");
+    let secondary = std::env::var("FLEET_SECONDARY").ok();
     let _fleet = (redis != "none").then(|| {
         let fleet = Fleet::connect(&redis, FleetConfig::new("fleet-test")).expect("a fleet");
         fleet.share(&KEY);
+        fleet.share(&SPARE);
         fleet
     });
     let client = reqwest::Client::new();
     let url = format!("http://{provider}/v1/chat");
+    let spare_url = secondary.map(|addr| format!("http://{addr}/v1/chat"));
     let mut tasks = Vec::new();
     for n in 0..calls {
-        let (client, url) = (client.clone(), url.clone());
+        let (client, url, spare_url) = (client.clone(), url.clone(), spare_url.clone());
         // Fleet-wide, one call every 50 ms: 20 a second.
         let at = start + Duration::from_millis(50) * (n * workers + index);
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(at.saturating_sub(unix_now())).await;
-            let send = move |_| {
-                let (client, url) = (client.clone(), url.clone());
+            let began = unix_now();
+            let send = move |url: String| {
+                let client = client.clone();
                 async move {
                     let sent = unix_now().as_micros().to_string();
                     let response = client.post(&url).header("x-sent-us", sent).send().await?;
@@ -57,16 +65,33 @@ async fn main() {
                     Ok::<_, CallError>(())
                 }
             };
-            Retry::new(&PATIENT)
-                .upstream(&KEY)
-                .run_fn(send)
-                .await
-                .is_ok()
+            let ok = match spare_url {
+                None => {
+                    let call = Retry::new(&PATIENT).upstream(&KEY);
+                    call.run_fn(|_| send(url.clone())).await.is_ok()
+                }
+                Some(spare_url) => {
+                    let to = move |upstream: &'static Upstream| match upstream.name() {
+                        "fleet-key" => url.clone(),
+                        _ => spare_url.clone(),
+                    };
+                    let call = Retry::new(&Policy::AVAILABILITY).across(&BOTH);
+                    call.run_fn(|upstream| send(to(upstream))).await.is_ok()
+                }
+            };
+            (ok, unix_now().saturating_sub(began))
         }));
     }
-    let mut ok = 0;
+    let (mut ok, mut took) = (0, Duration::ZERO);
     for task in tasks {
-        ok += u32::from(task.await.expect("a call"));
+        let (done, lasted) = task.await.expect("a call");
+        ok += u32::from(done);
+        took += lasted;
     }
-    println!("ok {ok} gave_up {}", calls - ok);
+    let mean = took / calls.max(1);
+    println!(
+        "ok {ok} gave_up {} mean_us {}",
+        calls - ok,
+        mean.as_micros()
+    );
 }
