@@ -79,6 +79,7 @@ fn median(runs: &[Duration]) -> f64 {
 }
 
 fn main() {
+    share_with_a_fleet();
     let paused = paused_runtime();
     let real = real_runtime();
     let mut contenders = [
@@ -156,10 +157,19 @@ fn main() {
             explicit_across,
             explicit_across_parked
         ),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]` on an upstream shared with a fleet store",
+            false,
+            annotated_fleet,
+            annotated_fleet_parked
+        ),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with
-    // `RETRY_PATH_FIRST=1`, of its first tries.
+    // `RETRY_PATH_FIRST=1`, of its first tries. Row 11's upstream is shared with a fleet store
+    // on the Redis at `RETRY_BENCH_REDIS`.
     if let Some(which) = std::env::var("RETRY_PATH_ONCE")
         .ok()
         .and_then(|at| at.parse::<usize>().ok())

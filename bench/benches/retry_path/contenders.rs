@@ -214,6 +214,56 @@ pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, Gav
         .run(async |_| Ok(op().await?))
 }
 
+/// An upstream shared with a fleet store (`fleet::Fleet`), on the Redis at
+/// `RETRY_BENCH_REDIS` (or none: degraded, which the attempt's path does not see either).
+pub(crate) static FLEET_UPSTREAM: retry_runtime::Upstream =
+    retry_runtime::Upstream::new("bench-fleet");
+
+#[retry(policy = ZERO, upstream = FLEET_UPSTREAM)]
+pub(crate) async fn annotated_fleet() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+#[retry(policy = PARKED, budget = "turn", upstream = PARKED_UPSTREAM)]
+pub(crate) async fn annotated_fleet_parked() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+/// Share [`FLEET_UPSTREAM`] with a fleet store on a runtime of its own, kept for the process:
+/// its subscription and its backstop run there, beside the measured calls.
+pub(crate) fn share_with_a_fleet() {
+    use retry_runtime::fleet::{Fleet, FleetConfig};
+    static STORE: std::sync::OnceLock<(tokio::runtime::Runtime, Fleet)> =
+        std::sync::OnceLock::new();
+    STORE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("the fleet store's runtime");
+        let url =
+            std::env::var("RETRY_BENCH_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:1".to_owned());
+        let fleet = {
+            let _entered = runtime.enter();
+            // A long timeout: under callgrind, everything runs fifty times slower.
+            let config = FleetConfig::new("bench").timeout(std::time::Duration::from_secs(2));
+            Fleet::connect(&url, config).expect("a Redis URL")
+        };
+        fleet.share(&FLEET_UPSTREAM);
+        // Connected before the first read, where there is a Redis (30 s: under callgrind).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // backoff-lint: allow(the bench waiting, bounded, for the store it started to connect)
+        while std::env::var_os("RETRY_BENCH_REDIS").is_some() && !fleet.is_subscribed() {
+            assert!(
+                Instant::now() < deadline,
+                "the fleet store did not connect in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        (runtime, fleet)
+    });
+}
+
 /// The upstream rows' error type with no upstream: what an upstream adds, apart from what its
 /// error type does.
 #[retry(policy = ZERO)]

@@ -146,7 +146,10 @@ struct Shared {
     upstreams: Mutex<Vec<&'static Upstream>>,
     dropped: AtomicU64,
     breaker: Breaker,
+    /// A subscription was started, and has not ended.
     subscribed: AtomicBool,
+    /// The subscription is made: messages arrive.
+    listening: AtomicBool,
 }
 
 /// What a process learned, on its way to Redis.
@@ -199,6 +202,7 @@ impl Fleet {
             dropped: AtomicU64::new(0),
             breaker: Breaker::new(),
             subscribed: AtomicBool::new(false),
+            listening: AtomicBool::new(false),
         });
         runtime.spawn(write(Arc::clone(&shared), queue));
         runtime.spawn(backstop(Arc::downgrade(&shared)));
@@ -224,6 +228,12 @@ impl Fleet {
     /// Whether Redis is being skipped after repeated failures: each process goes on alone.
     pub fn is_degraded(&self) -> bool {
         self.shared.breaker.is_open()
+    }
+
+    /// Whether this process hears the others now: its subscription is up. For a health check;
+    /// a process that does not still shares through the backstop's reads.
+    pub fn is_subscribed(&self) -> bool {
+        self.shared.listening.load(Ordering::Acquire)
     }
 }
 
@@ -574,11 +584,13 @@ async fn subscribe(shared: Arc<Shared>) {
             return;
         }
     };
+    shared.listening.store(true, Ordering::Release);
     let mut messages = pubsub.into_on_message();
     while let Some(message) = messages.next().await {
         if let Ok(text) = message.get_payload::<String>() {
             shared.told(&text);
         }
     }
+    shared.listening.store(false, Ordering::Release);
     shared.subscribed.store(false, Ordering::Release);
 }
