@@ -394,3 +394,22 @@ async fn fallback_across_the_fleet_sends_the_dead_primary_no_more_than_one_proce
 fn completed(report: &str) -> bool {
     report.starts_with(&format!("ok {CALLS} gave_up 0 "))
 }
+
+/// Redis killed while the gate is open across the fleet: the processes that waited for
+/// another's probe probe on their own once the store is degraded (three failed reads, about
+/// 3 s), as an in-process upstream does; every call completes.
+#[tokio::test(flavor = "current_thread")]
+async fn redis_killed_while_the_gate_is_open_fails_no_call() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    OUTAGE.with(|cell| cell.set(Some(Duration::from_secs(3))));
+    let redis = Arc::new(Mutex::new(RedisServer::start()));
+    let url = redis.lock().unwrap().url();
+    let killed = Arc::clone(&redis);
+    let kill = move |_| killed.lock().unwrap().kill();
+    let (seen, reports) = fleet_then(&url, LEAD, LEAD + Duration::from_secs(1), kill).await;
+    OUTAGE.with(|cell| cell.set(None));
+    eprintln!("Redis killed with the gate open: {seen:?}; {reports:?}");
+    for report in &reports {
+        assert!(completed(report), "every call completes: {report}");
+    }
+}

@@ -65,11 +65,12 @@ impl Breaker {
     }
 
     /// An operation failed (`why`): after three in a row, Redis is skipped for a while.
-    pub(super) fn failed(&self, why: &'static str) {
+    /// Whether the breaker opened with it (the fleet store is degraded from now).
+    pub(super) fn failed(&self, why: &'static str) -> bool {
         let mut state = self.lock();
         state.failures = state.failures.saturating_add(1);
         if state.failures < FAILURES {
-            return;
+            return false;
         }
         let was_open = state.open_until.is_some();
         state.open_until = Some(Instant::now() + SKIP);
@@ -82,5 +83,6 @@ impl Breaker {
                 "the fleet store is degraded ({why}): each process goes on alone, its upstreams in-process"
             );
         }
+        !was_open
     }
 }

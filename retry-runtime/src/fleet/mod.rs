@@ -303,6 +303,19 @@ fn class_of(kind: &str, left: Duration) -> Class {
 }
 
 impl Shared {
+    /// An operation failed (`why`). If the store is degraded with it, every gate held here for
+    /// another process's probe becomes this process's own again: it probes on its own, as an
+    /// in-process upstream does, rather than wait for a close it cannot hear.
+    fn failed(&self, why: &'static str) {
+        if self.breaker.failed(why) {
+            for upstream in lock(&self.upstreams).iter() {
+                if upstream.gated_remotely() {
+                    upstream.gated_by_fleet(true, Duration::ZERO);
+                }
+            }
+        }
+    }
+
     /// A report dropped: the queue was full, or the breaker skipped Redis.
     fn dropped(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -392,14 +405,14 @@ async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
             connection = shared.connection().await;
         }
         let Some(redis) = connection.as_mut() else {
-            shared.breaker.failed("cannot connect");
+            shared.failed("cannot connect");
             continue;
         };
         let ran = tokio::time::timeout(shared.config.timeout, run(&shared, &report, redis)).await;
         match ran {
             Ok(Ok(())) => shared.breaker.succeeded(),
-            Ok(Err(_)) => shared.breaker.failed("a script failed"),
-            Err(_) => shared.breaker.failed("a script timed out"),
+            Ok(Err(_)) => shared.failed("a script failed"),
+            Err(_) => shared.failed("a script timed out"),
         }
     }
 }
@@ -507,7 +520,7 @@ async fn backstop(shared: std::sync::Weak<Shared>) {
             connection = shared.connection().await;
         }
         let Some(redis) = connection.as_mut() else {
-            shared.breaker.failed("cannot connect");
+            shared.failed("cannot connect");
             continue;
         };
         read_all(&shared, redis).await;
@@ -531,11 +544,11 @@ async fn read_all(shared: &Shared, redis: &mut ConnectionManager) {
                 upstream.paused_by_fleet(left, class_of(&kind, left));
             }
             Ok(Ok(None)) => {}
-            Ok(Err(_)) => return shared.breaker.failed("a read failed"),
-            Err(_) => return shared.breaker.failed("a read timed out"),
+            Ok(Err(_)) => return shared.failed("a read failed"),
+            Err(_) => return shared.failed("a read timed out"),
         }
         if let Err(why) = read_gate(shared, upstream, redis).await {
-            return shared.breaker.failed(why);
+            return shared.failed(why);
         }
         shared.breaker.succeeded();
     }
