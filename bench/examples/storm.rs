@@ -3,11 +3,13 @@
 //! Clients call a server that is down for 30 s, then serves a tenth of the clients per second;
 //! each job is resubmitted 5 s after its ladder gives up. `availability`'s ladder with each
 //! jitter, with and without a shared AWS-standard quota; then many calls on one upstream; then
-//! a primary outage with a secondary to fall back to, by hand and across the two.
+//! a primary outage with a secondary to fall back to, by hand and across the two; then 1,000
+//! clients over 1, 4, 16 and 64 processes, each process's upstream its own or shared through
+//! the fleet store (its in-memory fake).
 
 use std::time::{Duration, Instant};
 
-use retry_bench::storm::{Fallback, Storm, simulate, simulate_fallback};
+use retry_bench::storm::{Fallback, Storm, simulate, simulate_fallback, simulate_fleet};
 use retry_runtime::{Jitter, Policy};
 
 fn main() {
@@ -105,6 +107,35 @@ fn main() {
             outcome.mean_added.as_secs_f64(),
             outcome.failed,
         );
+    }
+    println!();
+    println!(
+        "| processes | the server | upstreams | attempts per call | attempts during the outage | attempts inside an announced pause |"
+    );
+    println!("|---:|---|---|---:|---:|---:|");
+    for processes in [1, 4, 16, 64] {
+        for keyed in [false, true] {
+            for fleet in [false, true] {
+                let outcome =
+                    simulate_fleet(&Storm::on_one_key(1_000, 100, keyed), processes, fleet);
+                println!(
+                    "| {processes} | {} | {} | {:.2} | {} | {} |",
+                    if keyed {
+                        "a keyed limit, 429 with a hint"
+                    } else {
+                        "down 30 s, then 503 past its capacity"
+                    },
+                    if fleet {
+                        "shared through the fleet store (in memory)"
+                    } else {
+                        "each process its own"
+                    },
+                    outcome.attempts as f64 / outcome.calls.max(1) as f64,
+                    outcome.attempts_in_outage,
+                    outcome.inside_pause,
+                );
+            }
+        }
     }
     eprintln!("simulated in {:.1} s", started.elapsed().as_secs_f64());
 }

@@ -59,6 +59,27 @@ pub struct Storm {
     pub keyed: bool,
 }
 
+impl Storm {
+    /// `clients` calls on one key, on `availability`'s ladder: `keyed`, a limit of `capacity`
+    /// a second answered `429` with a hint; otherwise, down 30 s, then `503` past `capacity`.
+    pub fn on_one_key(clients: u32, capacity: u32, keyed: bool) -> Storm {
+        Storm {
+            clients,
+            outage: if keyed {
+                Duration::ZERO
+            } else {
+                Duration::from_secs(30)
+            },
+            capacity,
+            resubmit: Duration::from_secs(5),
+            policy: Policy::AVAILABILITY,
+            quota: false,
+            upstream: true,
+            keyed,
+        }
+    }
+}
+
 /// What a storm did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -181,6 +202,62 @@ impl Clock for SeededClock {
 
 /// Run `storm` to the end, in virtual time.
 pub fn simulate(storm: &Storm) -> Outcome {
+    run_storm(storm, || {
+        let upstream: &'static Upstream = Box::leak(Box::new(Upstream::new("storm")));
+        if storm.upstream {
+            vec![upstream]
+        } else {
+            Vec::new()
+        }
+    })
+}
+
+/// Run `storm` with its clients spread over `processes` processes, each with its own
+/// [`Upstream`]; with `fleet`, the processes share their upstreams through an in-memory fleet
+/// store (`fleet::FleetMemory`, the fleet store's rules without Redis), as a fleet shares them
+/// through Redis.
+///
+/// ```
+/// use retry_bench::storm::{Storm, simulate_fleet};
+/// use retry_runtime::Policy;
+/// use std::time::Duration;
+///
+/// let storm = Storm {
+///     clients: 200,
+///     outage: Duration::ZERO,
+///     capacity: 20,
+///     resubmit: Duration::from_secs(5),
+///     policy: Policy::AVAILABILITY,
+///     quota: false,
+///     upstream: true,
+///     keyed: true,
+/// };
+/// let alone = simulate_fleet(&storm, 4, false);
+/// let shared = simulate_fleet(&storm, 4, true);
+/// assert!(shared.inside_pause < alone.inside_pause);
+/// ```
+pub fn simulate_fleet(storm: &Storm, processes: u32, fleet: bool) -> Outcome {
+    use retry_runtime::fleet::{Fleet, FleetConfig, FleetMemory};
+    run_storm(storm, || {
+        let memory = std::sync::Arc::new(FleetMemory::default());
+        (0..processes.max(1))
+            .map(|_| {
+                let upstream: &'static Upstream = Box::leak(Box::new(Upstream::new("storm")));
+                if fleet {
+                    let store = Fleet::in_memory(&memory, FleetConfig::new("storm"))
+                        .expect("inside the storm's runtime");
+                    // The upstream keeps its store: the handle may go.
+                    store.share(upstream);
+                }
+                upstream
+            })
+            .collect()
+    })
+}
+
+/// Run `storm` to the end, in virtual time, client `n` on the upstream `n` modulo the ones
+/// `upstreams` makes inside the storm's runtime (none: each call alone).
+fn run_storm(storm: &Storm, upstreams: impl FnOnce() -> Vec<&'static Upstream>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -190,7 +267,10 @@ pub fn simulate(storm: &Storm) -> Outcome {
     // quota and one seed per storm, kept for the life of the process.
     let quota: &'static Quota = Box::leak(Box::new(Quota::standard()));
     let seed: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0x5EED)));
-    let upstream: &'static Upstream = Box::leak(Box::new(Upstream::new("storm")));
+    let upstreams = {
+        let _entered = runtime.enter();
+        upstreams()
+    };
     let local = tokio::task::LocalSet::new();
     let server = Rc::new(RefCell::new(Server {
         started: runtime.block_on(async { Instant::now() }),
@@ -218,7 +298,7 @@ pub fn simulate(storm: &Storm) -> Outcome {
         let server = Rc::clone(&server);
         let offset = Duration::from_secs(1) * client / storm.clients.max(1);
         let resubmit = storm.resubmit;
-        let shared = storm.upstream.then_some(upstream);
+        let shared = (!upstreams.is_empty()).then(|| upstreams[client as usize % upstreams.len()]);
         local.spawn_local(async move {
             tokio::time::sleep(offset).await;
             // backoff-lint: allow(a client resubmitting on its own schedule is the storm being modelled)

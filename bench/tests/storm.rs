@@ -119,3 +119,31 @@ fn across_upstreams_an_outage_of_the_primary_costs_no_call_a_wait() {
         "{by_hand:?}"
     );
 }
+
+/// 1,000 clients over 16 processes: with their upstreams shared through the fleet store (its
+/// in-memory fake), an outage sees the gate's threshold and one probe a rung, as one process
+/// does; each process alone, sixteen times that. A keyed limit sees fewer attempts inside its
+/// pauses.
+#[test]
+fn across_processes_the_fleet_store_keeps_an_outage_to_one_processs_probes() {
+    use retry_bench::storm::simulate_fleet;
+    let storm = |keyed| Storm::on_one_key(1_000, 100, keyed);
+    let one = simulate_fleet(&storm(false), 1, false);
+    let alone = simulate_fleet(&storm(false), 16, false);
+    let shared = simulate_fleet(&storm(false), 16, true);
+    assert_eq!(
+        shared.attempts_in_outage, one.attempts_in_outage,
+        "{shared:?}"
+    );
+    assert_eq!(
+        alone.attempts_in_outage,
+        16 * one.attempts_in_outage,
+        "{alone:?}"
+    );
+    let alone = simulate_fleet(&storm(true), 16, false);
+    let shared = simulate_fleet(&storm(true), 16, true);
+    assert!(
+        shared.inside_pause * 2 < alone.inside_pause,
+        "{shared:?} {alone:?}"
+    );
+}

@@ -45,6 +45,7 @@ const fleet::DEFAULT_TIMEOUT
 struct fleet::Fleet
 struct fleet::FleetConfig
 enum fleet::FleetError
+struct fleet::FleetMemory
 struct GaveUp
 mod grpc
 fn grpc::classify_code

@@ -11,7 +11,10 @@
 //! durations, so hosts whose clocks differ agree.
 
 mod breaker;
+mod memory;
 mod scripts;
+
+pub use memory::FleetMemory;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -138,7 +141,9 @@ pub struct Fleet {
 
 #[derive(Debug)]
 struct Shared {
-    client: redis::Client,
+    /// Redis, or (`None`) the in-memory fake in `memory`.
+    client: Option<redis::Client>,
+    memory: Option<Arc<FleetMemory>>,
     config: FleetConfig,
     /// This process, so that it skips its own messages.
     origin: u64,
@@ -154,7 +159,7 @@ struct Shared {
 
 /// What a process learned, on its way to Redis.
 #[derive(Debug)]
-enum Report {
+pub(super) enum Report {
     /// A pause of `pause_ms` (capped at `cap_ms`) by a hint of `kind`.
     Pause {
         upstream: &'static str,
@@ -180,7 +185,7 @@ enum Report {
 
 /// How long past its next probe a prober holds the fleet's probe: a crashed prober frees it
 /// then.
-const LEASE_SLACK: Duration = Duration::from_secs(1);
+pub(super) const LEASE_SLACK: Duration = Duration::from_secs(1);
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -192,9 +197,33 @@ impl Fleet {
     pub fn connect(url: &str, config: FleetConfig) -> Result<Fleet, FleetError> {
         let client = redis::Client::open(url)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+        let (shared, queue) = Shared::new(Some(client), None, config);
+        runtime.spawn(write(Arc::clone(&shared), queue));
+        runtime.spawn(backstop(Arc::downgrade(&shared)));
+        Ok(Fleet { shared })
+    }
+
+    /// A fleet store on `memory`, an in-memory fake of Redis shared by the `Fleet`s made on it,
+    /// each standing for one process: for simulations, such as the storm example's fleet table.
+    pub fn in_memory(memory: &Arc<FleetMemory>, config: FleetConfig) -> Result<Fleet, FleetError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+        let (shared, queue) = Shared::new(None, Some(Arc::clone(memory)), config);
+        memory.join(&shared);
+        runtime.spawn(write(Arc::clone(&shared), queue));
+        Ok(Fleet { shared })
+    }
+}
+
+impl Shared {
+    fn new(
+        client: Option<redis::Client>,
+        memory: Option<Arc<FleetMemory>>,
+        config: FleetConfig,
+    ) -> (Arc<Shared>, mpsc::Receiver<Report>) {
         let (reports, queue) = mpsc::channel(config.queue);
         let shared = Arc::new(Shared {
             client,
+            memory,
             config,
             origin: rand::random(),
             reports,
@@ -204,11 +233,11 @@ impl Fleet {
             subscribed: AtomicBool::new(false),
             listening: AtomicBool::new(false),
         });
-        runtime.spawn(write(Arc::clone(&shared), queue));
-        runtime.spawn(backstop(Arc::downgrade(&shared)));
-        Ok(Fleet { shared })
+        (shared, queue)
     }
+}
 
+impl Fleet {
     /// Share `upstream`'s pauses with the fleet, under its name: those this process learns go
     /// out, and those the others learn hold here. `false` if it was already shared.
     pub fn share(&self, upstream: &'static Upstream) -> bool {
@@ -237,7 +266,7 @@ impl Fleet {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -341,11 +370,12 @@ impl Shared {
 
     /// A connection, bounded by the timeout; `None` where Redis cannot be reached in it.
     async fn connection(&self) -> Option<ConnectionManager> {
+        let client = self.client.as_ref()?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.config.timeout))
             .set_response_timeout(Some(self.config.timeout))
             .set_number_of_retries(0);
-        let made = ConnectionManager::new_with_config(self.client.clone(), config);
+        let made = ConnectionManager::new_with_config(client.clone(), config);
         match tokio::time::timeout(self.config.timeout, made).await {
             Ok(Ok(connection)) => Some(connection),
             _ => None,
@@ -397,6 +427,10 @@ impl Shared {
 async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
     let mut connection: Option<ConnectionManager> = None;
     while let Some(report) = queue.recv().await {
+        if let Some(memory) = &shared.memory {
+            memory.apply(&shared, &report);
+            continue;
+        }
         if !shared.breaker.allows() {
             shared.dropped();
             continue;
@@ -586,7 +620,7 @@ async fn read_gate(
 /// again).
 async fn subscribe(shared: Arc<Shared>) {
     let subscribed = async {
-        let mut pubsub = shared.client.get_async_pubsub().await.ok()?;
+        let mut pubsub = shared.client.as_ref()?.get_async_pubsub().await.ok()?;
         pubsub.subscribe(shared.channel()).await.ok()?;
         Some(pubsub)
     };

@@ -1,0 +1,143 @@
+//! [`FleetMemory`]: the fleet store's rules on an in-memory fake, for simulations in virtual
+//! time: the `Fleet`s made on one stand for the processes of a fleet sharing one Redis. The
+//! same reports, the same messages; the store's state behind one lock, on tokio's clock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{LEASE_SLACK, Report, Shared, lock};
+
+/// An in-memory fleet store: make a [`Fleet`](super::Fleet) on it for each simulated process
+/// with [`Fleet::in_memory`](super::Fleet::in_memory). Messages reach the other processes at
+/// once, and none is lost.
+///
+/// ```
+/// use retry_runtime::fleet::{Fleet, FleetConfig, FleetMemory};
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = Arc::new(FleetMemory::default());
+/// let one = Fleet::in_memory(&store, FleetConfig::new("simulated")).unwrap();
+/// let two = Fleet::in_memory(&store, FleetConfig::new("simulated")).unwrap();
+/// assert!(!one.is_degraded() && !two.is_degraded());
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct FleetMemory {
+    upstreams: Mutex<HashMap<String, Kept>>,
+    fleets: Mutex<Vec<Weak<Shared>>>,
+}
+
+/// What the store keeps of one upstream.
+#[derive(Debug, Default)]
+struct Kept {
+    pause: Option<(Instant, &'static str)>,
+    outages: Vec<(Instant, u64)>,
+    /// The prober and its lease.
+    gate: Option<(u64, Instant)>,
+}
+
+impl FleetMemory {
+    pub(super) fn join(&self, shared: &Arc<Shared>) {
+        lock(&self.fleets).push(Arc::downgrade(shared));
+    }
+
+    /// Tell every fleet but `from` the message.
+    fn publish(&self, from: u64, message: &str) {
+        let fleets: Vec<_> = lock(&self.fleets)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for fleet in fleets.iter().filter(|fleet| fleet.origin != from) {
+            fleet.told(message);
+        }
+    }
+
+    /// Apply `report` from `shared`'s process, as the scripts do.
+    pub(super) fn apply(&self, shared: &Shared, report: &Report) {
+        let now = Instant::now();
+        let origin = shared.origin;
+        match *report {
+            Report::Pause {
+                upstream,
+                pause_ms,
+                cap_ms,
+                kind,
+            } => {
+                let ms = pause_ms.min(cap_ms);
+                let wanted = now + Duration::from_millis(ms);
+                {
+                    let mut kept = lock(&self.upstreams);
+                    let kept = kept.entry(upstream.to_owned()).or_default();
+                    if kept.pause.is_some_and(|(end, _)| end >= wanted) {
+                        return;
+                    }
+                    kept.pause = Some((wanted, kind));
+                }
+                self.publish(origin, &format!("pause {origin} {upstream} {ms} {kind}"));
+            }
+            Report::Outage {
+                upstream,
+                authored,
+                first_ms,
+            } => self.outage(shared, upstream, authored, first_ms),
+            Report::ProbeFailed { upstream, next_ms } => {
+                let mut kept = lock(&self.upstreams);
+                let kept = kept.entry(upstream.to_owned()).or_default();
+                if let Some((prober, lease)) = &mut kept.gate
+                    && *prober == origin
+                {
+                    *lease = now + Duration::from_millis(next_ms) + LEASE_SLACK;
+                }
+            }
+            Report::Closed { upstream } => {
+                let was_open = {
+                    let mut kept = lock(&self.upstreams);
+                    let kept = kept.entry(upstream.to_owned()).or_default();
+                    kept.outages.clear();
+                    kept.gate.take().is_some()
+                };
+                if was_open {
+                    self.publish(origin, &format!("close {origin} {upstream}"));
+                }
+            }
+        }
+    }
+
+    /// An outage failure: the gate opens on the quorum, as the script's rule says.
+    fn outage(&self, shared: &Shared, upstream: &'static str, authored: bool, first_ms: u64) {
+        let Some(local) = shared.upstream(upstream) else {
+            return;
+        };
+        let (failures, window) = local.gate_rule();
+        let now = Instant::now();
+        let origin = shared.origin;
+        let first = Duration::from_millis(first_ms);
+        {
+            let mut kept = lock(&self.upstreams);
+            let kept = kept.entry(upstream.to_owned()).or_default();
+            kept.outages
+                .retain(|(at, _)| now.saturating_duration_since(*at) < window);
+            kept.outages.push((now, origin));
+            if kept.gate.is_some() || kept.outages.len() < failures as usize {
+                return;
+            }
+            let mut origins: Vec<u64> = kept.outages.iter().map(|(_, origin)| *origin).collect();
+            origins.sort_unstable();
+            origins.dedup();
+            if origins.len() < 2 && !authored {
+                return;
+            }
+            kept.gate = Some((origin, now + first + LEASE_SLACK));
+        }
+        local.gated_by_fleet(true, first);
+        self.publish(
+            origin,
+            &format!("open {origin} {upstream} {origin} {first_ms}"),
+        );
+    }
+}
