@@ -238,8 +238,9 @@ impl Shared {
 }
 
 impl Fleet {
-    /// Share `upstream`'s pauses with the fleet, under its name: those this process learns go
-    /// out, and those the others learn hold here. `false` if it was already shared.
+    /// Share `upstream`'s pauses and outage gate with the fleet, under its name: what this
+    /// process learns goes out, and what the others learn holds here. `false` if it was
+    /// already shared.
     pub fn share(&self, upstream: &'static Upstream) -> bool {
         let sink = Box::new(Sink(Arc::clone(&self.shared)));
         if !upstream.share_with(sink) {
