@@ -22,6 +22,9 @@ thread_local! {
     static OUTAGE: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
     /// Whether the calls go across the provider and a healthy secondary.
     static SECONDARY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether the first worker's network is broken: its calls go to a port nobody listens
+    /// on, so each of its attempts is a transport error.
+    static BROKEN_FIRST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The scenarios run one at a time: each is ten processes on a machine of two cores.
@@ -149,10 +152,22 @@ async fn fleet_then(
         false => None,
     };
     // All four started at once, each a real process; then each waited for.
+    let broken = BROKEN_FIRST
+        .with(std::cell::Cell::get)
+        .then(retry_tests::refused_url);
     let workers: Vec<_> = (0..WORKERS)
         .map(|index| {
+            let provider = match (&broken, index) {
+                (Some(refused), 0) => refused
+                    .trim_start_matches("http://")
+                    .trim_end_matches('/')
+                    .to_owned(),
+                _ => addr.to_string(),
+            };
+            let short = broken.is_some() && index == 0;
             Command::new(env!("CARGO_BIN_EXE_fleet_worker"))
-                .env("FLEET_PROVIDER", addr.to_string())
+                .env("FLEET_PROVIDER", provider)
+                .envs(short.then_some(("FLEET_SHORT", "1")))
                 .env("FLEET_REDIS", redis)
                 .env("FLEET_START_MS", start.as_millis().to_string())
                 .env("FLEET_INDEX", index.to_string())
@@ -412,4 +427,34 @@ async fn redis_killed_while_the_gate_is_open_fails_no_call() {
     for report in &reports {
         assert!(completed(report), "every call completes: {report}");
     }
+}
+
+/// One process's network broken (each of its attempts a transport error), the provider
+/// healthy: one process's transport errors never open the gate across the fleet, so the
+/// others' calls all go, at once.
+#[tokio::test(flavor = "current_thread")]
+async fn one_processs_broken_network_does_not_close_the_upstream_to_the_fleet() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    OUTAGE.with(|cell| cell.set(Some(Duration::ZERO)));
+    BROKEN_FIRST.with(|cell| cell.set(true));
+    let redis = RedisServer::start();
+    let (seen, reports) = fleet(&redis.url()).await;
+    BROKEN_FIRST.with(|cell| cell.set(false));
+    OUTAGE.with(|cell| cell.set(None));
+    eprintln!("one process's network broken: {seen:?}; {reports:?}");
+    // The broken process's own calls give up on their ladder; the others all complete, the
+    // provider answering every request it saw; and Redis published nothing: no gate opened
+    // (counted on the server).
+    for report in &reports[1..] {
+        assert!(completed(report), "{report}");
+    }
+    assert_eq!(seen.requests, 3 * CALLS, "{seen:?}");
+    let stats = redis.info_commandstats();
+    let published = stats.iter().find(|(name, _)| name == "publish");
+    assert_eq!(published, None, "{stats:?}");
+    let outages = stats.iter().find(|(name, _)| name == "zadd");
+    assert!(
+        outages.is_some(),
+        "the broken process reported its failures: {stats:?}"
+    );
 }
