@@ -9,9 +9,8 @@ use super::{Answered, Next, Route, Upstreams};
 use crate::admission::HoldsUpstreamPaused;
 use crate::class::Classify;
 use crate::clock::Clock;
-use crate::deadline::Deadline;
-use crate::engine::{Call, Clocked, Retry, Source, TimedRetry};
-use crate::op::{Op, OpName};
+use crate::engine::{Call, Retry, TimedRetry};
+use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
@@ -59,43 +58,6 @@ impl<R> AcrossRetry<R> {
     #[cfg_attr(not(feature = "stream"), allow(dead_code))]
     pub(crate) fn into_parts(self) -> (R, &'static Upstreams) {
         (self.retry, self.set)
-    }
-}
-
-impl<R: Clocked> Clocked for AcrossRetry<R> {
-    type Clock = R::Clock;
-}
-
-/// A retry across upstreams is its retry's configuration: the upstream of each attempt is
-/// its route's.
-impl<R: Source> Source for AcrossRetry<R> {
-    #[inline]
-    fn policy(&self) -> &Policy {
-        self.retry.policy()
-    }
-    #[inline]
-    fn op(&self) -> &str {
-        self.retry.op()
-    }
-    #[inline]
-    fn op_name(&self) -> Op {
-        self.retry.op_name()
-    }
-    #[inline]
-    fn budget(&self) -> Deadline {
-        self.retry.budget()
-    }
-    #[inline]
-    fn quota(&self) -> Option<&Quota> {
-        self.retry.quota()
-    }
-    #[inline]
-    fn clock(&self) -> &R::Clock {
-        self.retry.clock()
-    }
-    #[inline]
-    fn timeout(&self) -> Option<std::time::Duration> {
-        self.retry.timeout()
     }
 }
 
