@@ -45,6 +45,13 @@
 //! # }
 //! ```
 //!
+//! ## The guide
+//!
+//! [`guide`] holds one chapter per capability (the attribute, policies, HTTP and model APIs,
+//! streams and their resumption, Google APIs and gRPC, the layers, upstreams, fallback, fleets,
+//! turns and notices, the quota, telemetry, testing, the CLI and its lint), every example
+//! compiled by `cargo test --doc`.
+//!
 //! ## The surface
 //!
 //! Each item has one path. At the root, what a user writes:
@@ -96,6 +103,7 @@ pub mod fleet;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
+pub mod guide;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
