@@ -11,15 +11,12 @@ pub enum ModelError {
     Request(#[from] reqwest::Error),
 }
 
-pub struct Model {
-    pub http: reqwest::Client,
-    pub url: String,
-}
-
-impl Model {
-    #[retry(policy = "availability", attempts = 4, base_ms = 250, budget = "turn")]
-    pub async fn complete(&self, prompt: &str) -> Result<String, ModelError> {
-        let request = self.http.post(&self.url).body(prompt.to_owned());
-        Ok(request.send().await?.check_status().await?.text().await?)
-    }
+#[retry(policy = "availability", attempts = 4, base_ms = 250, budget = "turn")]
+pub async fn complete(
+    http: &reqwest::Client,
+    url: &str,
+    prompt: &str,
+) -> Result<String, ModelError> {
+    let request = http.post(url).body(prompt.to_owned());
+    Ok(request.send().await?.check_status().await?.text().await?)
 }

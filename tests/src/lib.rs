@@ -699,25 +699,26 @@ pub mod capture {
     }
 }
 
-/// The README's headline example, compiled as written; `tests/readme.rs` checks that the README
-/// shows this file verbatim. Its items are the README's, undocumented there as here.
+/// The README's example, compiled as written; `tests/readme.rs` checks that the README shows
+/// this file verbatim (and `tests/install.rs` builds it with the README's lines above it). Its
+/// items are the README's, undocumented there as here.
 #[allow(missing_docs)]
 pub mod headline;
 
-/// The README's stream example, compiled as written; `tests/readme.rs` checks that the README
-/// shows this file verbatim.
+/// The guide's stream example (`retry-runtime/src/guide/streams.md`), compiled as written;
+/// `tests/readme.rs` checks that the chapter shows this file verbatim.
 #[allow(missing_docs)]
 pub mod stream_headline;
 
-/// The README's upstream example, compiled as written (`tests/readme.rs`).
+/// The guide's upstream example (`guide/upstreams.md`), compiled as written (`tests/readme.rs`).
 pub mod upstream_headline;
 
-/// The README's fallback example, compiled as written (`tests/readme.rs`).
+/// The guide's fallback example (`guide/fallback.md`), compiled as written (`tests/readme.rs`).
 #[allow(missing_docs)]
 pub mod fallback_headline;
 
-/// The README's own error wrapping the ready-made one (`README.md`, "Retrying a stream").
-#[allow(missing_docs)] // shown in the README as a user writes it, with line comments
+/// The guide's own error wrapping the ready-made one (`guide/streams.md`).
+#[allow(missing_docs)] // shown in the guide as a user writes it, with line comments
 pub mod agent_error;
 
 pub mod cutting_proxy;

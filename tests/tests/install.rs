@@ -1,16 +1,21 @@
-//! The README's dependency lines, as a newcomer copies them: each ```toml block named by its
-//! first line (`# streams`) is built, with exactly its lines, in a crate of its own together
-//! with the ```rust block after it (run, for a block of dev-dependencies: its snippet is a
-//! test). The crates live in cargo's test scratch folder (`target/tmp`); the runtime
-//! comes from this workspace through `[patch.crates-io]`, the only line the harness adds, and
-//! the workspace's lock file pins the same versions the other tests use. The feature table
-//! below the blocks is checked against the runtime's manifest.
+//! The dependency lines, as a newcomer copies them: each ```toml block named by its first line
+//! (`# streams`), in the README and in the guide's streams chapter, is built, with exactly its
+//! lines, in a crate of its own together with the ```rust block after it (run, for a block of
+//! dev-dependencies: its snippet is a test). The crates live in cargo's test scratch folder
+//! (`target/tmp`); the runtime comes from this workspace through `[patch.crates-io]`, the only
+//! line the harness adds, and the workspace's lock file pins the same versions the other tests
+//! use. The feature table (the guide's, `retry-runtime/src/guide/index.md`) is checked against
+//! the runtime's manifest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const README: &str = include_str!("../../README.md");
+/// The guide's chapter that holds the stream example and its lines.
+const STREAMS: &str = include_str!("../../retry-runtime/src/guide/streams.md");
+/// The guide's first page, which holds the feature table.
+const GUIDE: &str = include_str!("../../retry-runtime/src/guide/index.md");
 const MANIFEST: &str = include_str!("../../retry-runtime/Cargo.toml");
 
 /// A dependency block: its name, its lines, and the snippet after it.
@@ -49,6 +54,13 @@ fn blocks(readme: &str) -> Vec<Block> {
     found
 }
 
+/// The README's blocks, then the streams chapter's.
+fn all_blocks() -> Vec<Block> {
+    let mut found = blocks(README);
+    found.extend(blocks(STREAMS));
+    found
+}
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -67,10 +79,10 @@ fn write_if_changed(path: &Path, text: &str) {
 /// for dev-dependencies, as an integration test), and fail with cargo's messages if it does
 /// not build.
 fn builds(name: &str) {
-    let block = blocks(README)
+    let block = all_blocks()
         .into_iter()
         .find(|block| block.name == name)
-        .unwrap_or_else(|| panic!("README.md has no ```toml block named `# {name}`"));
+        .unwrap_or_else(|| panic!("no ```toml block named `# {name}`"));
     let slug: String = name
         .chars()
         .map(|c| {
@@ -141,8 +153,8 @@ macro_rules! each_block_builds {
 }
 
 each_block_builds! {
+    the_http_and_model_api_lines_build_the_readmes_example: "HTTP and model APIs",
     the_attribute_only_line_builds_its_snippet: "the attribute only",
-    the_http_and_model_api_lines_build_their_snippet: "HTTP and model APIs",
     the_stream_lines_build_their_snippet: "streams",
     the_async_openai_lines_build_the_layer: "async-openai",
     the_reqwest_middleware_lines_build_the_middleware: "reqwest-middleware",
@@ -152,11 +164,11 @@ each_block_builds! {
 }
 
 #[test]
-fn every_dependency_block_in_the_readme_is_built_by_a_test_here() {
-    let named: Vec<String> = blocks(README).into_iter().map(|block| block.name).collect();
+fn every_dependency_block_in_the_readme_and_the_guide_is_built_by_a_test_here() {
+    let named: Vec<String> = all_blocks().into_iter().map(|block| block.name).collect();
     assert_eq!(
         named, BUILT,
-        "a ```toml block in README.md and the tests here differ"
+        "a ```toml block in README.md or the streams chapter and the tests here differ"
     );
 }
 
@@ -183,11 +195,11 @@ fn manifest_features(manifest: &str) -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-/// The README's feature table: each row's feature, and the names its last column gives.
-fn table_features(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let install = &readme[readme.find("## Install").expect("an Install section")..];
-    let install = &install[..3 + install[3..].find("\n## ").expect("a section after it")];
-    install
+/// The guide's feature table: each row's feature, and the names its last column gives.
+fn table_features(guide: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let section = &guide[guide.find("## Features").expect("a Features section")..];
+    let section = &section[..3 + section[3..].find("\n## ").expect("a section after it")];
+    section
         .lines()
         .filter(|line| line.starts_with("| `"))
         .map(|line| {
@@ -207,14 +219,14 @@ fn table_features(readme: &str) -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-/// What is out of step between the manifest's features and the README's table.
-fn out_of_step(manifest: &str, readme: &str) -> Vec<String> {
-    let (wanted, shown) = (manifest_features(manifest), table_features(readme));
+/// What is out of step between the manifest's features and the guide's table.
+fn out_of_step(manifest: &str, guide: &str) -> Vec<String> {
+    let (wanted, shown) = (manifest_features(manifest), table_features(guide));
     let mut problems = Vec::new();
     for (feature, pulls) in &wanted {
         match shown.get(feature) {
             None => problems.push(format!(
-                "feature `{feature}` has no row in README.md's table"
+                "feature `{feature}` has no row in the guide's table"
             )),
             Some(listed) if listed != pulls => problems.push(format!(
                 "feature `{feature}` pulls in {pulls:?}, and its row says {listed:?}"
@@ -227,7 +239,7 @@ fn out_of_step(manifest: &str, readme: &str) -> Vec<String> {
         .filter(|feature| !wanted.contains_key(*feature))
     {
         problems.push(format!(
-            "README.md's table has a row for `{feature}`, which the manifest lacks"
+            "the guide's table has a row for `{feature}`, which the manifest lacks"
         ));
     }
     problems
@@ -235,7 +247,7 @@ fn out_of_step(manifest: &str, readme: &str) -> Vec<String> {
 
 #[test]
 fn the_feature_table_has_a_row_for_each_feature_naming_what_it_pulls_in() {
-    let problems = out_of_step(MANIFEST, README);
+    let problems = out_of_step(MANIFEST, GUIDE);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -243,15 +255,15 @@ fn the_feature_table_has_a_row_for_each_feature_naming_what_it_pulls_in() {
 fn a_feature_added_to_the_manifest_without_a_row_is_reported() {
     let manifest = MANIFEST.replace("[features]\n", "[features]\nbrand-new = [\"dep:bytes\"]\n");
     assert_eq!(
-        out_of_step(&manifest, README),
-        ["feature `brand-new` has no row in README.md's table"]
+        out_of_step(&manifest, GUIDE),
+        ["feature `brand-new` has no row in the guide's table"]
     );
 }
 
 #[test]
 fn a_feature_whose_row_misnames_what_it_pulls_in_is_reported() {
-    let readme = README.replace("| `futures-core` |", "| `futures-util` |");
-    let problems = out_of_step(MANIFEST, &readme);
+    let guide = GUIDE.replace("| `futures-core` |", "| `futures-util` |");
+    let problems = out_of_step(MANIFEST, &guide);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].starts_with("feature `stream` pulls in"),

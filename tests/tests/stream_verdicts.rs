@@ -21,7 +21,7 @@ use retry_tests::event_server::{EventServer, Part, client, resume_get as get};
 
 type Delivered = Vec<Result<Event, GaveUp<CallError>>>;
 
-/// A model's event stream, as the README's example reads it.
+/// A model's event stream, as the guide's stream example reads it.
 async fn send(request: reqwest::RequestBuilder) -> Result<ModelEvents, CallError> {
     Ok(request.send().await?.check_status().await?.events())
 }
@@ -71,7 +71,7 @@ async fn an_openai_chat_finish_with_no_text_commits_with_one_request_and_the_emp
     ])
     .await;
     let (http, url) = (client(), server.url());
-    // The README's stream example, as pasted.
+    // The guide's stream example, as pasted.
     let events = Retry::new(&Policy::AVAILABILITY)
         .stream(|_| send(http.post(&url)))
         .commit_when(sse::is_content);
