@@ -43,6 +43,7 @@ mod fleet
 const fleet::DEFAULT_BACKSTOP
 const fleet::DEFAULT_TIMEOUT
 struct fleet::Fleet
+struct fleet::FleetBudget
 struct fleet::FleetConfig
 enum fleet::FleetError
 struct fleet::FleetMemory
