@@ -180,6 +180,7 @@ struct turn::CutWait
 struct turn::GaveUpRecord
 struct turn::InFlight
 struct turn::Op
+struct turn::OpLiteral
 trait turn::OpName
 fn turn::remaining
 struct turn::Turn
@@ -192,6 +193,7 @@ struct Upstream
 enum UpstreamEffect
 struct UpstreamLeft
 struct UpstreamPaused
+struct UpstreamRef
 struct UpstreamRetry
 struct Upstreams
 trait UpstreamStore

@@ -126,6 +126,43 @@ pub struct Upstream {
     wanting: AtomicBool,
 }
 
+/// An upstream, as a stream across upstreams gives it to its `open`
+/// ([`AcrossRetry::stream`](crate::AcrossRetry::stream)): a `&'static Upstream` in a type with
+/// no lifetime of its own, `Copy`, so that the stream is `Send` in a spawned task (rustc checks
+/// a closure taking a `&'static` reference for every lifetime there, and fails) and an
+/// `async move` block takes it along.
+///
+/// ```
+/// use retry_runtime::{Upstream, UpstreamRef};
+///
+/// static CLAUDE: Upstream = Upstream::new("claude");
+/// let to = UpstreamRef::new(&CLAUDE);
+/// assert_eq!(to.name(), "claude"); // an `Upstream`'s methods, through `Deref`
+/// assert!(std::ptr::eq(to.get(), &CLAUDE));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamRef(&'static Upstream);
+
+impl UpstreamRef {
+    /// `upstream`, as a handle.
+    pub const fn new(upstream: &'static Upstream) -> UpstreamRef {
+        UpstreamRef(upstream)
+    }
+
+    /// The upstream itself.
+    pub const fn get(self) -> &'static Upstream {
+        self.0
+    }
+}
+
+impl std::ops::Deref for UpstreamRef {
+    type Target = Upstream;
+
+    fn deref(&self) -> &Upstream {
+        self.0
+    }
+}
+
 /// Where an upstream tells what it learned beyond the process (a fleet store). None of it may
 /// block: what it tells holds in the process already.
 pub(crate) trait FleetSink: Send + Sync {
