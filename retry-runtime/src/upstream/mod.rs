@@ -485,12 +485,19 @@ impl Upstream {
     /// having said there is one (`BUDGET`): a first try (`retry` false) counts as a request
     /// and goes; a retry takes one of the tokens the fleet leased to this process, or (none
     /// left) is held until the fleet store leases more.
-    #[cold]
+    #[inline]
     pub(crate) fn budget_admits(&self, retry: bool) -> bool {
         if !retry {
+            // A first try's whole cost: one atomic add, in line.
             self.requests.fetch_add(1, Ordering::Relaxed);
             return true;
         }
+        self.budget_take()
+    }
+
+    /// A retry takes a token leased to this process, or says it found none.
+    #[cold]
+    fn budget_take(&self) -> bool {
         let took = self
             .leased
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
