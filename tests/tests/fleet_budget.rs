@@ -130,3 +130,42 @@ async fn without_redis_the_per_process_quotas_bound_the_retries() {
     // Four quotas of 100 retries each, and nothing less.
     assert!((390..=400).contains(&retries), "{retries}");
 }
+
+mod attribute {
+    //! The attribute's form on a budgeted upstream, on the in-memory store, in virtual time.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use retry_runtime::fleet::{Fleet, FleetBudget, FleetConfig, FleetMemory};
+    use retry_runtime::{Class, Upstream, retry};
+
+    static DOWN: Upstream = Upstream::new("attribute-down").gate_after(u32::MAX, Duration::ZERO);
+    static SENT: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(policy = "availability", upstream = DOWN)]
+    async fn down() -> Result<(), Class> {
+        SENT.fetch_add(1, Ordering::Relaxed);
+        Err(Class::Unavailable { retry_after: None })
+    }
+
+    /// Ten calls in an outage on an upstream whose fleet budget lets a tenth of the requests
+    /// be retried, and nothing more (no floor): one retry in all, where the calls' ladders
+    /// would make thirty. The attribute's retries take the budget's tokens as `Retry`'s do.
+    #[tokio::test(start_paused = true)]
+    async fn the_attributes_retries_take_the_fleets_budget() {
+        let memory = Arc::new(FleetMemory::default());
+        let budget = FleetBudget::percent(10).floor(0).lease(1);
+        let config = FleetConfig::new("attribute").retry_budget(budget);
+        let fleet = Fleet::in_memory(&memory, config).expect("a runtime");
+        fleet.share(&DOWN);
+        // The store keeps the budget from its first round on.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..10 {
+            assert!(down().await.is_err());
+        }
+        let sent = SENT.load(Ordering::Relaxed);
+        assert!(sent <= 10 + 1, "{sent} requests for 10 calls");
+    }
+}
