@@ -138,6 +138,9 @@ pub enum FleetError {
 ///   close an upstream to the fleet). The process whose failure opened it probes, on its
 ///   ladder; the others wait for the gate to close. The prober holds a lease past its next
 ///   probe: a crashed prober frees it, and the next process to read the gate takes it over.
+/// - **The retry budget**, if the configuration gives one ([`FleetConfig::retry_budget`]):
+///   each upstream's retries across the fleet at most a ratio of its requests, plus a floor;
+///   each process counts its requests and leases a few tokens at a time ([`FleetBudget`]).
 ///
 /// Making one never waits for Redis, and Redis being away never fails a call: the process
 /// goes on as an in-process upstream would, and says so in its log (target `retry`).
