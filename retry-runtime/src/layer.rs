@@ -343,7 +343,7 @@ where
                 }
             }
         } else if let (Some((upstream, _)), None) = (*self.upstream, self.ticket.as_ref()) {
-            match Ticket::at_once(upstream) {
+            match Ticket::at_once_for(upstream, self.run.attempts() > 0) {
                 Some(ticket) => *self.ticket = Some(ticket),
                 None => {
                     let admitting = Admitting::new(upstream);

@@ -95,6 +95,42 @@ pub trait OpName: AsRef<str> {
     fn to_op(&self) -> Op;
 }
 
+/// A literal name, as [`Retry::named`](crate::Retry::named) gives it and a `Retry` carries by
+/// default: a `&'static str` in a type with no lifetime of its own, so that a future or a
+/// stream holding the `Retry` is `Send` in a spawned task (where rustc checks a `&'static str`
+/// for every lifetime, and a trait implemented for `'static` alone fails), and free per call.
+///
+/// ```
+/// use retry_runtime::turn::{OpLiteral, OpName};
+///
+/// let name = OpLiteral::new("model");
+/// assert_eq!(name.as_ref(), "model");
+/// assert_eq!(name.to_op(), "model");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpLiteral(&'static str);
+
+impl OpLiteral {
+    /// The name `op`.
+    pub const fn new(op: &'static str) -> OpLiteral {
+        OpLiteral(op)
+    }
+}
+
+impl AsRef<str> for OpLiteral {
+    #[inline]
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl OpName for OpLiteral {
+    #[inline]
+    fn to_op(&self) -> Op {
+        Op(OpRepr::Literal(self.0))
+    }
+}
+
 impl OpName for &'static str {
     #[inline]
     fn to_op(&self) -> Op {

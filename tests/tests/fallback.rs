@@ -541,6 +541,32 @@ mod streams {
         testing::scope(testing::collect(stream)).await.0
     }
 
+    static T_CLAUDE: Upstream = Upstream::new("t-claude");
+    static T_GPT: Upstream = Upstream::new("t-gpt");
+    static T_MODELS: Upstreams = Upstreams::new(&[&T_CLAUDE, &T_GPT]);
+
+    /// A stream across upstreams is `Send` and `'static` with what it owns: it runs on a task
+    /// of its own, as a server's handler spawns one per request.
+    #[tokio::test]
+    async fn a_stream_across_upstreams_runs_on_a_spawned_task() {
+        let overloaded = EventServer::start([vec![Part::event("error", OVERLOADED)]]).await;
+        let healthy = EventServer::start([vec![Part::data(&delta("Hi")), Part::data(STOP)]]).await;
+        let http = reqwest::Client::new();
+        let urls = HashMap::from([("t-claude", overloaded.url()), ("t-gpt", healthy.url())]);
+        let task = tokio::spawn(async move {
+            let stream = Retry::new(&Policy::AVAILABILITY)
+                .across(&T_MODELS)
+                .stream(move |to| send(http.post(&urls[to.name()])))
+                .commit_when(sse::is_content)
+                .complete_when(|event: &Event| event.data() == STOP);
+            testing::scope(testing::collect(stream)).await.0
+        });
+        let delivered = task.await.expect("the task ran");
+        assert!(delivered.iter().all(Result::is_ok), "{delivered:?}");
+        assert_eq!((overloaded.count("POST"), healthy.count("POST")), (1, 1));
+        T_CLAUDE.reset();
+    }
+
     static S_CLAUDE: Upstream = Upstream::new("s-claude");
     static S_GPT: Upstream = Upstream::new("s-gpt");
     static S_MODELS: Upstreams = Upstreams::new(&[&S_CLAUDE, &S_GPT]);

@@ -43,6 +43,7 @@ mod fleet
 const fleet::DEFAULT_BACKSTOP
 const fleet::DEFAULT_TIMEOUT
 struct fleet::Fleet
+struct fleet::FleetBudget
 struct fleet::FleetConfig
 enum fleet::FleetError
 struct fleet::FleetMemory
@@ -197,6 +198,7 @@ struct turn::CutWait
 struct turn::GaveUpRecord
 struct turn::InFlight
 struct turn::Op
+struct turn::OpLiteral
 trait turn::OpName
 fn turn::remaining
 struct turn::Turn
@@ -209,6 +211,7 @@ struct Upstream
 enum UpstreamEffect
 struct UpstreamLeft
 struct UpstreamPaused
+struct UpstreamRef
 struct UpstreamRetry
 struct Upstreams
 trait UpstreamStore

@@ -512,3 +512,31 @@ async fn a_stream_whose_server_cannot_be_reached_is_told_so() {
         "model could not be reached: retrying (2 of 4) in 250 ms"
     );
 }
+
+/// A retry stream is `Send` with what it owns, read to its end in a task of its own (as a
+/// server's handler spawns one per request): its `Retry`'s name has no lifetime for rustc's
+/// check of the spawned future to trip on.
+#[tokio::test]
+async fn a_retry_stream_runs_on_a_spawned_task() {
+    let task = tokio::spawn(async {
+        let mut opened = 0;
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .named("spawned")
+            .stream(move |_| {
+                opened += 1;
+                let items = match opened {
+                    1 => vec![Err(Class::Transport)],
+                    _ => vec![Ok("Hel"), Ok("lo")],
+                };
+                async move { Ok::<_, Class>(testing::stream_of(items)) }
+            });
+        let mut read = Vec::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            read.push(item.expect("an item"));
+        }
+        read
+    });
+    tokio::time::pause();
+    assert_eq!(task.await.expect("the task ran"), ["Hel", "lo"]);
+}

@@ -431,9 +431,10 @@ fn upstream_steps(
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
     let hold = Ident::new("__retry_hold", Span::mixed_site());
-    // A quiet upstream admits at once, with no future made for a wait.
+    // A quiet upstream admits at once, with no future made for a wait (a retry takes a token
+    // of a fleet's retry budget there, if one holds the upstream).
     let admit = quote_spanned! {span=>
-        let #ticket = match #private::Ticket::at_once(&#upstream) {
+        let #ticket = match #private::Ticket::at_once_for(&#upstream, #run.attempts() > 0) {
             #private::core::option::Option::Some(#ticket) => #ticket,
             #private::core::option::Option::None => {
                 let #hold = #at_upstream::HoldsUpstreamPaused::hold;

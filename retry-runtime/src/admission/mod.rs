@@ -20,7 +20,7 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Run, Source};
 use crate::ladder;
-use crate::upstream::{Admission, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
@@ -38,7 +38,7 @@ where
     A: crate::engine::Count,
     E: Classify + fmt::Display,
 {
-    if let Some(ticket) = Ticket::at_once(upstream) {
+    if let Some(ticket) = Ticket::at_once_for(upstream, run.attempts() > 0) {
         return Ok(ticket);
     }
     // Boxed while it waits, so that a call's future carries none of a wait's state (a
@@ -72,11 +72,13 @@ pin_project_lite::pin_project! {
         /// Paused: sleeping `wait` of `class`, since `started`.
         Pause { #[pin] sleep: S, wait: Duration, class: Class, started: Instant },
         /// Gated: waiting for a change, up to `timer` (`ends`: the call's end, not a probe's
-        /// time), since `started`.
+        /// time), since `started`; or (`spent`) a retry waiting for a token of the fleet's
+        /// retry budget, up to the call's end.
         Gate {
             #[pin]
             timer: Option<tokio::time::Sleep>,
             ends: bool,
+            spent: bool,
             started: Instant,
         },
     }
@@ -146,6 +148,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                 HoldingProj::Gate {
                     timer,
                     ends,
+                    spent,
                     started,
                 } => {
                     let cancelled = run.poll_turn_cancelled(cx).is_ready();
@@ -161,9 +164,12 @@ impl<S: Future<Output = ()>> Admitting<S> {
                         return Poll::Pending;
                     }
                     let lasted = Instant::now().saturating_duration_since(*started);
-                    run.upstream_waited(upstream, true, lasted);
+                    run.upstream_waited(upstream, !*spent, lasted);
                     match (cancelled, changed, timed && *ends) {
-                        (true, _, _) => (OUTAGE, true, StopReason::Cancelled),
+                        (true, _, _) => (OUTAGE, !*spent, StopReason::Cancelled),
+                        // No token came within the call's allowance: it ends as a call
+                        // whose quota is spent does.
+                        (false, false, true) if *spent => (OUTAGE, false, StopReason::Quota),
                         // The gate is still open at the call's end: it gives up as its
                         // ladder would.
                         (false, false, true) => {
@@ -177,7 +183,10 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     }
                 }
             };
-            let paused = UpstreamPaused::new(upstream.name(), class, gated);
+            let paused = match reason {
+                StopReason::Quota => UpstreamPaused::budget_spent(upstream.name()),
+                _ => UpstreamPaused::new(upstream.name(), class, gated),
+            };
             return Poll::Ready(Err(run.upstream_gave_up(to_error(paused), class, reason)));
         }
     }
@@ -201,7 +210,15 @@ fn read<R: Source, A: crate::engine::Count>(
 ) -> Read<<R::Clock as Clock>::Sleep> {
     let now = run.clock_now();
     match upstream.admit(now) {
-        admission @ Admission::Send { .. } => Read::Send(Ticket::new(upstream, admission)),
+        admission @ Admission::Send { seen, .. } => {
+            let ticket = Ticket::new(upstream, admission);
+            if seen & BUDGET == 0 || upstream.budget_admits(run.attempts() > 0) {
+                return Read::Send(ticket);
+            }
+            // A probe it took is freed with the ticket: the next call probes.
+            drop(ticket);
+            spent(upstream, run)
+        }
         Admission::Paused { until, class } => {
             let wait = ladder::hinted(until.saturating_duration_since(now), run.clock_draw());
             let reason = match run.upstream_bound(false) {
@@ -255,10 +272,42 @@ fn read<R: Source, A: crate::engine::Count>(
             Read::Hold(Holding::Gate {
                 timer,
                 ends,
+                spent: false,
                 started,
             })
         }
     }
+}
+
+/// A retry on `upstream` found no token of the fleet's retry budget: it waits for the fleet
+/// store to lease more, within its ladder's allowance and its budget (announced), or ends as a
+/// call whose quota is spent ends.
+#[cold]
+fn spent<R: Source, A: crate::engine::Count>(
+    upstream: &'static Upstream,
+    run: &mut Run<R, A>,
+) -> Read<<R::Clock as Clock>::Sleep> {
+    let bound = match run.upstream_bound(true) {
+        Err(reason) => return Read::Stop(OUTAGE, false, reason),
+        Ok(Some(remaining)) if remaining.is_zero() => {
+            return Read::Stop(OUTAGE, false, StopReason::Quota);
+        }
+        Ok(bound) => bound,
+    };
+    let paused = UpstreamPaused::budget_spent(upstream.name());
+    let told = bound.unwrap_or(Duration::MAX);
+    run.upstream_hold(&paused, OUTAGE, upstream.name(), told, false);
+    run.upstream_wait_started(told);
+    let started = Instant::now();
+    let timer = bound
+        .and_then(|wait| started.checked_add(wait))
+        .map(tokio::time::sleep_until);
+    Read::Hold(Holding::Gate {
+        timer,
+        ends: true,
+        spent: true,
+        started,
+    })
 }
 
 /// An attempt the upstream admitted: it tells the upstream how the attempt ended, and frees a
@@ -279,8 +328,9 @@ pub struct Ticket {
 const PROBE: u32 = 1 << 8;
 /// The upstream was told how the attempt ended.
 const TOLD: u32 = 1 << 9;
-/// The upstream's word, as it was read.
-const SEEN: u32 = PROBE - 1;
+/// The upstream's word, as it was read, but for the budget's bit: a budget is nothing to clear
+/// after a success.
+const SEEN: u32 = (PROBE - 1) & !BUDGET;
 
 impl Ticket {
     pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
@@ -331,6 +381,22 @@ impl Ticket {
     #[inline]
     pub fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
         upstream.quiet().map(|seen| Ticket {
+            upstream,
+            epoch: 0,
+            flags: seen & SEEN,
+        })
+    }
+
+    /// [`at_once`](Self::at_once) for a call's own attempt on `upstream` (not a move across
+    /// upstreams): a first try counts as a request toward a fleet's retry budget, and a
+    /// `retry` takes one of its tokens, or (`None`) is held until there is one.
+    #[inline]
+    pub fn at_once_for(upstream: &'static Upstream, retry: bool) -> Option<Ticket> {
+        let seen = upstream.quiet()?;
+        if seen & BUDGET != 0 && !upstream.budget_admits(retry) {
+            return None;
+        }
+        Some(Ticket {
             upstream,
             epoch: 0,
             flags: seen & SEEN,

@@ -125,7 +125,7 @@ macro_rules! upstream_ladder {
     ($upstream:ident, $run:ident, $output:expr) => {
         async move {
             loop {
-                let ticket = match Ticket::at_once($upstream) {
+                let ticket = match Ticket::at_once_for($upstream, $run.attempts() > 0) {
                     Some(ticket) => ticket,
                     None => admit(&mut $run, $upstream, HoldsUpstreamPaused::hold).await?,
                 };

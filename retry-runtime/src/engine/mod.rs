@@ -29,7 +29,7 @@ use crate::quota::Quota;
 use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
-use crate::op::{Op, OpName};
+use crate::op::{Op, OpLiteral, OpName};
 pub use call::Call;
 pub use count::Count;
 pub use run::Run;
@@ -80,7 +80,7 @@ macro_rules! ladder {
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Retry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+pub struct Retry<C = TokioClock, P = &'static Policy, N = OpLiteral, Q = &'static Quota> {
     policy: P,
     op: N,
     budget: Deadline,
@@ -114,7 +114,7 @@ impl<P: AsRef<Policy>> Retry<TokioClock, P> {
     pub const fn new(policy: P) -> Self {
         Retry {
             policy,
-            op: "retry",
+            op: OpLiteral::new("retry"),
             budget: Deadline::Turn,
             quota: None,
             clock: TokioClock,
@@ -122,12 +122,12 @@ impl<P: AsRef<Policy>> Retry<TokioClock, P> {
     }
 }
 
-impl<C, P, Q> Retry<C, P, &'static str, Q> {
+impl<C, P, Q> Retry<C, P, OpLiteral, Q> {
     /// Name the operation in notices and reports (`#[retry]` uses the function's path): a
     /// literal, at no cost per call, in `const` context too. For a name made at run time, see
     /// [`named_owned`](Self::named_owned).
     pub const fn named(mut self, op: &'static str) -> Self {
-        self.op = op;
+        self.op = OpLiteral::new(op);
         self
     }
 
@@ -423,17 +423,17 @@ where
 /// assert_eq!(FETCH.attempt_timeout(), Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct TimedRetry<C = TokioClock, P = &'static Policy, N = &'static str, Q = &'static Quota> {
+pub struct TimedRetry<C = TokioClock, P = &'static Policy, N = OpLiteral, Q = &'static Quota> {
     retry: Retry<C, P, N, Q>,
     /// Kept here, not in [`Retry`]: only this type's `run` can turn a [`TimedOut`] into the
     /// error, and a plain `Retry` stays small.
     timeout: Duration,
 }
 
-impl<C, P, Q> TimedRetry<C, P, &'static str, Q> {
+impl<C, P, Q> TimedRetry<C, P, OpLiteral, Q> {
     /// Name the operation in notices and reports.
     pub const fn named(mut self, op: &'static str) -> Self {
-        self.retry.op = op;
+        self.retry.op = OpLiteral::new(op);
         self
     }
 

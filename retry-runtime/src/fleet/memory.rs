@@ -30,6 +30,10 @@ use super::{LEASE_SLACK, Report, Shared, lock};
 pub struct FleetMemory {
     upstreams: Mutex<HashMap<String, Kept>>,
     fleets: Mutex<Vec<Weak<Shared>>>,
+    /// Each upstream's retry budget: thousandths of a token, and when it was last kept.
+    budgets: Mutex<HashMap<String, (u64, u64)>>,
+    /// The store's clock starts here.
+    epoch: std::sync::OnceLock<Instant>,
 }
 
 /// What the store keeps of one upstream.
@@ -42,6 +46,21 @@ struct Kept {
 }
 
 impl FleetMemory {
+    /// The budget script's step on `upstream`'s bucket: `requests` handed in, `want` asked.
+    pub(super) fn budget(
+        &self,
+        upstream: &str,
+        budget: super::FleetBudget,
+        requests: u32,
+        want: u32,
+    ) -> u32 {
+        let epoch = *self.epoch.get_or_init(Instant::now);
+        let now = u64::try_from(Instant::now().duration_since(epoch).as_millis()).unwrap_or(0);
+        let mut budgets = lock(&self.budgets);
+        let kept = budgets.entry(upstream.to_owned()).or_insert((0, now));
+        super::budget::step(budget, kept, now, requests, want)
+    }
+
     pub(super) fn join(&self, shared: &Arc<Shared>) {
         lock(&self.fleets).push(Arc::downgrade(shared));
     }

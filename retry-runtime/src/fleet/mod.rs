@@ -11,9 +11,11 @@
 //! durations, so hosts whose clocks differ agree.
 
 mod breaker;
+mod budget;
 mod memory;
 mod scripts;
 
+pub use budget::FleetBudget;
 pub use memory::FleetMemory;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,6 +52,7 @@ pub struct FleetConfig {
     timeout: Duration,
     backstop: Duration,
     queue: usize,
+    budget: Option<FleetBudget>,
 }
 
 impl FleetConfig {
@@ -60,7 +63,25 @@ impl FleetConfig {
             timeout: DEFAULT_TIMEOUT,
             backstop: DEFAULT_BACKSTOP,
             queue: 1024,
+            budget: None,
         }
+    }
+
+    /// Bound each shared upstream's retries by `budget`, a ratio of the fleet's requests on it
+    /// (none by default: the calls' own quotas bound them, as they do without a fleet). A retry
+    /// that finds the budget spent waits for a token within its ladder's allowance, its budget
+    /// and its turn, then ends as a call whose quota is spent does: [`StopReason::Quota`].
+    ///
+    /// [`StopReason::Quota`]: crate::StopReason::Quota
+    #[must_use]
+    pub fn retry_budget(mut self, budget: FleetBudget) -> FleetConfig {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The retry budget, if one was given.
+    pub fn budget(&self) -> Option<FleetBudget> {
+        self.budget
     }
 
     /// Each Redis operation's timeout ([`DEFAULT_TIMEOUT`], 50 ms).
@@ -117,6 +138,9 @@ pub enum FleetError {
 ///   close an upstream to the fleet). The process whose failure opened it probes, on its
 ///   ladder; the others wait for the gate to close. The prober holds a lease past its next
 ///   probe: a crashed prober frees it, and the next process to read the gate takes it over.
+/// - **The retry budget**, if the configuration gives one ([`FleetConfig::retry_budget`]):
+///   each upstream's retries across the fleet at most a ratio of its requests, plus a floor;
+///   each process counts its requests and leases a few tokens at a time ([`FleetBudget`]).
 ///
 /// Making one never waits for Redis, and Redis being away never fails a call: the process
 /// goes on as an in-process upstream would, and says so in its log (target `retry`).
@@ -200,6 +224,9 @@ impl Fleet {
         let (shared, queue) = Shared::new(Some(client), None, config);
         runtime.spawn(write(Arc::clone(&shared), queue));
         runtime.spawn(backstop(Arc::downgrade(&shared)));
+        if let Some(budget) = shared.config.budget {
+            runtime.spawn(budget::keep(Arc::downgrade(&shared), budget));
+        }
         Ok(Fleet { shared })
     }
 
@@ -210,6 +237,9 @@ impl Fleet {
         let (shared, queue) = Shared::new(None, Some(Arc::clone(memory)), config);
         memory.join(&shared);
         runtime.spawn(write(Arc::clone(&shared), queue));
+        if let Some(budget) = shared.config.budget {
+            runtime.spawn(budget::keep(Arc::downgrade(&shared), budget));
+        }
         Ok(Fleet { shared })
     }
 }
@@ -342,8 +372,15 @@ impl Shared {
                 if upstream.gated_remotely() {
                     upstream.gated_by_fleet(true, Duration::ZERO);
                 }
+                // The fleet's budget cannot be topped up: the calls' own quotas bound them.
+                upstream.budget_by_fleet(false);
             }
         }
+    }
+
+    /// An operation succeeded: the breaker closes.
+    fn succeeded(&self) {
+        self.breaker.succeeded();
     }
 
     /// A report dropped: the queue was full, or the breaker skipped Redis.
@@ -356,6 +393,11 @@ impl Shared {
     /// upstream's keys share one Redis Cluster slot.
     fn key(&self, upstream: &str) -> String {
         format!("{{{}:{upstream}}}:pause", self.config.namespace)
+    }
+
+    /// The key of `upstream`'s retry budget, in the upstream's slot.
+    fn budget_key(&self, upstream: &str) -> String {
+        format!("{{{}:{upstream}}}:budget", self.config.namespace)
     }
 
     fn channel(&self) -> String {

@@ -129,3 +129,28 @@ return 1
 ",
     )
 });
+
+/// The fleet's retry budget for an upstream: `KEYS[1]` its bucket (thousandths of a token, and
+/// when it was last kept); `ARGV` the requests a process hands in, the percent of them that
+/// may be retried, the floor a second, the bucket's cap in tokens, and the tokens the process
+/// asks for. The floor accrues by Redis's clock; the bucket never holds more than its cap.
+/// Returns the tokens leased (as `budget::step` computes them).
+pub(super) static BUDGET: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local kept = redis.call('HMGET', KEYS[1], 'milli', 'at')
+local milli = tonumber(kept[1]) or 0
+local at = tonumber(kept[2]) or now
+local cap = tonumber(ARGV[4]) * 1000
+milli = milli + math.max(0, now - at) * tonumber(ARGV[3]) + tonumber(ARGV[1]) * tonumber(ARGV[2]) * 10
+if milli > cap then milli = cap end
+local grant = math.min(tonumber(ARGV[5]), math.floor(milli / 1000))
+milli = milli - grant * 1000
+redis.call('HSET', KEYS[1], 'milli', milli, 'at', now)
+redis.call('PEXPIRE', KEYS[1], 60000)
+return grant
+",
+    )
+});

@@ -106,7 +106,7 @@ where
                 }
             }
         } else if let (Some(upstream), None) = (self.core.run.upstream(), &self.core.ticket) {
-            match Ticket::at_once(upstream) {
+            match Ticket::at_once_for(upstream, self.core.run.attempts() > 0) {
                 Some(ticket) => self.core.ticket = Some(ticket),
                 None => {
                     let admitting = Admitting::new(upstream);

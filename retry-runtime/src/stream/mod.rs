@@ -36,7 +36,7 @@ use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::upstream::Upstream;
+use crate::upstream::UpstreamRef;
 
 pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
@@ -232,7 +232,7 @@ where
     /// ```
     pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Retry<C, P, N, Q>, OpenOnUpstream<O>>
     where
-        O: FnMut(&'static Upstream) -> Fut,
+        O: FnMut(UpstreamRef) -> Fut,
         Fut: Future<Output = Result<S, E>>,
         S: TryStream,
         S::Error: Into<E>,

@@ -5,7 +5,7 @@ use std::fmt;
 
 use futures_core::TryFuture;
 
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, UpstreamRef};
 
 /// A function that opens one attempt of a [`RetryStream`](super::RetryStream): `open`, called
 /// with the attempt's number (from 1), or `reopen`, called with the
@@ -70,7 +70,7 @@ impl<F> fmt::Debug for OpenOnUpstream<F> {
 
 impl<F, Fut> OpenAttempt<u32> for OpenOnUpstream<F>
 where
-    F: FnMut(&'static Upstream) -> Fut,
+    F: FnMut(UpstreamRef) -> Fut,
     Fut: TryFuture,
 {
     type Future = Fut;
@@ -78,6 +78,6 @@ where
     #[inline]
     fn open_attempt(&mut self, _: u32) -> Fut {
         // The stream opens it with its route's upstream as the current one.
-        (self.open)(Upstream::current().unwrap_or(self.first))
+        (self.open)(UpstreamRef::new(Upstream::current().unwrap_or(self.first)))
     }
 }

@@ -32,7 +32,7 @@ pub(crate) mod run;
 pub(crate) mod scope;
 mod slab;
 
-pub use crate::op::{Op, OpName};
+pub use crate::op::{Op, OpLiteral, OpName};
 pub use cancel::Canceller;
 pub use report::{CutWait, GaveUpRecord, InFlight, TurnReport};
 pub use run::{Turn, TurnFuture, TurnOutcome};

@@ -8,7 +8,7 @@
 //! with nothing to say costs a first try no lock and no allocation.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -34,6 +34,10 @@ const PAUSED: u32 = 1;
 const GATED: u32 = 1 << 1;
 /// The word's bit for outage failures being counted.
 const COUNTING: u32 = 1 << 2;
+/// The word's bit for a fleet's retry budget: a call's first try on the upstream counts as a
+/// request, and each retry takes a token the fleet leased to this process. Not something the
+/// upstream says of an attempt: a quiet upstream with a budget is still quiet.
+pub(crate) const BUDGET: u32 = 1 << 3;
 
 /// The outage gate's defaults: opened by three outage failures within ten seconds with no
 /// success between, so one caller's broken connection does not close an upstream to everyone.
@@ -114,6 +118,49 @@ pub struct Upstream {
     /// upstream. Read only when a failure or a gate's change is reported, never on an
     /// attempt's path.
     shared: OnceLock<Box<dyn FleetSink>>,
+    /// The fleet's retry budget, in this process: the tokens leased to it, the requests
+    /// (first tries) made since the fleet store last counted them, and whether a retry found
+    /// no token since.
+    leased: AtomicU32,
+    requests: AtomicU32,
+    wanting: AtomicBool,
+}
+
+/// An upstream, as a stream across upstreams gives it to its `open`
+/// ([`AcrossRetry::stream`](crate::AcrossRetry::stream)): a `&'static Upstream` in a type with
+/// no lifetime of its own, `Copy`, so that the stream is `Send` in a spawned task (rustc checks
+/// a closure taking a `&'static` reference for every lifetime there, and fails) and an
+/// `async move` block takes it along.
+///
+/// ```
+/// use retry_runtime::{Upstream, UpstreamRef};
+///
+/// static CLAUDE: Upstream = Upstream::new("claude");
+/// let to = UpstreamRef::new(&CLAUDE);
+/// assert_eq!(to.name(), "claude"); // an `Upstream`'s methods, through `Deref`
+/// assert!(std::ptr::eq(to.get(), &CLAUDE));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamRef(&'static Upstream);
+
+impl UpstreamRef {
+    /// `upstream`, as a handle.
+    pub const fn new(upstream: &'static Upstream) -> UpstreamRef {
+        UpstreamRef(upstream)
+    }
+
+    /// The upstream itself.
+    pub const fn get(self) -> &'static Upstream {
+        self.0
+    }
+}
+
+impl std::ops::Deref for UpstreamRef {
+    type Target = Upstream;
+
+    fn deref(&self) -> &Upstream {
+        self.0
+    }
 }
 
 /// Where an upstream tells what it learned beyond the process (a fleet store). None of it may
@@ -142,6 +189,8 @@ struct State {
     gate: Gate,
     /// Bumped by a reset, so that a probe taken before it releases nothing after it.
     epoch: u32,
+    /// A fleet's retry budget holds retries here (the fleet store is up).
+    budgeted: bool,
 }
 
 /// The outage gate.
@@ -165,6 +214,7 @@ impl State {
             first_failure: None,
             gate: Gate::Closed,
             epoch: 0,
+            budgeted: false,
         }
     }
 
@@ -179,6 +229,9 @@ impl State {
         }
         if self.failures > 0 {
             word |= COUNTING;
+        }
+        if self.budgeted {
+            word |= BUDGET;
         }
         word
     }
@@ -250,6 +303,9 @@ impl Upstream {
             state: Mutex::new(State::new()),
             changed: Notify::const_new(),
             shared: OnceLock::new(),
+            leased: AtomicU32::new(0),
+            requests: AtomicU32::new(0),
+            wanting: AtomicBool::new(false),
         }
     }
 
@@ -414,10 +470,77 @@ impl Upstream {
     pub fn reset(&self) {
         let mut state = self.lock();
         let epoch = state.epoch.wrapping_add(1);
+        let budgeted = state.budgeted;
         *state = State::new();
         state.epoch = epoch;
+        state.budgeted = budgeted;
+        self.leased.store(0, Ordering::Release);
+        self.requests.store(0, Ordering::Relaxed);
         self.store(&state);
         drop(state);
+        self.changed.notify_waiters();
+    }
+
+    /// Whether an attempt may go as far as the fleet's retry budget says, the upstream's word
+    /// having said there is one (`BUDGET`): a first try (`retry` false) counts as a request
+    /// and goes; a retry takes one of the tokens the fleet leased to this process, or (none
+    /// left) is held until the fleet store leases more.
+    #[inline]
+    pub(crate) fn budget_admits(&self, retry: bool) -> bool {
+        if !retry {
+            // A first try's whole cost: one atomic add, in line.
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        self.budget_take()
+    }
+
+    /// A retry takes a token leased to this process, or says it found none.
+    #[cold]
+    fn budget_take(&self) -> bool {
+        let took = self
+            .leased
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_sub(1)
+            })
+            .is_ok();
+        if !took {
+            self.wanting.store(true, Ordering::Release);
+        }
+        took
+    }
+
+    /// The fleet's retry budget holds this upstream's retries (`on`: the fleet store is up), or
+    /// no longer does (it is degraded: the calls' own quotas bound them, as without a fleet).
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn budget_by_fleet(&self, on: bool) {
+        let mut state = self.lock();
+        if state.budgeted == on {
+            return;
+        }
+        state.budgeted = on;
+        self.store(&state);
+        drop(state);
+        // A retry held for a token goes once there is no budget to wait for.
+        self.changed.notify_waiters();
+    }
+
+    /// For the fleet store: the requests made since it last asked, the tokens held here, and
+    /// whether a retry found none since.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn budget_drain(&self) -> (u32, u32, bool) {
+        let requests = self.requests.swap(0, Ordering::Relaxed);
+        let held = self.leased.load(Ordering::Acquire);
+        (requests, held, self.wanting.swap(false, Ordering::AcqRel))
+    }
+
+    /// The fleet store leased `tokens` more to this process: retries held for one go.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn budget_granted(&self, tokens: u32) {
+        if tokens == 0 {
+            return;
+        }
+        self.leased.fetch_add(tokens, Ordering::AcqRel);
         self.changed.notify_waiters();
     }
 
@@ -514,10 +637,8 @@ impl UpstreamStore for Upstream {
     fn succeeded(&self, admitted: Admission) {
         // Nothing was said when the attempt was admitted: nothing to clear (a failure
         // reported meanwhile by a call that started later is left to count).
-        if let Admission::Send {
-            probe: None,
-            seen: 0,
-        } = admitted
+        if let Admission::Send { probe: None, seen } = admitted
+            && seen & !BUDGET == 0
         {
             return;
         }

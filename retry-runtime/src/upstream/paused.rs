@@ -27,6 +27,7 @@ pub struct UpstreamPaused {
     upstream: &'static str,
     class: Class,
     gated: bool,
+    spent: bool,
 }
 
 impl UpstreamPaused {
@@ -37,7 +38,32 @@ impl UpstreamPaused {
             upstream,
             class,
             gated,
+            spent: false,
         }
+    }
+
+    /// Held back by the fleet's retry budget for `upstream`: the fleet has made as many
+    /// retries on it as its requests allow (an outage's class: undetermined).
+    ///
+    /// ```
+    /// use retry_runtime::UpstreamPaused;
+    ///
+    /// let spent = UpstreamPaused::budget_spent("model");
+    /// assert!(spent.budget());
+    /// assert_eq!(spent.to_string(), "model's retry budget across the fleet is spent");
+    /// ```
+    pub const fn budget_spent(upstream: &'static str) -> UpstreamPaused {
+        UpstreamPaused {
+            upstream,
+            class: Class::Unavailable { retry_after: None },
+            gated: false,
+            spent: true,
+        }
+    }
+
+    /// Whether the fleet's retry budget held the attempt back.
+    pub const fn budget(&self) -> bool {
+        self.spent
     }
 
     /// The upstream's name.
@@ -65,6 +91,9 @@ impl Classify for UpstreamPaused {
 impl fmt::Display for UpstreamPaused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.upstream;
+        if self.spent {
+            return write!(f, "{name}'s retry budget across the fleet is spent");
+        }
         match (self.gated, self.class) {
             (true, _) => write!(f, "{name} is unavailable: another call is checking"),
             (false, Class::RateLimited { .. }) => {
