@@ -1141,10 +1141,14 @@ fn a_bad_stderr_pattern_is_refused_with_an_example() {
     );
 }
 
-/// The README's `git push` example, exactly as written there (with its continuation lines).
+/// The guide's `git push` example (its CLI chapter, once the README's), exactly as written
+/// there (with its continuation lines).
 fn readme_git_example() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../retry-runtime/src/guide/cli.md"
+    ))
+    .unwrap();
     let lines: Vec<&str> = readme.lines().collect();
     for (start, line) in lines.iter().enumerate() {
         if !line.starts_with("backoff run") {
@@ -1162,10 +1166,10 @@ fn readme_git_example() -> String {
             return command;
         }
     }
-    panic!("the README has no `backoff run ... git push` example");
+    panic!("the guide's CLI chapter has no `backoff run ... git push` example");
 }
 
-/// Run the README's example with a fake `git` first on PATH that fails `failures` times with
+/// Run the guide's example with a fake `git` first on PATH that fails `failures` times with
 /// `status` and `message` on stderr, then succeeds. Returns backoff's status, its stderr and how
 /// many times git ran.
 fn push_with_fake_git(status: u8, message: &str, failures: u32) -> (Option<i32>, String, u32) {
