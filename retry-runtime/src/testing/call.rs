@@ -1,0 +1,140 @@
+//! The closure adapter: a script played in-process, as the body of a `Retry::run` attempt or
+//! of a `#[retry]` function, with no socket. Its failures classify by the one table (an
+//! answer's status, headers and body through `HttpError`); it must not keep a table of its own.
+
+use std::fmt;
+use std::io;
+
+use crate::class::{Class, Classify};
+use crate::http::HttpError;
+use crate::testing::act::{ActKind, StreamEnd, resumed};
+use crate::testing::scope::ScopeClock;
+use crate::testing::script::{Asked, Script};
+
+/// Why a scripted call failed: a status the table reads, or no answer at all.
+///
+/// ```
+/// use retry_runtime::testing::{Act, ActError, Script};
+/// use retry_runtime::{Class, Classify};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let script = Script::new([Act::anthropic_overloaded()]);
+/// let error: ActError = script.call("claude").await.unwrap_err();
+/// assert_eq!(error.classify(), Class::Unavailable { retry_after: None });
+/// # }
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ActError {
+    /// A status that is not a success, with the act's headers and body.
+    Status(HttpError),
+    /// No answer: refused, reset mid-body, a stream cut off.
+    Transport(io::Error),
+}
+
+impl Classify for ActError {
+    fn classify(&self) -> Class {
+        match self {
+            ActError::Status(error) => error.classify(),
+            ActError::Transport(_) => Class::Transport,
+        }
+    }
+}
+
+impl fmt::Display for ActError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActError::Status(error) => write!(f, "scripted answer: {error}"),
+            ActError::Transport(error) => write!(f, "scripted failure with no answer: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ActError {}
+
+impl Script {
+    /// Play the next act for `key` (a path, or an upstream's name) in-process: an answer's
+    /// body, or an [`ActError`]. A stream's events come back as their wire text; a stream
+    /// cut off is a transport failure; a hang or a stall never ends, so the attempt's own
+    /// timeout ends it. The request is recorded with the current scope's clock.
+    ///
+    /// ```
+    /// use retry_runtime::testing::{self, Act, Script};
+    /// use retry_runtime::{Policy, Retry};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let script = Script::new([Act::rate_limited(Duration::from_secs(30)), Act::ok("reply")]);
+    /// let retry = Retry::new(&Policy::TRANSIENT);
+    /// let (reply, recorded) = testing::scope(retry.run(async |_| script.call("/").await)).await;
+    /// assert_eq!(reply.unwrap(), "reply");
+    /// assert_eq!(recorded.waits(), [Duration::from_secs(30)]);
+    /// assert!(script.asked()[1].at - script.asked()[0].at >= Duration::from_secs(30));
+    /// # }
+    /// ```
+    pub async fn call(&self, key: &str) -> Result<String, ActError> {
+        let asked = Asked {
+            method: String::new(),
+            path: key.to_owned(),
+            last_event_id: None,
+            body: String::new(),
+            at: std::time::Duration::ZERO,
+        };
+        match self.take(asked, &ScopeClock::current()).kind {
+            ActKind::Answer(canned) => {
+                let status = http::StatusCode::from_u16(canned.status)
+                    .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+                if status.is_client_error() || status.is_server_error() {
+                    let mut headers = http::HeaderMap::new();
+                    for (name, value) in &canned.headers {
+                        if let (Ok(name), Ok(value)) = (
+                            http::HeaderName::try_from(name.as_str()),
+                            http::HeaderValue::try_from(value.as_str()),
+                        ) {
+                            headers.append(name, value);
+                        }
+                    }
+                    return Err(ActError::Status(HttpError::new(
+                        status,
+                        &headers,
+                        canned.body.as_bytes(),
+                    )));
+                }
+                Ok(canned.body)
+            }
+            ActKind::Refuse => Err(ActError::Transport(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "connection refused (scripted)",
+            ))),
+            ActKind::ResetMidBody(_) => Err(cut_off()),
+            ActKind::Hang
+            | ActKind::Events {
+                end: StreamEnd::Stall,
+                ..
+            } => std::future::pending().await,
+            ActKind::Events {
+                end: StreamEnd::Cut,
+                ..
+            } => Err(cut_off()),
+            ActKind::Events { events, upto, .. } => {
+                Ok(events[..upto].iter().map(|e| e.to_wire()).collect())
+            }
+            ActKind::Resume {
+                events,
+                replay_last,
+            } => Ok(resumed(&events, replay_last, None, None)
+                .iter()
+                .map(|e| e.to_wire())
+                .collect()),
+        }
+    }
+}
+
+fn cut_off() -> ActError {
+    ActError::Transport(io::Error::new(
+        io::ErrorKind::ConnectionReset,
+        "the answer was cut off mid-body (scripted)",
+    ))
+}
