@@ -69,7 +69,8 @@
 //! behind features, `http` (the one HTTP table), `sse` (server-sent events: a bounded
 //! decoder, the commit rule, a model's stream with its failures classified), `tower` and
 //! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
-//! `test-util`: waits recorded, not slept). `tests/tests/public_api.rs` names every item, so
+//! `test-util`: waits recorded, not slept; fault scripts with `http`, played on a real socket
+//! with `test-server`). `tests/tests/public_api.rs` names every item, so
 //! the surface cannot change unseen.
 //!
 //! ## Features

@@ -22,15 +22,32 @@ fn the_readmes_stream_example_is_the_compiled_one() {
     );
 }
 
+/// The README's "Testing code that retries" examples are the `testing` module's doctests
+/// (files of the runtime's own, so the published crate carries them), shown verbatim.
 #[test]
-fn the_readmes_testing_example_is_the_doctested_one() {
+fn the_readmes_testing_examples_are_the_doctested_ones() {
     let readme = include_str!("../../README.md");
-    let example = include_str!("../../retry-runtime/doc/testing_example.rs");
-    let block = format!("```rust\n{example}```");
-    assert!(
-        readme.contains(&block),
-        "README.md must show retry-runtime/doc/testing_example.rs verbatim in a ```rust block"
-    );
+    let examples = [
+        (
+            "testing_rate_limit.rs",
+            include_str!("../../retry-runtime/doc/testing_rate_limit.rs"),
+        ),
+        (
+            "testing_stream_resume.rs",
+            include_str!("../../retry-runtime/doc/testing_stream_resume.rs"),
+        ),
+        (
+            "testing_fallback.rs",
+            include_str!("../../retry-runtime/doc/testing_fallback.rs"),
+        ),
+    ];
+    for (name, example) in examples {
+        let block = format!("```rust\n{example}```");
+        assert!(
+            readme.contains(&block),
+            "README.md must show retry-runtime/doc/{name} verbatim in a ```rust block"
+        );
+    }
 }
 
 #[test]
