@@ -119,6 +119,22 @@ impl FaultServer {
     }
 }
 
+impl FaultServer {
+    /// How many requests it was asked so far: `server.script().requests()`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use retry_runtime::testing::{FaultServer, Script};
+    /// let server = FaultServer::start(Script::new([])).await.unwrap();
+    /// assert_eq!(server.requests(), 0);
+    /// # }
+    /// ```
+    pub fn requests(&self) -> usize {
+        self.script.requests()
+    }
+}
+
 impl Drop for FaultServer {
     fn drop(&mut self) {
         self.task.abort();
