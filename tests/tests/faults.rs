@@ -387,3 +387,36 @@ async fn the_closure_adapter_plays_the_same_script_in_process() {
     let between = asked[2].at - asked[0].at;
     assert!(between >= Duration::from_millis(750) && between < Duration::from_secs(1));
 }
+
+/// The tower layer plays the same script in front of a service, inside the retry layer, and
+/// hands the service the requests past it.
+#[tokio::test]
+async fn the_tower_layer_answers_from_the_script_then_passes_requests_on() {
+    use retry_runtime::testing::FaultLayer;
+    use retry_runtime::tower::RetryLayer;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tower::{Service, ServiceExt};
+
+    static REAL: AtomicU32 = AtomicU32::new(0);
+    let script = Script::new([Act::anthropic_overloaded(), Act::refused()]);
+    let real = tower::service_fn(|_: http::Request<()>| async {
+        REAL.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, tower::BoxError>(http::Response::new(String::from("reply")))
+    });
+    let mut service = tower::ServiceBuilder::new()
+        .layer(RetryLayer::new(Retry::new(&Policy::AVAILABILITY)))
+        .layer(FaultLayer::new(script.clone()))
+        .service(real);
+    let request = http::Request::post("/v1/messages").body(()).unwrap();
+    let (response, recorded) = testing::scope(service.ready().await.unwrap().call(request)).await;
+    assert_eq!(response.unwrap().into_body(), "reply");
+    assert_eq!(REAL.load(Ordering::SeqCst), 1);
+    assert_eq!(recorded.waits(), [250, 500].map(Duration::from_millis));
+    let asked = script.asked();
+    assert_eq!(asked.len(), 3);
+    assert_eq!(
+        (asked[2].method.as_str(), asked[2].path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert!(asked[2].at - asked[0].at >= Duration::from_millis(750));
+}

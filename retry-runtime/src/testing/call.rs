@@ -7,7 +7,7 @@ use std::io;
 
 use crate::class::{Class, Classify};
 use crate::http::HttpError;
-use crate::testing::act::{ActKind, StreamEnd, resumed};
+use crate::testing::act::{Act, ActKind, ScriptedEvent, StreamEnd, resumed};
 use crate::testing::scope::ScopeClock;
 use crate::testing::script::{Asked, Script};
 
@@ -57,7 +57,8 @@ impl Script {
     /// Play the next act for `key` (a path, or an upstream's name) in-process: an answer's
     /// body, or an [`ActError`]. A stream's events come back as their wire text; a stream
     /// cut off is a transport failure; a hang or a stall never ends, so the attempt's own
-    /// timeout ends it. The request is recorded with the current scope's clock.
+    /// timeout ends it. The request is recorded with the current scope's clock; past the
+    /// script with no default, the answer is `410 Gone`.
     ///
     /// ```
     /// use retry_runtime::testing::{self, Act, Script};
@@ -82,54 +83,86 @@ impl Script {
             body: String::new(),
             at: std::time::Duration::ZERO,
         };
-        match self.take(asked, &ScopeClock::current()).kind {
-            ActKind::Answer(canned) => {
-                let status = http::StatusCode::from_u16(canned.status)
-                    .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-                if status.is_client_error() || status.is_server_error() {
-                    let mut headers = http::HeaderMap::new();
-                    for (name, value) in &canned.headers {
-                        if let (Ok(name), Ok(value)) = (
-                            http::HeaderName::try_from(name.as_str()),
-                            http::HeaderValue::try_from(value.as_str()),
-                        ) {
-                            headers.append(name, value);
-                        }
-                    }
-                    return Err(ActError::Status(HttpError::new(
-                        status,
-                        &headers,
-                        canned.body.as_bytes(),
-                    )));
+        let played = play(self.take(asked, &ScopeClock::current()), None, None).await?;
+        if played.status.is_client_error() || played.status.is_server_error() {
+            let body = played.body.as_bytes();
+            return Err(ActError::Status(HttpError::new(
+                played.status,
+                &played.headers,
+                body,
+            )));
+        }
+        Ok(played.body)
+    }
+}
+
+/// An act played in-process: the status, headers and body a client would have read.
+#[derive(Debug)]
+pub(crate) struct Played {
+    pub(crate) status: http::StatusCode,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: String,
+}
+
+/// Play `act` with no socket: an answer as it is; a stream as `200 text/event-stream` with
+/// its events' wire text; no answer as an [`ActError`]; a hang or a stall never ends, so the
+/// attempt's own timeout ends it. A resume starts after `last_event_id` or `starting_after`.
+pub(crate) async fn play(
+    act: Act,
+    last_event_id: Option<&str>,
+    starting_after: Option<u64>,
+) -> Result<Played, ActError> {
+    let events = match act.kind {
+        ActKind::Answer(canned) => {
+            let mut headers = http::HeaderMap::new();
+            for (name, value) in &canned.headers {
+                if let (Ok(name), Ok(value)) = (
+                    http::HeaderName::try_from(name.as_str()),
+                    http::HeaderValue::try_from(value.as_str()),
+                ) {
+                    headers.append(name, value);
                 }
-                Ok(canned.body)
             }
-            ActKind::Refuse => Err(ActError::Transport(io::Error::new(
+            let status = http::StatusCode::from_u16(canned.status)
+                .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+            return Ok(Played {
+                status,
+                headers,
+                body: canned.body,
+            });
+        }
+        ActKind::Refuse => {
+            return Err(ActError::Transport(io::Error::new(
                 io::ErrorKind::ConnectionRefused,
                 "connection refused (scripted)",
-            ))),
-            ActKind::ResetMidBody(_) => Err(cut_off()),
-            ActKind::Hang
-            | ActKind::Events {
-                end: StreamEnd::Stall,
-                ..
-            } => std::future::pending().await,
-            ActKind::Events {
-                end: StreamEnd::Cut,
-                ..
-            } => Err(cut_off()),
-            ActKind::Events { events, upto, .. } => {
-                Ok(events[..upto].iter().map(|e| e.to_wire()).collect())
-            }
-            ActKind::Resume {
-                events,
-                replay_last,
-            } => Ok(resumed(&events, replay_last, None, None)
-                .iter()
-                .map(|e| e.to_wire())
-                .collect()),
+            )));
         }
-    }
+        ActKind::ResetMidBody(_)
+        | ActKind::Events {
+            end: StreamEnd::Cut,
+            ..
+        } => return Err(cut_off()),
+        ActKind::Hang
+        | ActKind::Events {
+            end: StreamEnd::Stall,
+            ..
+        } => return std::future::pending().await,
+        ActKind::Events { events, upto, .. } => events[..upto].to_vec(),
+        ActKind::Resume {
+            events,
+            replay_last,
+        } => resumed(&events, replay_last, last_event_id, starting_after).to_vec(),
+    };
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    Ok(Played {
+        status: http::StatusCode::OK,
+        headers,
+        body: events.iter().map(ScriptedEvent::to_wire).collect(),
+    })
 }
 
 fn cut_off() -> ActError {

@@ -26,11 +26,13 @@
 //!   `ok(body)`.
 //! - **Where it plays.** `FaultServer::start(script)` (feature `test-server`) serves it on a
 //!   free port of 127.0.0.1, HTTP/1.1 and SSE, for a client you cannot wrap (reqwest,
-//!   async-openai, an MCP client); it stops when dropped. `script.call(key)` plays the same
-//!   script in-process, as the body of a `Retry::run` attempt or a `#[retry]` function. Both
-//!   record what they were asked (`script.asked()`: method, path, `Last-Event-ID`, body, and
-//!   the time by the scope's clock, so a 30 s `Retry-After` shows as 30 s between two
-//!   requests).
+//!   async-openai, an MCP client); it stops when dropped. `FaultLayer` (feature `tower`) and
+//!   `FaultMiddleware` (feature `reqwest-middleware`) answer from the same script before the
+//!   service or client they wrap, inside the retry layer, and pass the requests past it on.
+//!   `script.call(key)` plays it in-process, as the body of a `Retry::run` attempt or a
+//!   `#[retry]` function. All record what they were asked (`script.asked()`: method, path,
+//!   `Last-Event-ID`, body, and the time by the scope's clock, so a 30 s `Retry-After` shows
+//!   as 30 s between two requests).
 //!
 //! ```
 //! use retry_runtime::{testing, Class, Policy, Retry};
@@ -90,6 +92,12 @@
 mod act;
 #[cfg(feature = "http")]
 mod call;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod exchange;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod fault_layer;
+#[cfg(feature = "reqwest-middleware")]
+mod fault_middleware;
 mod scope;
 #[cfg(feature = "http")]
 mod script;
@@ -104,6 +112,18 @@ pub use act::{Act, ScriptedEvent};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use call::ActError;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
+)]
+pub use exchange::{ScriptedRequest, ScriptedResponse};
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use fault_layer::{FaultLayer, FaultService};
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub use fault_middleware::FaultMiddleware;
 pub use scope::{Recorded, scope, scope_with_draw};
 pub(crate) use scope::{after_skipped, before_skipped, draw, record};
 #[cfg(feature = "http")]

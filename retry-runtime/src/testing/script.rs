@@ -46,7 +46,8 @@ struct Shared {
 struct Plan {
     any: VecDeque<Act>,
     paths: HashMap<String, VecDeque<Act>>,
-    otherwise: Act,
+    /// `None`: the server and `call` answer [`UNSCRIPTED`]; a layer passes the request on.
+    otherwise: Option<Act>,
 }
 
 /// One request a script was asked, as it arrived: for assertions.
@@ -79,8 +80,7 @@ impl Script {
                 plan: Mutex::new(Plan {
                     any: acts.into_iter().collect(),
                     paths: HashMap::new(),
-                    otherwise: Act::status(UNSCRIPTED)
-                        .with_body("no act was scripted for this request"),
+                    otherwise: None,
                 }),
                 asked: Mutex::new(Vec::new()),
                 origin: Instant::now(),
@@ -105,14 +105,16 @@ impl Script {
         self
     }
 
-    /// This script, answering `act` once its acts have run out (by default a `410 Gone`).
+    /// This script, answering `act` once its acts have run out. By default the server and
+    /// [`call`](Script::call) answer `410 Gone`, and the tower layer and the reqwest
+    /// middleware pass the request on to the service or client they wrap.
     ///
     /// ```
     /// use retry_runtime::testing::{Act, Script};
     /// let _ = Script::new([]).otherwise(Act::ok("always"));
     /// ```
     pub fn otherwise(self, act: Act) -> Script {
-        self.plan().otherwise = act;
+        self.plan().otherwise = Some(act);
         self
     }
 
@@ -168,16 +170,23 @@ impl Script {
     }
 
     /// Record `asked` (its `at` set by `clock`) and take the act for it: the path's next,
-    /// else the next for every path, else the default.
-    pub(crate) fn take(&self, mut asked: Asked, clock: &ScopeClock) -> Act {
+    /// else the next for every path, else the default, else `410 Gone`.
+    pub(crate) fn take(&self, asked: Asked, clock: &ScopeClock) -> Act {
+        self.next(asked, clock).unwrap_or_else(|| {
+            Act::status(UNSCRIPTED).with_body("no act was scripted for this request")
+        })
+    }
+
+    /// Like [`take`](Script::take), `None` past the script with no default: a layer passes
+    /// the request on.
+    pub(crate) fn next(&self, mut asked: Asked, clock: &ScopeClock) -> Option<Act> {
         let key = asked.path.split('?').next().unwrap_or_default().to_owned();
         let act = {
             let mut plan = self.plan();
             let scripted = plan.paths.get_mut(&key).and_then(VecDeque::pop_front);
-            match scripted.or_else(|| plan.any.pop_front()) {
-                Some(act) => act,
-                None => plan.otherwise.clone(),
-            }
+            scripted
+                .or_else(|| plan.any.pop_front())
+                .or_else(|| plan.otherwise.clone())
         };
         asked.at = clock.now().saturating_duration_since(self.shared.origin);
         self.shared
