@@ -121,6 +121,8 @@ pub mod sse;
 #[cfg(feature = "stream")]
 mod stream;
 #[cfg(feature = "test-util")]
+mod test_scope;
+#[cfg(feature = "test-util")]
 #[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
 pub mod testing;
 mod timeout;

@@ -7,8 +7,8 @@ use std::io;
 
 use crate::class::{Class, Classify};
 use crate::http::HttpError;
+use crate::test_scope::ScopeClock;
 use crate::testing::act::{Act, ActKind, ScriptedEvent, StreamEnd, resumed};
-use crate::testing::scope::ScopeClock;
 use crate::testing::script::{Asked, Script};
 
 /// Why a scripted call failed: a status the table reads, or no answer at all.

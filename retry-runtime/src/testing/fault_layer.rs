@@ -6,10 +6,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::test_scope::ScopeClock;
 use crate::testing::act::Act;
 use crate::testing::call::{ActError, play};
 use crate::testing::exchange::{ScriptedRequest, ScriptedResponse};
-use crate::testing::scope::ScopeClock;
 use crate::testing::script::Script;
 
 /// A tower layer that answers each request from a [`Script`] before the service it wraps,

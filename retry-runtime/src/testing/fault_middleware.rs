@@ -4,10 +4,10 @@
 
 use reqwest_middleware::{Middleware, Next};
 
+use crate::test_scope::ScopeClock;
 use crate::testing::call::play;
 use crate::testing::exchange::{ScriptedRequest, ScriptedResponse};
 use crate::testing::fault_layer::cursor;
-use crate::testing::scope::ScopeClock;
 use crate::testing::script::Script;
 
 /// A reqwest middleware that answers each request from a [`Script`] before the rest of the

@@ -98,7 +98,6 @@ mod exchange;
 mod fault_layer;
 #[cfg(feature = "reqwest-middleware")]
 mod fault_middleware;
-mod scope;
 #[cfg(feature = "http")]
 mod script;
 #[cfg(feature = "test-server")]
@@ -106,6 +105,7 @@ mod server;
 #[cfg(feature = "stream")]
 mod stream_of;
 
+pub use crate::test_scope::{Recorded, scope, scope_with_draw};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use act::{Act, ScriptedEvent};
@@ -124,8 +124,6 @@ pub use fault_layer::{FaultLayer, FaultService};
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub use fault_middleware::FaultMiddleware;
-pub use scope::{Recorded, scope, scope_with_draw};
-pub(crate) use scope::{after_skipped, before_skipped, draw, record};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use script::{Asked, Script};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::test_scope::ScopeClock;
 use crate::testing::act::Act;
-use crate::testing::scope::ScopeClock;
 
 /// The status a script answers once a path's acts have run out, unless told otherwise:
 /// `410 Gone`, an answer, so a ladder that made more attempts than the test scripted stops.

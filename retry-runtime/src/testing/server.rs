@@ -10,8 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use crate::test_scope::ScopeClock;
 use crate::testing::act::{Act, ActKind, Canned, ScriptedEvent, StreamEnd, resumed};
-use crate::testing::scope::ScopeClock;
 use crate::testing::script::{Asked, Script};
 
 /// The most a request's head may take; a longer one is closed unanswered.

@@ -54,3 +54,6 @@ pub async fn collect<S: futures_core::Stream>(stream: S) -> Vec<S::Item> {
     }
     items
 }
+
+/// The test streams carry no cursor of their own.
+impl<T> crate::stream::Resumable for StreamOf<T> {}

@@ -1,5 +1,7 @@
-//! The test scope: waits recorded, not slept, and jitter fixed. It must not be read by the
-//! default clock unless feature `test-util` is on (tokio's rule for its test machinery).
+//! The test scope (feature `test-util`, shown as `testing::scope`): waits recorded, not
+//! slept, and jitter fixed. A room of its own below the clock, which reads it, apart from the
+//! fault scripts above the HTTP table. It must not be read by the default clock unless
+//! feature `test-util` is on (tokio's rule for its test machinery).
 
 use std::future::Future;
 use std::pin::pin;
