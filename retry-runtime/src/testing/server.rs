@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::test_scope::ScopeClock;
@@ -48,6 +49,8 @@ const MAX_BODY: usize = 1024 * 1024;
 pub struct FaultServer {
     addr: SocketAddr,
     script: Script,
+    /// How many hangs and stalls the client closed.
+    closed: watch::Sender<usize>,
     task: JoinHandle<()>,
 }
 
@@ -62,6 +65,8 @@ impl FaultServer {
         let addr = listener.local_addr()?;
         let clock = ScopeClock::current();
         let served = script.clone();
+        let closed = watch::Sender::new(0);
+        let counted = closed.clone();
         let task = tokio::spawn(async move {
             // backoff-lint: allow(a server's accept loop, not a retry)
             loop {
@@ -70,10 +75,16 @@ impl FaultServer {
                     tokio::task::yield_now().await;
                     continue;
                 };
-                tokio::spawn(serve(stream, served.clone(), clock.clone()));
+                let served = (served.clone(), clock.clone(), counted.clone());
+                tokio::spawn(serve(stream, served));
             }
         });
-        Ok(FaultServer { addr, script, task })
+        Ok(FaultServer {
+            addr,
+            script,
+            closed,
+            task,
+        })
     }
 
     /// The server's origin: `http://127.0.0.1:PORT` (no trailing `/`; append a path).
@@ -120,7 +131,8 @@ impl FaultServer {
 }
 
 impl FaultServer {
-    /// How many requests it was asked so far: `server.script().requests()`.
+    /// How many requests it was asked so far, counted as the library counts attempts
+    /// (`u32`, saturating), so `report.attempts() == server.requests()` reads as it says.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -130,8 +142,39 @@ impl FaultServer {
     /// assert_eq!(server.requests(), 0);
     /// # }
     /// ```
-    pub fn requests(&self) -> usize {
-        self.script.requests()
+    pub fn requests(&self) -> u32 {
+        u32::try_from(self.script.requests()).unwrap_or(u32::MAX)
+    }
+
+    /// How many hangs and stalls the client has closed so far: an attempt's timeout that
+    /// dropped its connection.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use retry_runtime::testing::{FaultServer, Script};
+    /// let server = FaultServer::start(Script::new([])).await.unwrap();
+    /// assert_eq!(server.closed(), 0);
+    /// # }
+    /// ```
+    pub fn closed(&self) -> usize {
+        *self.closed.borrow()
+    }
+
+    /// Wait (in real time) until the client has closed `count` hangs and stalls.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use retry_runtime::testing::{FaultServer, Script};
+    /// let server = FaultServer::start(Script::new([])).await.unwrap();
+    /// server.wait_for_closed(0).await;
+    /// # }
+    /// ```
+    pub async fn wait_for_closed(&self, count: usize) {
+        let mut closed = self.closed.subscribe();
+        // The sender lives as long as `self`: the wait ends only by the count.
+        let _ = closed.wait_for(|closed| *closed >= count).await;
     }
 }
 
@@ -141,8 +184,11 @@ impl Drop for FaultServer {
     }
 }
 
-/// Read one request, record it, play its act.
-async fn serve(mut stream: TcpStream, script: Script, clock: ScopeClock) {
+/// Read one request, record it, play its act; count a hang or a stall the client closed.
+async fn serve(
+    mut stream: TcpStream,
+    (script, clock, closed): (Script, ScopeClock, watch::Sender<usize>),
+) {
     let Some(asked) = read_request(&mut stream).await else {
         return;
     };
@@ -150,7 +196,19 @@ async fn serve(mut stream: TcpStream, script: Script, clock: ScopeClock) {
     let starting_after = query_value(&asked.path, "starting_after").and_then(|v| v.parse().ok());
     let act = script.take(asked, &clock);
     // A client gone mid-answer is the test's business, not the server's.
-    let _ = play(&mut stream, act, last_event_id.as_deref(), starting_after).await;
+    let held = play(&mut stream, act, last_event_id.as_deref(), starting_after).await;
+    if let Ok(Held::UntilClosed) = held {
+        closed.send_modify(|closed| *closed += 1);
+    }
+}
+
+/// How an act left the connection.
+#[derive(Debug, PartialEq, Eq)]
+enum Held {
+    /// Answered, cut or refused.
+    Done,
+    /// Held open, silent, until the client closed it.
+    UntilClosed,
 }
 
 async fn play(
@@ -158,10 +216,10 @@ async fn play(
     act: Act,
     last_event_id: Option<&str>,
     starting_after: Option<u64>,
-) -> io::Result<()> {
+) -> io::Result<Held> {
     match act.kind {
-        ActKind::Answer(canned) => answer(stream, &canned).await,
-        ActKind::Refuse => Ok(()),
+        ActKind::Answer(canned) => answer(stream, &canned).await.map(|()| Held::Done),
+        ActKind::Refuse => Ok(Held::Done),
         ActKind::ResetMidBody(body) => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -169,7 +227,7 @@ async fn play(
             );
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(&body.as_bytes()[..body.len() / 2]).await?;
-            stream.flush().await
+            stream.flush().await.map(|()| Held::Done)
         }
         ActKind::Hang => until_closed(stream).await,
         ActKind::Events { events, upto, end } => send_events(stream, &events[..upto], end).await,
@@ -213,7 +271,7 @@ async fn send_events(
     stream: &mut TcpStream,
     events: &[ScriptedEvent],
     end: StreamEnd,
-) -> io::Result<()> {
+) -> io::Result<Held> {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     stream.write_all(head.as_bytes()).await?;
     stream.flush().await?;
@@ -228,19 +286,20 @@ async fn send_events(
         StreamEnd::Clean => {
             stream.write_all(b"0\r\n\r\n").await?;
             stream.flush().await?;
-            stream.shutdown().await
+            stream.shutdown().await.map(|()| Held::Done)
         }
         // Closed with the chunked body unfinished: the client sees the body cut off.
-        StreamEnd::Cut => Ok(()),
+        StreamEnd::Cut => Ok(Held::Done),
         StreamEnd::Stall => until_closed(stream).await,
     }
 }
 
 /// Hold the connection open, sending nothing, until the client closes it.
-async fn until_closed(stream: &mut TcpStream) -> io::Result<()> {
+async fn until_closed(stream: &mut TcpStream) -> io::Result<Held> {
     let mut buffer = [0; 1024];
-    while stream.read(&mut buffer).await? > 0 {}
-    Ok(())
+    // A reset is the client closing it too.
+    while let Ok(1..) = stream.read(&mut buffer).await {}
+    Ok(Held::UntilClosed)
 }
 
 /// Read a request's head and its body (by `content-length`), within bounds; `None` if the
