@@ -11,13 +11,21 @@ use retry_runtime::testing::{self, Act, FaultServer, Script, ScriptedEvent};
 use retry_runtime::{Class, Classify, Policy, Retry, grpc};
 
 fn client() -> reqwest::Client {
+    client_timing_out_after(Duration::from_secs(30))
+}
+
+/// A client whose requests time out after `timeout`: a short real duration ends a hang.
+fn client_timing_out_after(timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(0)
-        .timeout(Duration::from_millis(300))
+        .timeout(timeout)
         .build()
         .expect("build a reqwest client")
 }
+
+/// The attempt's timeout in the tests of a hang and a stall: a few hundred milliseconds.
+const SHORT: Duration = Duration::from_millis(300);
 
 async fn server(acts: impl IntoIterator<Item = Act>) -> FaultServer {
     FaultServer::start(Script::new(acts))
@@ -153,12 +161,14 @@ async fn a_reset_mid_body_is_transport() {
 #[tokio::test]
 async fn a_hang_ends_at_the_attempts_timeout_as_a_timeout() {
     let server = server([Act::hang()]).await;
-    let error = client()
+    let error = client_timing_out_after(SHORT)
         .get(server.url())
         .send()
         .await
         .expect_err("no answer");
     assert_eq!(error.classify(), Class::Timeout);
+    // The client's timeout dropped the hung connection, and the server saw it go.
+    server.wait_for_closed(1).await;
 }
 
 #[tokio::test]
@@ -172,7 +182,16 @@ async fn a_200_with_a_body_is_the_answer() {
 /// The events of one scripted stream as the library decodes them, and how it ended: `None`
 /// for a clean end, else the error's class.
 async fn read_stream(server: &FaultServer, last_event_id: Option<&str>, path: &str) -> Read {
-    let mut request = client().get(format!("{}{path}", server.url()));
+    read_with(&client(), server, last_event_id, path).await
+}
+
+async fn read_with(
+    client: &reqwest::Client,
+    server: &FaultServer,
+    last_event_id: Option<&str>,
+    path: &str,
+) -> Read {
+    let mut request = client.get(format!("{}{path}", server.url()));
     if let Some(id) = last_event_id {
         request = request.header("last-event-id", id);
     }
@@ -249,10 +268,13 @@ async fn a_cut_after_two_events_without_ids_is_transport() {
 #[tokio::test]
 async fn a_stall_after_two_events_is_a_timeout_of_the_client() {
     let server = server([Act::events(ScriptedEvent::numbered(5)).stall_after(2)]).await;
+    let client = client_timing_out_after(SHORT);
     assert_eq!(
-        read_stream(&server, None, "/").await,
+        read_with(&client, &server, None, "/").await,
         read(&["1", "2"], Some(Class::Timeout))
     );
+    // The client's timeout dropped the stalled connection.
+    server.wait_for_closed(1).await;
 }
 
 #[tokio::test]
