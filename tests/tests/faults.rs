@@ -442,3 +442,15 @@ async fn the_tower_layer_answers_from_the_script_then_passes_requests_on() {
     );
     assert!(asked[2].at - asked[0].at >= Duration::from_millis(750));
 }
+
+#[tokio::test]
+async fn the_closure_adapter_reads_a_grpc_status_with_the_grpc_table() {
+    let script = Script::new([Act::grpc_status(14, Some(Duration::from_millis(700)))]);
+    let error = script.call("grpc").await.unwrap_err();
+    assert_eq!(
+        error.classify(),
+        Class::Unavailable {
+            retry_after: Some(Duration::from_millis(700))
+        }
+    );
+}

@@ -221,11 +221,14 @@ impl Act {
     }
 
     /// A gRPC status as a trailers-only answer (`200`, `content-type: application/grpc`,
-    /// `grpc-status`, `grpc-message`), with `grpc-retry-pushback-ms` if `pushback` is given.
+    /// `grpc-status`, `grpc-message`), with `grpc-retry-pushback-ms` if `pushback` is given
+    /// (feature `grpc`, whose table [`Script::call`](crate::testing::Script::call) reads it
+    /// with).
     ///
     /// ```
     /// let _ = retry_runtime::testing::Act::grpc_status(8, Some(std::time::Duration::from_millis(1500)));
     /// ```
+    #[cfg(feature = "grpc")]
     pub fn grpc_status(code: i32, pushback: Option<Duration>) -> Act {
         let act = Act::status(200)
             .with_header("content-type", "application/grpc")

@@ -31,6 +31,14 @@ pub enum ActError {
     Status(HttpError),
     /// No answer: refused, reset mid-body, a stream cut off.
     Transport(io::Error),
+    /// A gRPC status that is not `OK`, and its pushback if it had one (feature `grpc`).
+    #[cfg(feature = "grpc")]
+    Grpc {
+        /// The status code.
+        code: i32,
+        /// Its `grpc-retry-pushback-ms`, read by the gRPC table.
+        pushback: Option<crate::grpc::Pushback>,
+    },
 }
 
 impl Classify for ActError {
@@ -38,6 +46,10 @@ impl Classify for ActError {
         match self {
             ActError::Status(error) => error.classify(),
             ActError::Transport(_) => Class::Transport,
+            #[cfg(feature = "grpc")]
+            ActError::Grpc { code, pushback } => {
+                crate::grpc::classify_status(*code, *pushback, None, false)
+            }
         }
     }
 }
@@ -47,6 +59,8 @@ impl fmt::Display for ActError {
         match self {
             ActError::Status(error) => write!(f, "scripted answer: {error}"),
             ActError::Transport(error) => write!(f, "scripted failure with no answer: {error}"),
+            #[cfg(feature = "grpc")]
+            ActError::Grpc { code, .. } => write!(f, "scripted gRPC status {code}"),
         }
     }
 }
@@ -84,6 +98,10 @@ impl Script {
             at: std::time::Duration::ZERO,
         };
         let played = play(self.take(asked, &ScopeClock::current()), None, None).await?;
+        #[cfg(feature = "grpc")]
+        if let Some(error) = grpc_error(&played.headers) {
+            return Err(error);
+        }
         if played.status.is_client_error() || played.status.is_server_error() {
             let body = played.body.as_bytes();
             return Err(ActError::Status(HttpError::new(
@@ -163,6 +181,16 @@ pub(crate) async fn play(
         headers,
         body: events.iter().map(ScriptedEvent::to_wire).collect(),
     })
+}
+
+/// A trailers-only gRPC answer whose status is not `OK`, as the error the table reads.
+#[cfg(feature = "grpc")]
+fn grpc_error(headers: &http::HeaderMap) -> Option<ActError> {
+    let code = crate::grpc::parse_code(headers.get("grpc-status")?.to_str().ok()?)?;
+    let pushback = headers
+        .get(crate::grpc::PUSHBACK)
+        .map(|value| crate::grpc::parse_pushback(value.as_bytes()));
+    (code != 0).then_some(ActError::Grpc { code, pushback })
 }
 
 fn cut_off() -> ActError {

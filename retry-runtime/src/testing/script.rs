@@ -64,7 +64,9 @@ pub struct Asked {
     /// Its body, as text (lossy).
     pub body: String,
     /// When it arrived, since the script was made, by the test scope's clock: a 30 s
-    /// `Retry-After` waited out in a scope puts 30 s between two requests.
+    /// `Retry-After` waited out in a scope puts 30 s between two requests. The in-process
+    /// players read the scope of the task that asks; a `FaultServer`
+    /// reads the scope it was started in (outside one, tokio's clock).
     pub at: Duration,
 }
 
