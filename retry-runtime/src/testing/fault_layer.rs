@@ -10,7 +10,7 @@ use crate::test_scope::ScopeClock;
 use crate::testing::act::Act;
 use crate::testing::call::{ActError, play};
 use crate::testing::exchange::{ScriptedRequest, ScriptedResponse};
-use crate::testing::script::Script;
+use crate::testing::script::{Script, cursor};
 
 /// A tower layer that answers each request from a [`Script`] before the service it wraps,
 /// and hands the service the requests past the script. Put it inside a
@@ -107,19 +107,6 @@ where
             None => Box::pin(self.inner.call(request)),
         }
     }
-}
-
-/// A request's resume cursor: its `Last-Event-ID`, and the `starting_after` of its query.
-pub(crate) fn cursor(path: &str, last_event_id: Option<&str>) -> (Option<String>, Option<u64>) {
-    let starting_after = path.split_once('?').and_then(|(_, query)| {
-        query.split('&').find_map(|pair| {
-            let (key, value) = pair.split_once('=')?;
-            (key == "starting_after")
-                .then(|| value.parse().ok())
-                .flatten()
-        })
-    });
-    (last_event_id.map(str::to_owned), starting_after)
 }
 
 async fn answer<R: ScriptedResponse, E: From<ActError>>(

@@ -7,8 +7,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::test_scope::ScopeClock;
 use crate::testing::call::play;
 use crate::testing::exchange::{ScriptedRequest, ScriptedResponse};
-use crate::testing::fault_layer::cursor;
-use crate::testing::script::Script;
+use crate::testing::script::{Script, cursor};
 
 /// A reqwest middleware that answers each request from a [`Script`] before the rest of the
 /// chain, and sends the requests past the script on. Put it after a

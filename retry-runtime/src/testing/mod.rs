@@ -94,7 +94,7 @@ mod act;
 mod call;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod exchange;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg(feature = "tower")]
 mod fault_layer;
 #[cfg(feature = "reqwest-middleware")]
 mod fault_middleware;

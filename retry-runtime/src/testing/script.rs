@@ -200,3 +200,16 @@ impl Script {
         act
     }
 }
+
+/// A request's resume cursor: its `Last-Event-ID`, and the `starting_after` of its query.
+pub(crate) fn cursor(path: &str, last_event_id: Option<&str>) -> (Option<String>, Option<u64>) {
+    let starting_after = path.split_once('?').and_then(|(_, query)| {
+        query.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            (key == "starting_after")
+                .then(|| value.parse().ok())
+                .flatten()
+        })
+    });
+    (last_event_id.map(str::to_owned), starting_after)
+}

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::test_scope::ScopeClock;
 use crate::testing::act::{Act, ActKind, Canned, ScriptedEvent, StreamEnd, resumed};
-use crate::testing::script::{Asked, Script};
+use crate::testing::script::{Asked, Script, cursor};
 
 /// The most a request's head may take; a longer one is closed unanswered.
 const MAX_HEAD: usize = 64 * 1024;
@@ -192,8 +192,7 @@ async fn serve(
     let Some(asked) = read_request(&mut stream).await else {
         return;
     };
-    let last_event_id = asked.last_event_id.clone();
-    let starting_after = query_value(&asked.path, "starting_after").and_then(|v| v.parse().ok());
+    let (last_event_id, starting_after) = cursor(&asked.path, asked.last_event_id.as_deref());
     let act = script.take(asked, &clock);
     // A client gone mid-answer is the test's business, not the server's.
     let held = play(&mut stream, act, last_event_id.as_deref(), starting_after).await;
@@ -348,14 +347,5 @@ async fn read_request(stream: &mut TcpStream) -> Option<Asked> {
         last_event_id: header("last-event-id"),
         body: String::from_utf8_lossy(&body).into_owned(),
         at: std::time::Duration::ZERO,
-    })
-}
-
-/// The value of `name` in the query of `path`, if it has one.
-fn query_value<'a>(path: &'a str, name: &str) -> Option<&'a str> {
-    let (_, query) = path.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        (key == name).then_some(value)
     })
 }
