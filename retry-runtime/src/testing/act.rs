@@ -132,6 +132,7 @@ impl Act {
     /// let _ = retry_runtime::testing::Act::rate_limited_until(SystemTime::now() + Duration::from_secs(60));
     /// ```
     #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn rate_limited_until(when: std::time::SystemTime) -> Act {
         Act::status(429).with_header("retry-after", &httpdate::fmt_http_date(when))
     }
@@ -229,6 +230,7 @@ impl Act {
     /// let _ = retry_runtime::testing::Act::grpc_status(8, Some(std::time::Duration::from_millis(1500)));
     /// ```
     #[cfg(feature = "grpc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
     pub fn grpc_status(code: i32, pushback: Option<Duration>) -> Act {
         let act = Act::status(200)
             .with_header("content-type", "application/grpc")

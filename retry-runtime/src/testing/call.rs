@@ -33,6 +33,7 @@ pub enum ActError {
     Transport(io::Error),
     /// A gRPC status that is not `OK`, and its pushback if it had one (feature `grpc`).
     #[cfg(feature = "grpc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
     Grpc {
         /// The status code.
         code: i32,
