@@ -202,6 +202,11 @@ impl Script {
 }
 
 /// A request's resume cursor: its `Last-Event-ID`, and the `starting_after` of its query.
+#[cfg(any(
+    feature = "test-server",
+    feature = "tower",
+    feature = "reqwest-middleware"
+))]
 pub(crate) fn cursor(path: &str, last_event_id: Option<&str>) -> (Option<String>, Option<u64>) {
     let starting_after = path.split_once('?').and_then(|(_, query)| {
         query.split('&').find_map(|pair| {
