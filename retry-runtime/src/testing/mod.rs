@@ -18,12 +18,12 @@
 //!   `openai_rate_limit_exceeded()`, `openai_insufficient_quota()`, `google_retry_info(7 s)`
 //!   (`RESOURCE_EXHAUSTED` with `RetryInfo`), `google_daily_quota()` (a per-day
 //!   `QuotaFailure`), `context_overflow()`, `unavailable()` (a `503` with no body),
-//!   `grpc_status(code, pushback)`; below HTTP, `refused()`, `reset_mid_body()`, `hang()` (no
-//!   answer until the attempt's timeout); streams, `events(list)` and its early ends
-//!   `.cut_after(n)`, `.stall_after(n)`, `.close_after(n)`, `empty_stream()`,
-//!   `overloaded_event()` (an error event before content), and resumes, `resume(list)`
-//!   (after `Last-Event-ID` or `starting_after`) and `resume_replaying_last(list)`; and
-//!   `ok(body)`.
+//!   `grpc_status(code, pushback)` (feature `grpc`); below HTTP, `refused()`,
+//!   `reset_mid_body()`, `hang()` (no answer until the attempt's timeout); streams,
+//!   `events(list)` and its early ends `.cut_after(n)`, `.stall_after(n)`, `.close_after(n)`,
+//!   `empty_stream()`, `overloaded_event()` (an error event before content), and resumes,
+//!   `resume(list)` (after `Last-Event-ID` or `starting_after`) and
+//!   `resume_replaying_last(list)`; and `ok(body)`.
 //! - **Where it plays.** `FaultServer::start(script)` (feature `test-server`) serves it on a
 //!   free port of 127.0.0.1, HTTP/1.1 and SSE, for a client you cannot wrap (reqwest,
 //!   async-openai, an MCP client); it stops when dropped. `FaultLayer` (feature `tower`) and
@@ -50,6 +50,9 @@
 //! assert_eq!(waits.waits(), [250, 500, 1000].map(Duration::from_millis));
 //! # }
 //! ```
+//!
+//! The examples below need, as a dev-dependency, `retry-runtime` with `features =
+//! ["test-server", "reqwest"]` (and `"sse"` for the stream), and `tokio` with `"macros"`.
 //!
 //! The scope over real connections, refused by a port where nothing listens:
 //!
