@@ -1,6 +1,7 @@
 //! Issue 13: async-openai, a client that retries on its own, through the recipe
 //! (`with_http_service` + `RetryLayer` + `ReqwestService`), against a real loopback server
-//! that plays provider answers and counts requests.
+//! that plays provider answers and counts requests: the library's own fault server
+//! (`testing::FaultServer`, issue 47), which replaced this file's use of a hand-written one.
 //!
 //! The clock is tokio's real one: a paused clock auto-advances while the runtime waits on a
 //! socket, which would expire the turn mid-request. Waits are recorded by
@@ -15,15 +16,14 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
     CreateChatCompletionRequestArgs,
 };
-use retry_runtime::testing::{self, Recorded};
+use retry_runtime::testing::{self, Act, FaultServer, Recorded, Script};
 use retry_runtime::{Policy, Retry, Turn, TurnReport, retry};
-use retry_tests::{Server, Step};
 
 const REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"m",
     "choices":[{"index":0,"message":{"role":"assistant","content":"reply"},"finish_reason":"stop"}]}"#;
 
 /// The recipe, exactly as the README shows it.
-fn client(server: &Server) -> async_openai::Client<OpenAIConfig> {
+fn client(server: &FaultServer) -> async_openai::Client<OpenAIConfig> {
     let config = OpenAIConfig::new()
         .with_api_base(server.url().trim_end_matches('/'))
         .with_api_key("sk-test");
@@ -36,6 +36,13 @@ fn client(server: &Server) -> async_openai::Client<OpenAIConfig> {
                 reqwest::Client::new(),
             )),
     )
+}
+
+/// A fault server on 127.0.0.1 that plays `acts`, one a request.
+async fn start(acts: impl IntoIterator<Item = Act>) -> FaultServer {
+    FaultServer::start(Script::new(acts))
+        .await
+        .expect("start a fault server")
 }
 
 fn request() -> CreateChatCompletionRequest {
@@ -52,9 +59,9 @@ fn request() -> CreateChatCompletionRequest {
 
 /// One chat completion through the recipe, in a 180 s turn, with waits recorded.
 async fn chat(
-    script: impl IntoIterator<Item = Step>,
+    script: impl IntoIterator<Item = Act>,
 ) -> (Result<String, OpenAIError>, u32, TurnReport, Recorded) {
-    let server = Server::start(script).await;
+    let server = start(script).await;
     let client = client(&server);
     let ((outcome, report), recorded) =
         testing::scope(Turn::new(Duration::from_secs(180)).run(async {
@@ -80,7 +87,7 @@ fn api_error(result: Result<String, OpenAIError>) -> async_openai::error::ApiErr
 #[tokio::test]
 async fn a_503_outage_is_four_requests_not_sixteen() {
     let (result, requests, report, recorded) =
-        chat(Step::status(503).with_body("down").times(20)).await;
+        chat(Act::status(503).with_body("down").times(20)).await;
     assert_eq!(requests, 4);
     assert_eq!(report.attempts(), requests);
     assert_eq!(report.calls(), 1);
@@ -97,7 +104,7 @@ async fn a_503_outage_is_four_requests_not_sixteen() {
 #[tokio::test]
 async fn a_one_day_retry_after_is_one_request_and_no_wait() {
     let (result, requests, report, recorded) =
-        chat([Step::status(503).with_header("retry-after", "86400")]).await;
+        chat([Act::status(503).with_header("retry-after", "86400")]).await;
     assert_eq!(requests, 1);
     assert_eq!(report.attempts(), 1);
     assert!(recorded.waits().is_empty());
@@ -107,7 +114,7 @@ async fn a_one_day_retry_after_is_one_request_and_no_wait() {
 #[tokio::test]
 async fn insufficient_quota_is_one_request_and_its_body_reaches_the_client() {
     let body = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
-    let (result, requests, report, recorded) = chat([Step::status(429).with_body(body)]).await;
+    let (result, requests, report, recorded) = chat([Act::status(429).with_body(body)]).await;
     assert_eq!(requests, 1);
     assert_eq!(report.attempts(), 1);
     assert!(recorded.waits().is_empty());
@@ -120,7 +127,7 @@ async fn insufficient_quota_is_one_request_and_its_body_reaches_the_client() {
 #[tokio::test]
 async fn x_should_retry_false_is_one_request() {
     let (result, requests, report, _) =
-        chat([Step::status(503).with_header("x-should-retry", "false")]).await;
+        chat([Act::status(503).with_header("x-should-retry", "false")]).await;
     assert_eq!(requests, 1);
     assert_eq!(report.attempts(), 1);
     assert_eq!(api_error(result).status_code, 503);
@@ -129,8 +136,8 @@ async fn x_should_retry_false_is_one_request() {
 #[tokio::test]
 async fn a_503_asking_for_two_seconds_waits_at_least_two() {
     let (result, requests, report, recorded) = chat([
-        Step::status(503).with_header("retry-after", "2"),
-        Step::ok(REPLY),
+        Act::status(503).with_header("retry-after", "2"),
+        Act::ok(REPLY),
     ])
     .await;
     assert_eq!(result.unwrap(), "reply");
@@ -148,10 +155,10 @@ async fn a_503_asking_for_two_seconds_waits_at_least_two() {
 #[tokio::test]
 async fn a_gateways_plain_text_429_is_retried() {
     let (result, requests, report, recorded) = chat([
-        Step::status(429)
+        Act::status(429)
             .with_header("content-type", "text/plain")
             .with_body("Too Many Requests"),
-        Step::ok(REPLY),
+        Act::ok(REPLY),
     ])
     .await;
     assert_eq!(result.unwrap(), "reply");
@@ -164,15 +171,27 @@ async fn a_gateways_plain_text_429_is_retried() {
 async fn a_529_overloaded_error_is_retried() {
     let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     let (result, requests, report, _) =
-        chat([Step::status(529).with_body(body), Step::ok(REPLY)]).await;
+        chat([Act::status(529).with_body(body), Act::ok(REPLY)]).await;
     assert_eq!(result.unwrap(), "reply");
     assert_eq!(requests, 2);
     assert_eq!(report.attempts(), 2);
 }
 
+/// Issue 47: an Anthropic-style overload, then the answer, scripted in one line each; the
+/// fault server counts what it was asked.
+#[tokio::test]
+async fn an_overload_then_an_answer_is_two_requests_through_the_layer() {
+    let (result, requests, report, recorded) =
+        chat([Act::anthropic_overloaded(), Act::ok(REPLY)]).await;
+    assert_eq!(result.unwrap(), "reply");
+    assert_eq!(requests, 2);
+    assert_eq!(report.attempts(), 2);
+    assert_eq!(recorded.waits(), [Duration::from_millis(250)]);
+}
+
 #[tokio::test]
 async fn a_success_is_one_request() {
-    let (result, requests, report, recorded) = chat([Step::ok(REPLY)]).await;
+    let (result, requests, report, recorded) = chat([Act::ok(REPLY)]).await;
     assert_eq!(result.unwrap(), "reply");
     assert_eq!(requests, 1);
     assert_eq!(report.attempts(), 1);
@@ -214,7 +233,7 @@ async fn complete(client: &async_openai::Client<OpenAIConfig>) -> Result<String,
 
 #[tokio::test]
 async fn an_annotated_function_around_the_layered_client_is_one_layer() {
-    let server = Server::start(Step::status(503).times(20)).await;
+    let server = start(Act::status(503).times(20)).await;
     let client = client(&server);
     let (result, recorded) = testing::scope(complete(&client)).await;
     assert!(result.is_err());
@@ -225,7 +244,7 @@ async fn an_annotated_function_around_the_layered_client_is_one_layer() {
 /// The recipe's client spawns: the layer's future is `Send`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_recipe_spawns_on_a_multi_thread_runtime() {
-    let server = Server::start([Step::status(502), Step::ok(REPLY)]).await;
+    let server = start([Act::status(502), Act::ok(REPLY)]).await;
     let client = client(&server);
     let spawned = tokio::spawn(async move {
         testing::scope(async move { client.chat().create(request()).await }).await
@@ -281,8 +300,8 @@ mod across {
 
     #[tokio::test]
     async fn an_outage_of_the_primary_base_url_moves_the_call_to_the_secondary_at_once() {
-        let primary = Server::start(Step::status(503).with_body("down").times(20)).await;
-        let secondary = Server::start([Step::ok(REPLY)]).await;
+        let primary = start(Act::status(503).with_body("down").times(20)).await;
+        let secondary = start([Act::ok(REPLY)]).await;
         let servers = HashMap::from([
             ("primary", primary.url().parse().unwrap()),
             ("secondary", secondary.url().parse().unwrap()),

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use crate::draw::Draw;
 
 #[cfg(feature = "test-util")]
-use crate::testing;
+use crate::test_scope;
 
 /// A boxed wait, for a [`Clock`] whose sleep is simplest to write as an `async` block:
 /// `type Sleep = retry_runtime::BoxSleep;` and `Box::pin(async move { ... })`. Named apart
@@ -107,14 +107,14 @@ impl Clock for TokioClock {
     fn now(&self) -> Instant {
         let now = Instant::now();
         #[cfg(feature = "test-util")]
-        let now = testing::after_skipped(now);
+        let now = test_scope::after_skipped(now);
         now
     }
 
     #[inline]
     fn sleep(&self, wait: Duration) -> TokioSleep {
         #[cfg(feature = "test-util")]
-        let sleep = (!testing::record(wait)).then(|| tokio::time::sleep(wait));
+        let sleep = (!test_scope::record(wait)).then(|| tokio::time::sleep(wait));
         #[cfg(not(feature = "test-util"))]
         let sleep = tokio::time::sleep(wait);
         TokioSleep { sleep }
@@ -122,7 +122,7 @@ impl Clock for TokioClock {
 
     fn draw(&self) -> Draw {
         #[cfg(feature = "test-util")]
-        if let Some(draw) = testing::draw() {
+        if let Some(draw) = test_scope::draw() {
             return draw;
         }
         Draw::from_bits(jitter_bits())

@@ -76,7 +76,8 @@
 //! behind features, `http` (the one HTTP table), `sse` (server-sent events: a bounded
 //! decoder, the commit rule, a model's stream with its failures classified), `tower` and
 //! `reqwest_middleware` (the engine in clients you do not own), and `testing` (feature
-//! `test-util`: waits recorded, not slept). `tests/tests/public_api.rs` names every item, so
+//! `test-util`: waits recorded, not slept; fault scripts with `http`, played on a real socket
+//! with `test-server`). `tests/tests/public_api.rs` names every item, so
 //! the surface cannot change unseen.
 //!
 //! ## Features
@@ -127,6 +128,8 @@ mod span;
 pub mod sse;
 #[cfg(feature = "stream")]
 mod stream;
+#[cfg(feature = "test-util")]
+mod test_scope;
 #[cfg(feature = "test-util")]
 #[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
 pub mod testing;

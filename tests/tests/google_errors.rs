@@ -1,14 +1,23 @@
 //! Google's error details through the one HTTP table, against a real server on 127.0.0.1 read
 //! with reqwest: `RetryInfo.retryDelay` is the hint, a per-day quota is an answer of its own
 //! (`QuotaExhausted`), a per-minute one is a rate limit to wait out, the array-wrapped
-//! envelope reads the same, and a Gemini stream's error event before content is retried.
+//! envelope reads the same, and a Gemini stream's error event before content is retried. The
+//! server is the library's fault server (`testing::FaultServer`, issue 47), playing each
+//! scripted answer; it replaced the hand-written ones these tests began with.
 
 use std::time::Duration;
 
 use retry_runtime::http::{HintSource, ResponseExt};
+use retry_runtime::testing::{Act, FaultServer, Script, ScriptedEvent};
 use retry_runtime::{Class, Classify, Policy, Retry, StopReason, sse, testing};
-use retry_tests::event_server::{EventServer, Part};
-use retry_tests::{CallError, Server, Step};
+use retry_tests::{CallError, Client};
+
+/// A fault server on 127.0.0.1 that plays `acts`, one a request.
+async fn start(acts: impl IntoIterator<Item = Act>) -> FaultServer {
+    FaultServer::start(Script::new(acts))
+        .await
+        .expect("start a fault server")
+}
 
 /// A Gemini 429: `RESOURCE_EXHAUSTED`, a `QuotaFailure` naming `quota`, and `retryDelay`.
 fn gemini_429(quota: &str, retry_delay: &str) -> String {
@@ -25,12 +34,12 @@ const PER_MINUTE: &str = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier";
 const PER_DAY: &str = "GenerateRequestsPerDayPerProjectPerModel-FreeTier";
 
 async fn call(
-    server: &Server,
+    server: &FaultServer,
 ) -> (
     Result<String, retry_runtime::GaveUp<CallError>>,
     testing::Recorded,
 ) {
-    let client = server.client();
+    let client = Client::new(server.url());
     let (result, recorded) = testing::scope(
         Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await.map(|reply| reply.body)),
     )
@@ -40,9 +49,9 @@ async fn call(
 
 #[tokio::test]
 async fn a_per_minute_429_waits_its_retry_delay_then_succeeds() {
-    let server = Server::start([
-        Step::status(429).with_body(&gemini_429(PER_MINUTE, "2s")),
-        Step::ok("generated"),
+    let server = start([
+        Act::status(429).with_body(&gemini_429(PER_MINUTE, "2s")),
+        Act::ok("generated"),
     ])
     .await;
     let (result, recorded) = call(&server).await;
@@ -58,7 +67,7 @@ async fn a_per_minute_429_waits_its_retry_delay_then_succeeds() {
 
 #[tokio::test]
 async fn a_per_day_429_is_one_request_no_wait_and_quota_exhausted() {
-    let server = Server::start([Step::status(429).with_body(&gemini_429(PER_DAY, "36s"))]).await;
+    let server = start([Act::status(429).with_body(&gemini_429(PER_DAY, "36s"))]).await;
     let (result, recorded) = call(&server).await;
     let gave_up = result.unwrap_err();
     assert_eq!(gave_up.class(), Class::QuotaExhausted);
@@ -70,8 +79,7 @@ async fn a_per_day_429_is_one_request_no_wait_and_quota_exhausted() {
 
 #[tokio::test]
 async fn a_retry_delay_over_max_retry_after_stops_at_once() {
-    let server =
-        Server::start([Step::status(429).with_body(&gemini_429(PER_MINUTE, "600s"))]).await;
+    let server = start([Act::status(429).with_body(&gemini_429(PER_MINUTE, "600s"))]).await;
     let (result, recorded) = call(&server).await;
     let gave_up = result.unwrap_err();
     assert!(
@@ -86,8 +94,7 @@ async fn a_retry_delay_over_max_retry_after_stops_at_once() {
 #[tokio::test]
 async fn the_array_wrapped_envelope_is_read_the_same() {
     let wrapped = format!("[{}]", gemini_429(PER_MINUTE, "2s"));
-    let server =
-        Server::start([Step::status(429).with_body(&wrapped), Step::ok("generated")]).await;
+    let server = start([Act::status(429).with_body(&wrapped), Act::ok("generated")]).await;
     let (result, recorded) = call(&server).await;
     assert_eq!(result.unwrap(), "generated");
     assert_eq!(server.requests(), 2);
@@ -96,9 +103,8 @@ async fn the_array_wrapped_envelope_is_read_the_same() {
 
 #[tokio::test]
 async fn the_hint_says_it_came_from_retry_info() {
-    let server =
-        Server::start([Step::status(429).with_body(&gemini_429(PER_MINUTE, "2.5s"))]).await;
-    let error = server.client().get().await.unwrap_err();
+    let server = start([Act::status(429).with_body(&gemini_429(PER_MINUTE, "2.5s"))]).await;
+    let error = Client::new(server.url()).get().await.unwrap_err();
     let http = error.http().expect("an HTTP error");
     assert_eq!(http.hint_source(), Some(HintSource::RetryInfo));
     assert_eq!(
@@ -112,7 +118,7 @@ async fn the_hint_says_it_came_from_retry_info() {
 #[tokio::test]
 async fn a_vertex_429_with_no_details_is_retried_on_the_ladder() {
     let vertex = r#"{"error": {"code": 429, "message": "Resource exhausted. Please try again later.", "status": "RESOURCE_EXHAUSTED"}}"#;
-    let server = Server::start([Step::status(429).with_body(vertex), Step::ok("generated")]).await;
+    let server = start([Act::status(429).with_body(vertex), Act::ok("generated")]).await;
     let (result, recorded) = call(&server).await;
     assert_eq!(result.unwrap(), "generated");
     assert_eq!(server.requests(), 2);
@@ -143,9 +149,11 @@ enum StreamFailed {
 #[tokio::test]
 async fn a_per_minute_error_inside_a_gemini_stream_before_content_is_retried_after_its_delay() {
     let text = r#"{"candidates": [{"content": {"parts": [{"text": "Hi"}], "role": "model"}}]}"#;
-    let server = EventServer::start([
-        vec![Part::data(&gemini_429(PER_MINUTE, "2s").replace('\n', " "))],
-        vec![Part::data(text)],
+    let server = start([
+        Act::events([ScriptedEvent::data(
+            &gemini_429(PER_MINUTE, "2s").replace('\n', " "),
+        )]),
+        Act::events([ScriptedEvent::data(text)]),
     ])
     .await;
     let http = reqwest::Client::new();

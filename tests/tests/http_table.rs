@@ -1,10 +1,19 @@
 //! The one HTTP table, as users get it: `check_status` and the shipped classifiers, against a
-//! real server on 127.0.0.1, with the requests counted on the server's side.
+//! real server on 127.0.0.1, with the requests counted on the server's side: the library's
+//! fault server (`testing::FaultServer`, issue 47), which replaced the hand-written one.
 
 use std::time::Duration;
 
+use retry_runtime::testing::{Act, FaultServer, Script};
 use retry_runtime::{Class, Classify, Policy, Retry, StopReason, testing};
-use retry_tests::{CallError, Client, Server, Step};
+use retry_tests::{CallError, Client};
+
+/// A fault server on 127.0.0.1 that plays `acts`, one a request.
+async fn start(acts: impl IntoIterator<Item = Act>) -> FaultServer {
+    FaultServer::start(Script::new(acts))
+        .await
+        .expect("start a fault server")
+}
 
 const OPENAI_CONTEXT: &str = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
 const ANTHROPIC_CONTEXT: &str = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 200001 tokens > 200000 maximum"}}"#;
@@ -20,81 +29,87 @@ fn unavailable(hint: Option<u64>) -> Class {
 }
 
 /// One request to a server that answers `step`: the error the client hands the ladder.
-async fn failure(step: Step) -> CallError {
-    let server = Server::start([step]).await;
-    let error = server.client().get().await.expect_err("a failed response");
+async fn failure(step: Act) -> CallError {
+    let server = start([step]).await;
+    let error = Client::new(server.url())
+        .get()
+        .await
+        .expect_err("a failed response");
     assert_eq!(server.requests(), 1);
     error
 }
 
 #[tokio::test]
 async fn every_row_of_the_table_classifies_a_real_response() {
-    let rows: Vec<(Step, Class)> = vec![
+    let rows: Vec<(Act, Class)> = vec![
         // `x-should-retry` first, both ways.
         (
-            Step::status(400).with_header("x-should-retry", "true"),
+            Act::status(400).with_header("x-should-retry", "true"),
             unavailable(None),
         ),
         (
-            Step::status(503).with_header("x-should-retry", "false"),
+            Act::status(503).with_header("x-should-retry", "false"),
             Class::Definitive,
         ),
         // Then the body's error type or code.
-        (Step::status(500).with_body(OVERLOADED), unavailable(None)),
+        (Act::status(500).with_body(OVERLOADED), unavailable(None)),
         (
-            Step::status(429).with_body(INSUFFICIENT_QUOTA),
+            Act::status(429).with_body(INSUFFICIENT_QUOTA),
             Class::QuotaExhausted,
         ),
         (
-            Step::status(400).with_body(BILLING_LIMIT),
+            Act::status(400).with_body(BILLING_LIMIT),
             Class::QuotaExhausted,
         ),
         (
-            Step::status(400).with_body(OPENAI_CONTEXT),
+            Act::status(400).with_body(OPENAI_CONTEXT),
             Class::Definitive,
         ),
         (
-            Step::status(413).with_body(ANTHROPIC_CONTEXT),
+            Act::status(413).with_body(ANTHROPIC_CONTEXT),
             Class::Definitive,
         ),
         // Then the status.
-        (Step::status(502), unavailable(None)),
-        (Step::status(503), unavailable(None)),
-        (Step::status(504), unavailable(None)),
-        (Step::status(529), unavailable(None)),
+        (Act::status(502), unavailable(None)),
+        (Act::status(503), unavailable(None)),
+        (Act::status(504), unavailable(None)),
+        (Act::status(529), unavailable(None)),
         (
-            Step::status(503).with_header("retry-after", "3"),
+            Act::status(503).with_header("retry-after", "3"),
             unavailable(Some(3)),
         ),
         (
-            Step::rate_limited_for(7),
+            Act::rate_limited(Duration::from_secs(7)),
             Class::RateLimited {
                 retry_after: Some(Duration::from_secs(7)),
             },
         ),
         (
-            Step::status(429).with_header("retry-after-ms", "1500"),
+            Act::status(429).with_header("retry-after-ms", "1500"),
             Class::RateLimited {
                 retry_after: Some(Duration::from_millis(1500)),
             },
         ),
         (
-            Step::status(429).with_header("retry-after", "0"),
+            Act::status(429).with_header("retry-after", "0"),
             Class::RateLimited { retry_after: None },
         ),
-        (Step::quota_exhausted(), Class::QuotaExhausted),
-        (Step::status(403), Class::Definitive),
-        (Step::status(408), Class::Timeout),
-        (Step::status(500), Class::ServerError),
-        (Step::status(507), Class::ServerError),
-        (Step::status(501), Class::Definitive),
-        (Step::status(505), Class::Definitive),
-        (Step::status(400), Class::Definitive),
-        (Step::status(401), Class::Definitive),
-        (Step::status(404), Class::Definitive),
-        (Step::status(409), Class::Definitive),
-        (Step::status(413), Class::Definitive),
-        (Step::status(422), Class::Definitive),
+        (
+            Act::status(403).with_header("x-ratelimit-remaining", "0"),
+            Class::QuotaExhausted,
+        ),
+        (Act::status(403), Class::Definitive),
+        (Act::status(408), Class::Timeout),
+        (Act::status(500), Class::ServerError),
+        (Act::status(507), Class::ServerError),
+        (Act::status(501), Class::Definitive),
+        (Act::status(505), Class::Definitive),
+        (Act::status(400), Class::Definitive),
+        (Act::status(401), Class::Definitive),
+        (Act::status(404), Class::Definitive),
+        (Act::status(409), Class::Definitive),
+        (Act::status(413), Class::Definitive),
+        (Act::status(422), Class::Definitive),
     ];
     for (step, expected) in rows {
         let described = format!("{step:?}");
@@ -105,9 +120,9 @@ async fn every_row_of_the_table_classifies_a_real_response() {
 
 #[tokio::test]
 async fn a_529_three_times_then_200_is_waited_out() {
-    let script = Step::status(529).with_body(OVERLOADED).times(3);
-    let server = Server::start(script.into_iter().chain([Step::ok("reply")])).await;
-    let client = server.client();
+    let script = Act::status(529).with_body(OVERLOADED).times(3);
+    let server = start(script.into_iter().chain([Act::ok("reply")])).await;
+    let client = Client::new(server.url());
 
     let (result, recorded) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
@@ -120,11 +135,11 @@ async fn a_529_three_times_then_200_is_waited_out() {
 #[tokio::test]
 async fn a_503_with_retry_after_3_waits_at_least_3_s() {
     let script = [
-        Step::status(503).with_header("retry-after", "3"),
-        Step::ok("reply"),
+        Act::status(503).with_header("retry-after", "3"),
+        Act::ok("reply"),
     ];
-    let server = Server::start(script).await;
-    let client = server.client();
+    let server = start(script).await;
+    let client = Client::new(server.url());
 
     let (result, recorded) = testing::scope_with_draw(
         retry_runtime::Draw::from_unit(0.0),
@@ -144,13 +159,13 @@ async fn a_503_with_retry_after_3_waits_at_least_3_s() {
 #[tokio::test]
 async fn an_insufficient_quota_429_is_one_request_and_no_wait() {
     let script = [
-        Step::status(429)
+        Act::status(429)
             .with_header("retry-after", "20")
             .with_body(INSUFFICIENT_QUOTA),
-        Step::ok("never"),
+        Act::ok("never"),
     ];
-    let server = Server::start(script).await;
-    let client = server.client();
+    let server = start(script).await;
+    let client = Client::new(server.url());
 
     let (result, recorded) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
@@ -170,8 +185,8 @@ async fn an_insufficient_quota_429_is_one_request_and_no_wait() {
 #[tokio::test]
 async fn a_context_overflow_is_one_request_and_says_so() {
     for body in [OPENAI_CONTEXT, ANTHROPIC_CONTEXT] {
-        let server = Server::start([Step::status(400).with_body(body), Step::ok("never")]).await;
-        let client = server.client();
+        let server = start([Act::status(400).with_body(body), Act::ok("never")]).await;
+        let client = Client::new(server.url());
 
         let (result, recorded) =
             testing::scope(Retry::new(&Policy::TRANSIENT).run(async |_| client.get().await)).await;
@@ -188,11 +203,11 @@ async fn a_context_overflow_is_one_request_and_says_so() {
 #[tokio::test]
 async fn x_should_retry_true_retries_a_400() {
     let script = [
-        Step::status(400).with_header("x-should-retry", "true"),
-        Step::ok("reply"),
+        Act::status(400).with_header("x-should-retry", "true"),
+        Act::ok("reply"),
     ];
-    let server = Server::start(script).await;
-    let client = server.client();
+    let server = start(script).await;
+    let client = Client::new(server.url());
 
     let (result, _) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
@@ -204,11 +219,11 @@ async fn x_should_retry_true_retries_a_400() {
 #[tokio::test]
 async fn x_should_retry_false_stops_a_503() {
     let script = [
-        Step::status(503).with_header("x-should-retry", "false"),
-        Step::ok("never"),
+        Act::status(503).with_header("x-should-retry", "false"),
+        Act::ok("never"),
     ];
-    let server = Server::start(script).await;
-    let client = server.client();
+    let server = start(script).await;
+    let client = Client::new(server.url());
 
     let (result, _) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;
@@ -219,8 +234,8 @@ async fn x_should_retry_false_stops_a_503() {
 
 #[tokio::test]
 async fn a_response_cut_off_mid_body_is_transport_and_retried() {
-    let server = Server::start([Step::CutOff, Step::ok("reply")]).await;
-    let client = server.client();
+    let server = start([Act::reset_mid_body(), Act::ok("reply")]).await;
+    let client = Client::new(server.url());
     let mut classes = Vec::new();
 
     let (result, _) = testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| {
@@ -237,8 +252,8 @@ async fn a_response_cut_off_mid_body_is_transport_and_retried() {
 
 #[tokio::test]
 async fn a_malformed_json_body_is_one_request_and_definitive() {
-    let server = Server::start([Step::ok("{\"choices\": [oops"), Step::ok("{}")]).await;
-    let client = server.client();
+    let server = start([Act::ok("{\"choices\": [oops"), Act::ok("{}")]).await;
+    let client = Client::new(server.url());
 
     let (result, recorded) =
         testing::scope(Retry::new(&Policy::TRANSIENT).run(async |_| client.get_json().await)).await;
@@ -282,12 +297,12 @@ async fn a_host_under_invalid_is_transport_through_tcp_connect_and_stays_undeter
 #[tokio::test]
 async fn a_retry_after_of_zero_is_no_hint_and_the_ladder_waits_its_own() {
     let script = [
-        Step::status(503).with_header("retry-after", "0"),
-        Step::status(429).with_header("retry-after-ms", "0"),
-        Step::ok("reply"),
+        Act::status(503).with_header("retry-after", "0"),
+        Act::status(429).with_header("retry-after-ms", "0"),
+        Act::ok("reply"),
     ];
-    let server = Server::start(script).await;
-    let client = server.client();
+    let server = start(script).await;
+    let client = Client::new(server.url());
 
     let (result, recorded) =
         testing::scope(Retry::new(&Policy::AVAILABILITY).run(async |_| client.get().await)).await;

@@ -124,7 +124,14 @@ fn assert_package(package: &str, read_by_tests: &[&str]) {
 fn the_runtimes_package_holds_what_its_tests_and_doctests_read_and_nothing_else() {
     assert_package(
         "retry-runtime",
-        &["duration_cases.txt", "doc/testing_example.rs", "README.md"],
+        &[
+            "duration_cases.txt",
+            "doc/testing_example.rs",
+            "doc/testing_rate_limit.rs",
+            "doc/testing_stream_resume.rs",
+            "doc/testing_fallback.rs",
+            "README.md",
+        ],
     );
 }
 

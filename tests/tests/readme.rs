@@ -65,11 +65,21 @@ fn the_streams_chapters_example_is_the_compiled_one() {
     );
 }
 
+/// The testing chapter's examples (the README's "Testing code that retries" once) are the
+/// `testing` module's doctests (files of the runtime's own, so the published crate carries
+/// them), shown verbatim.
 #[test]
-fn the_testing_chapters_example_is_the_doctested_one() {
-    let example = include_str!("../../retry-runtime/doc/testing_example.rs");
-    let from = "retry-runtime/doc/testing_example.rs";
-    assert_shows("guide/testing.md", &chapter("testing"), example, from);
+fn the_testing_chapters_examples_are_the_doctested_ones() {
+    for name in [
+        "testing_rate_limit.rs",
+        "testing_stream_resume.rs",
+        "testing_fallback.rs",
+    ] {
+        let path = format!("retry-runtime/doc/{name}");
+        let example = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+            .expect("the example's file");
+        assert_shows("guide/testing.md", &chapter("testing"), &example, &path);
+    }
 }
 
 #[test]

@@ -1,35 +1,61 @@
 //! `Retry::stream` over `ResponseExt::events()`, against a real SSE server on 127.0.0.1 and a
 //! real reqwest client, counting requests on the server. The ladder's waits are skipped by
-//! `testing::scope` in real time; the timeouts use short real durations.
+//! `testing::scope` in real time; the timeouts use short real durations. The server is the
+//! library's fault server (`testing::FaultServer`, issue 47), which replaced the hand-written
+//! one these tests began with.
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use retry_runtime::http::{CallError, HttpError, ModelEvents, ResponseExt};
+use retry_runtime::testing::{Act, FaultServer, Script, ScriptedEvent};
 use retry_runtime::turn::TurnOutcome;
 use retry_runtime::{Class, GaveUp, Policy, Retry, StopReason, TimeoutBound, Turn, sse, testing};
-use retry_tests::event_server::{EventServer, Part};
 use retry_tests::stream_headline::stream_reply;
 
 /// The ready-made error: every failure a model stream can end with.
 type Failure = CallError;
 
-fn anthropic(name: &str, data: &str) -> Part {
-    Part::event(name, data)
+fn anthropic(name: &str, data: &str) -> ScriptedEvent {
+    ScriptedEvent::new(name, data)
 }
 
-fn message_start() -> Part {
+/// A fault server on 127.0.0.1 that plays `acts`, one a request.
+async fn start(acts: impl IntoIterator<Item = Act>) -> FaultServer {
+    FaultServer::start(Script::new(acts))
+        .await
+        .expect("start a fault server")
+}
+
+/// A `200 text/event-stream` of `events`, ending cleanly.
+fn events(events: Vec<ScriptedEvent>) -> Act {
+    Act::events(events)
+}
+
+/// `events`, then the connection cut.
+fn cut(events: Vec<ScriptedEvent>) -> Act {
+    let count = events.len();
+    Act::events(events).cut_after(count)
+}
+
+/// `events`, then silence with the connection open.
+fn stall(events: Vec<ScriptedEvent>) -> Act {
+    let count = events.len();
+    Act::events(events).stall_after(count)
+}
+
+fn message_start() -> ScriptedEvent {
     anthropic(
         "message_start",
         r#"{"type":"message_start","message":{"id":"msg","role":"assistant","content":[]}}"#,
     )
 }
 
-fn ping() -> Part {
+fn ping() -> ScriptedEvent {
     anthropic("ping", r#"{"type":"ping"}"#)
 }
 
-fn text_delta(text: &str) -> Part {
+fn text_delta(text: &str) -> ScriptedEvent {
     anthropic(
         "content_block_delta",
         &format!(
@@ -38,11 +64,11 @@ fn text_delta(text: &str) -> Part {
     )
 }
 
-fn message_stop() -> Part {
+fn message_stop() -> ScriptedEvent {
     anthropic("message_stop", r#"{"type":"message_stop"}"#)
 }
 
-fn overloaded() -> Part {
+fn overloaded() -> ScriptedEvent {
     anthropic(
         "error",
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
@@ -55,7 +81,7 @@ type Seen = (Vec<(String, String)>, Option<GaveUp<Failure>>);
 /// Open `server`'s stream under `retry`, committing at `sse::is_content`, and read it all.
 async fn read(
     retry: Retry,
-    server: &EventServer,
+    server: &FaultServer,
     configure: impl FnOnce(Opened) -> Configured,
 ) -> Seen {
     let http = reqwest::Client::new();
@@ -101,15 +127,15 @@ const AVAILABILITY: Retry = Retry::new(&Policy::AVAILABILITY).named("model");
 #[tokio::test]
 async fn anthropics_overloaded_event_after_message_start_is_retried_and_the_caller_sees_one_attempt()
  {
-    let server = EventServer::start([
-        vec![message_start(), ping(), overloaded()],
-        vec![
+    let server = start([
+        events(vec![message_start(), ping(), overloaded()]),
+        events(vec![
             message_start(),
             ping(),
             text_delta("Hel"),
             text_delta("lo"),
             message_stop(),
-        ],
+        ]),
     ])
     .await;
     let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
@@ -131,9 +157,9 @@ async fn anthropics_overloaded_event_after_message_start_is_retried_and_the_call
 
 #[tokio::test]
 async fn the_readmes_stream_example_recovers_from_an_overloaded_event() {
-    let server = EventServer::start([
-        vec![message_start(), ping(), overloaded()],
-        vec![message_start(), text_delta("Hello"), message_stop()],
+    let server = start([
+        events(vec![message_start(), ping(), overloaded()]),
+        events(vec![message_start(), text_delta("Hello"), message_stop()]),
     ])
     .await;
     let http = reqwest::Client::new();
@@ -146,16 +172,16 @@ async fn the_readmes_stream_example_recovers_from_an_overloaded_event() {
 #[tokio::test]
 async fn the_readmes_stream_example_reads_openais_chat_chunks_without_the_empty_first_one() {
     let chunk = |delta: &str| {
-        Part::data(&format!(
+        ScriptedEvent::data(&format!(
             r#"{{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#
         ))
     };
-    let server = EventServer::start([vec![
+    let server = start([events(vec![
         chunk(r#"{"role":"assistant","content":""}"#),
         chunk(r#"{"content":"Hi"}"#),
         chunk(r#"{"content":" \"there\"\n"}"#),
-        Part::data("[DONE]"),
-    ]])
+        ScriptedEvent::data("[DONE]"),
+    ])])
     .await;
     let http = reqwest::Client::new();
     let (text, _) = testing::scope(stream_reply(&http, &server.url(), "hi")).await;
@@ -165,9 +191,9 @@ async fn the_readmes_stream_example_reads_openais_chat_chunks_without_the_empty_
 
 #[tokio::test]
 async fn an_openai_chat_server_error_in_the_stream_is_not_retried_under_availability() {
-    let server = EventServer::start([vec![Part::data(
+    let server = start([events(vec![ScriptedEvent::data(
         r#"{"error":{"type":"server_error","message":"The server had an error while processing your request."}}"#,
-    )]])
+    )])])
     .await;
     let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
     let gave_up = gave_up.expect("the stream gives up");
@@ -189,9 +215,9 @@ async fn an_openai_chat_server_error_in_the_stream_is_not_retried_under_availabi
 
 #[tokio::test]
 async fn insufficient_quota_inside_a_stream_is_one_request_and_no_wait() {
-    let server = EventServer::start([vec![Part::data(
+    let server = start([events(vec![ScriptedEvent::data(
         r#"{"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"You exceeded your current quota"}}"#,
-    )]])
+    )])])
     .await;
     let ((_, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
     assert_eq!(gave_up.unwrap().class(), Class::QuotaExhausted);
@@ -201,9 +227,9 @@ async fn insufficient_quota_inside_a_stream_is_one_request_and_no_wait() {
 
 #[tokio::test]
 async fn a_connection_cut_before_content_is_transport_and_retried() {
-    let server = EventServer::start([
-        vec![message_start(), ping(), Part::Cut],
-        vec![message_start(), text_delta("whole"), message_stop()],
+    let server = start([
+        cut(vec![message_start(), ping()]),
+        events(vec![message_start(), text_delta("whole"), message_stop()]),
     ])
     .await;
     let turn = Turn::new(Duration::from_secs(180));
@@ -224,13 +250,12 @@ async fn a_connection_cut_before_content_is_transport_and_retried() {
 
 #[tokio::test]
 async fn a_connection_cut_after_three_deltas_ends_with_committed_and_the_deltas_delivered_once() {
-    let server = EventServer::start([vec![
+    let server = start([cut(vec![
         message_start(),
         text_delta("one"),
         text_delta("two"),
         text_delta("three"),
-        Part::Cut,
-    ]])
+    ])])
     .await;
     let ((seen, gave_up), recorded) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
     let gave_up = gave_up.expect("the cut ends the stream");
@@ -252,10 +277,10 @@ async fn a_connection_cut_after_three_deltas_ends_with_committed_and_the_deltas_
 
 #[tokio::test]
 async fn a_malformed_json_frame_is_definitive_after_one_request() {
-    let server = EventServer::start([vec![
+    let server = start([events(vec![
         message_start(),
         anthropic("content_block_delta", r#"{"type":"content_block_delta","#),
-    ]])
+    ])])
     .await;
     let ((seen, gave_up), _) = testing::scope(read(AVAILABILITY, &server, at_content)).await;
     let gave_up = gave_up.expect("a malformed frame ends the stream");
@@ -271,10 +296,10 @@ async fn an_event_over_the_cap_is_definitive_after_one_request() {
         r#"{{"type":"content_block_delta","text":"{}"}}"#,
         "x".repeat(4096)
     );
-    let server = EventServer::start([vec![
+    let server = start([events(vec![
         message_start(),
         anthropic("content_block_delta", &big),
-    ]])
+    ])])
     .await;
     let http = reqwest::Client::new();
     let url = server.url();
@@ -298,9 +323,9 @@ async fn an_event_over_the_cap_is_definitive_after_one_request() {
 async fn a_stall_before_the_first_event_times_out_at_commit_timeout_and_is_retried_when_the_policy_retries_timeouts()
  {
     static PATIENT: Policy = Policy::AVAILABILITY.retrying(Class::Timeout);
-    let server = EventServer::start([
-        vec![Part::Stall],
-        vec![message_start(), text_delta("late"), message_stop()],
+    let server = start([
+        stall(vec![]),
+        events(vec![message_start(), text_delta("late"), message_stop()]),
     ])
     .await;
     let ((seen, gave_up), recorded) = testing::scope(read(
@@ -328,7 +353,7 @@ async fn a_stall_before_the_first_event_times_out_at_commit_timeout_and_is_retri
 
 #[tokio::test]
 async fn a_stall_at_commit_timeout_is_a_timeout_that_availability_does_not_retry() {
-    let server = EventServer::start([vec![message_start(), Part::Stall]]).await;
+    let server = start([stall(vec![message_start()])]).await;
     let ((_, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
         Box::pin(
             stream
@@ -348,7 +373,7 @@ async fn a_stall_at_commit_timeout_is_a_timeout_that_availability_does_not_retry
 
 #[tokio::test]
 async fn a_stall_after_content_with_idle_timeout_ends_with_committed() {
-    let server = EventServer::start([vec![message_start(), text_delta("some"), Part::Stall]]).await;
+    let server = start([stall(vec![message_start(), text_delta("some")])]).await;
     let ((seen, gave_up), _) = testing::scope(read(AVAILABILITY, &server, |stream| {
         Box::pin(
             stream
@@ -371,16 +396,16 @@ async fn a_stall_after_content_with_idle_timeout_ends_with_committed() {
 async fn a_layered_give_up_inside_a_retried_function_is_not_run_again() {
     // An enclosing `#[retry]` that consumes a committed stream does not run it again.
     #[retry_runtime::retry(name = "turn step")]
-    async fn consume(server: &EventServer) -> Result<usize, GaveUp<Failure>> {
+    async fn consume(server: &FaultServer) -> Result<usize, GaveUp<Failure>> {
         let (seen, gave_up) = read(AVAILABILITY, server, at_content).await;
         match gave_up {
             Some(gave_up) => Err(gave_up),
             None => Ok(seen.len()),
         }
     }
-    let server = EventServer::start([
-        vec![message_start(), text_delta("one"), Part::Cut],
-        vec![message_start(), text_delta("again"), message_stop()],
+    let server = start([
+        cut(vec![message_start(), text_delta("one")]),
+        events(vec![message_start(), text_delta("again"), message_stop()]),
     ])
     .await;
     let (result, _) = testing::scope(consume(&server)).await;
@@ -390,9 +415,9 @@ async fn a_layered_give_up_inside_a_retried_function_is_not_run_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readmes_stream_example_runs_in_a_spawned_task() {
-    let server = EventServer::start([
-        vec![message_start(), ping(), overloaded()],
-        vec![message_start(), text_delta("Hello"), message_stop()],
+    let server = start([
+        events(vec![message_start(), ping(), overloaded()]),
+        events(vec![message_start(), text_delta("Hello"), message_stop()]),
     ])
     .await;
     let url = server.url();
@@ -450,7 +475,7 @@ async fn a_task_holding_a_stream_spawns_whatever_names_it() {
 }
 
 /// What a turn's hook told a person, a sentence a notice.
-async fn told(server: &EventServer) -> Vec<String> {
+async fn told(server: &FaultServer) -> Vec<String> {
     let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = std::sync::Arc::clone(&notices);
     let turn = Turn::new(Duration::from_secs(180))
@@ -461,9 +486,9 @@ async fn told(server: &EventServer) -> Vec<String> {
 
 #[tokio::test]
 async fn a_stream_cut_before_its_first_content_is_told_as_cut_not_unreachable() {
-    let server = EventServer::start([
-        vec![message_start(), ping(), Part::Cut],
-        vec![message_start(), text_delta("Hello"), message_stop()],
+    let server = start([
+        cut(vec![message_start(), ping()]),
+        events(vec![message_start(), text_delta("Hello"), message_stop()]),
     ])
     .await;
     assert_eq!(
@@ -474,7 +499,7 @@ async fn a_stream_cut_before_its_first_content_is_told_as_cut_not_unreachable() 
 
 #[tokio::test]
 async fn a_stream_cut_after_its_output_is_told_as_cut_after_delivering_it() {
-    let server = EventServer::start([vec![message_start(), text_delta("one"), Part::Cut]]).await;
+    let server = start([cut(vec![message_start(), text_delta("one")])]).await;
     assert_eq!(
         told(&server).await,
         [

@@ -80,8 +80,14 @@ pub mod telemetry {
     #![doc = include_str!("telemetry.md")]
 }
 
-#[cfg(any(doc, feature = "test-util"))]
-#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
+#[cfg(any(
+    doc,
+    all(feature = "test-server", feature = "reqwest", feature = "sse")
+))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(feature = "test-server", feature = "reqwest", feature = "sse")))
+)]
 pub mod testing {
     #![doc = include_str!("testing.md")]
 }

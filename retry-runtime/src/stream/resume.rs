@@ -124,10 +124,6 @@ pub trait Resumable {
     }
 }
 
-/// The test streams carry no cursor of their own.
-#[cfg(any(test, feature = "test-util"))]
-impl<T> Resumable for crate::testing::StreamOf<T> {}
-
 /// What an item is to the caller ([`Resume::take`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Taken {

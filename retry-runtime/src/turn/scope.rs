@@ -137,7 +137,7 @@ impl Scope {
     pub(super) fn expiry(&self) -> Option<Instant> {
         let deadline = self.deadline?;
         #[cfg(feature = "test-util")]
-        let deadline = crate::testing::before_skipped(deadline);
+        let deadline = crate::test_scope::before_skipped(deadline);
         Some(deadline)
     }
 

@@ -1,31 +1,11 @@
-//! A scope for tests: waits are recorded, not slept, and jitter is fixed (feature
-//! `test-util`, as tokio's test machinery is: with it off, the default clock never looks for
-//! a scope).
-//!
-//! ```
-//! use retry_runtime::{testing, Class, Policy, Retry};
-//! use std::time::Duration;
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! let (result, waits) = testing::scope(async {
-//!     Retry::new(&Policy::AVAILABILITY)
-//!         .run(async |_| Err::<(), _>(Class::Unavailable { retry_after: None }))
-//!         .await
-//! })
-//! .await;
-//! assert_eq!(result.unwrap_err().attempts(), 4);
-//! assert_eq!(waits.waits(), [250, 500, 1000].map(Duration::from_millis));
-//! # }
-//! ```
-//!
-//! Against a real server (the README's "Testing code that retries"):
-//!
-#![doc = concat!("```\n", include_str!("../doc/testing_example.rs"), "```")]
+//! The test scope (feature `test-util`, shown as `testing::scope`): waits recorded, not
+//! slept, and jitter fixed. A room of its own below the clock, which reads it, apart from the
+//! fault scripts above the HTTP table. It must not be read by the default clock unless
+//! feature `test-util` is on (tokio's rule for its test machinery).
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -39,7 +19,8 @@ tokio::task_local! {
 #[derive(Debug)]
 struct State {
     draw: Draw,
-    waits: Mutex<Vec<Duration>>,
+    // Shared, so a fault server started in the scope reads its clock from its own tasks.
+    waits: Arc<Mutex<Vec<Duration>>>,
 }
 
 /// The waits a testing scope recorded, in order.
@@ -89,14 +70,14 @@ pub async fn scope<F: Future>(future: F) -> (F::Output, Recorded) {
 pub async fn scope_with_draw<F: Future>(draw: Draw, future: F) -> (F::Output, Recorded) {
     let state = State {
         draw,
-        waits: Mutex::new(Vec::new()),
+        waits: Arc::new(Mutex::new(Vec::new())),
     };
     let mut scoped = pin!(SCOPE.scope(state, future));
     let output = scoped.as_mut().await;
     let waits = scoped
         .as_mut()
         .take_value()
-        .map(|state| state.waits.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .map(|state| sum_of(&state.waits).1)
         .unwrap_or_default();
     (output, Recorded { waits })
 }
@@ -117,13 +98,45 @@ pub(crate) fn record(wait: Duration) -> bool {
 /// The time skipped by recorded waits so far (zero outside a scope).
 fn skipped() -> Duration {
     SCOPE
-        .try_with(|state| {
-            let waits = state.waits.lock().unwrap_or_else(|e| e.into_inner());
-            waits
-                .iter()
-                .fold(Duration::ZERO, |sum, wait| sum.saturating_add(*wait))
-        })
+        .try_with(|state| sum_of(&state.waits).0)
         .unwrap_or(Duration::ZERO)
+}
+
+/// The waits recorded so far, added up, and a copy of them.
+fn sum_of(waits: &Mutex<Vec<Duration>>) -> (Duration, Vec<Duration>) {
+    let waits = waits.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let sum = waits
+        .iter()
+        .fold(Duration::ZERO, |sum, wait| sum.saturating_add(*wait));
+    (sum, waits)
+}
+
+/// The clock of the scope this task runs in, for another task to read: tokio's time plus
+/// every wait the scope has skipped so far.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone)]
+pub(crate) struct ScopeClock {
+    waits: Option<Arc<Mutex<Vec<Duration>>>>,
+}
+
+#[cfg(feature = "http")]
+impl ScopeClock {
+    /// The clock of the current task's scope; outside one, tokio's clock.
+    pub(crate) fn current() -> ScopeClock {
+        ScopeClock {
+            waits: SCOPE.try_with(|state| Arc::clone(&state.waits)).ok(),
+        }
+    }
+
+    /// Now, on this clock.
+    pub(crate) fn now(&self) -> Instant {
+        let skipped = self
+            .waits
+            .as_ref()
+            .map_or(Duration::ZERO, |waits| sum_of(waits).0);
+        let now = Instant::now();
+        now.checked_add(skipped).unwrap_or(now)
+    }
 }
 
 /// `now` moved on by every wait a scope skipped; saturating, never panicking, after a
@@ -142,64 +155,4 @@ pub(crate) fn before_skipped(deadline: Instant) -> Instant {
 /// The scope's fixed draw, if a scope is active.
 pub(crate) fn draw() -> Option<Draw> {
     SCOPE.try_with(|state| state.draw).ok()
-}
-
-/// A stream of `items`, each ready at once, in order: a scripted stream for tests of
-/// [`Retry::stream`](crate::Retry::stream) (feature `stream`).
-///
-/// ```
-/// use retry_runtime::testing;
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let items = testing::collect(testing::stream_of(vec![Ok::<_, ()>(1), Err(()), Ok(2)])).await;
-/// assert_eq!(items, [Ok(1), Err(()), Ok(2)]);
-/// # }
-/// ```
-#[cfg(feature = "stream")]
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-pub fn stream_of<T>(items: Vec<T>) -> StreamOf<T> {
-    StreamOf {
-        items: items.into_iter(),
-    }
-}
-
-/// The stream [`stream_of`] returns.
-#[cfg(feature = "stream")]
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-#[derive(Debug)]
-pub struct StreamOf<T> {
-    items: std::vec::IntoIter<T>,
-}
-
-#[cfg(feature = "stream")]
-impl<T> futures_core::Stream for StreamOf<T> {
-    type Item = T;
-
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<T>> {
-        // Every field is `Unpin`.
-        std::task::Poll::Ready(self.get_mut().items.next())
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.items.size_hint()
-    }
-}
-
-#[cfg(feature = "stream")]
-impl<T> Unpin for StreamOf<T> {}
-
-/// Every item of `stream`, in order, until it ends (feature `stream`).
-#[cfg(feature = "stream")]
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-pub async fn collect<S: futures_core::Stream>(stream: S) -> Vec<S::Item> {
-    let mut stream = pin!(stream);
-    let mut items = Vec::new();
-    while let Some(item) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
-        items.push(item);
-    }
-    items
 }
