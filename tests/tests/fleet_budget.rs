@@ -169,3 +169,98 @@ mod attribute {
         assert!(sent <= 10 + 1, "{sent} requests for 10 calls");
     }
 }
+
+mod held {
+    //! The budget's holds on the in-memory store: with an outage gate, and after the budget's
+    //! runtime is gone.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use retry_runtime::fleet::{Fleet, FleetBudget, FleetConfig, FleetMemory};
+    use retry_runtime::{Class, Policy, Retry, Upstream};
+
+    /// A budget that never leases a token: every retry is held.
+    const NOTHING: FleetBudget = FleetBudget::percent(0).floor(0).lease(1);
+
+    static GATED: Upstream = Upstream::new("held-gated").gate_after(1, Duration::from_secs(600));
+
+    /// A retry held by the budget on an upstream whose gate is open and due a probe waits for
+    /// its token, and ends at its allowance: taking the probe and dropping it for want of a
+    /// token woke the wait itself, which spun without end. Run on a thread of its own, so that
+    /// a spin fails the test rather than hang it.
+    #[test]
+    fn a_held_retry_on_a_gated_upstream_ends_at_its_allowance() {
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .start_paused(true)
+                .build()
+                .expect("a runtime");
+            let attempts = runtime.block_on(async {
+                let memory = Arc::new(FleetMemory::default());
+                let config = FleetConfig::new("held-gated").retry_budget(NOTHING);
+                let fleet = Fleet::in_memory(&memory, config).expect("a runtime");
+                fleet.share(&GATED);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let sent = AtomicU32::new(0);
+                let called = Retry::new(&Policy::AVAILABILITY)
+                    .upstream(&GATED)
+                    .run(async |_| {
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        Err::<(), _>(Class::Unavailable { retry_after: None })
+                    })
+                    .await;
+                assert!(called.is_err());
+                sent.load(Ordering::Relaxed)
+            });
+            let _ = done.send(attempts);
+        });
+        let attempts = ended
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the call ends: a held retry must not spin");
+        assert_eq!(attempts, 1, "the budget held every retry");
+    }
+
+    static ORPHAN: Upstream = Upstream::new("held-orphan").gate_after(u32::MAX, Duration::ZERO);
+
+    /// The runtime that kept the budget shut down: nothing tops a lease up any more, so no
+    /// budget holds a retry, and a call on another runtime makes its ladder's four attempts.
+    #[test]
+    fn once_the_budgets_runtime_is_gone_no_retry_is_held() {
+        let first = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let store = first.block_on(async {
+            let memory = Arc::new(FleetMemory::default());
+            let config = FleetConfig::new("held-orphan").retry_budget(NOTHING);
+            let fleet = Fleet::in_memory(&memory, config).expect("a runtime");
+            fleet.share(&ORPHAN);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            fleet
+        });
+        drop(first);
+        let second = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let sent = AtomicU32::new(0);
+        second.block_on(async {
+            let called = Retry::new(&Policy::AVAILABILITY)
+                .upstream(&ORPHAN)
+                .run(async |_| {
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    Err::<(), _>(Class::Unavailable { retry_after: None })
+                })
+                .await;
+            assert!(called.is_err());
+        });
+        drop(store);
+        assert_eq!(sent.load(Ordering::Relaxed), 4);
+    }
+}

@@ -27,24 +27,34 @@ use crate::verdict::{GaveUp, StopReason};
 /// or until the outage gate closes or the call's turn takes the probe. Gives up, with the
 /// caller's error made from an [`UpstreamPaused`], where the wait would outlast the call's turn
 /// or budget (a pause), or its ladder's allowance (a gate), or the turn is cancelled. The fast
-/// path, an upstream with nothing to say, is one atomic read.
+/// path, an upstream with nothing to say, is one atomic read. `budgeted`: a call's own attempt
+/// on the upstream, which a fleet's retry budget counts (a first try) or holds (a retry); a move
+/// across upstreams is neither.
 pub(crate) async fn admit<R, A, E>(
     run: &mut Run<R, A>,
     upstream: &'static Upstream,
     hold: fn(UpstreamPaused) -> E,
+    budgeted: bool,
 ) -> Result<Ticket, GaveUp<E>>
 where
     R: Source,
     A: crate::engine::Count,
     E: Classify + fmt::Display,
 {
-    if let Some(ticket) = Ticket::at_once_for(upstream, run.attempts() > 0) {
+    let quiet = match budgeted {
+        true => Ticket::at_once_for(upstream, run.attempts() > 0),
+        false => Ticket::at_once(upstream),
+    };
+    if let Some(ticket) = quiet {
         return Ok(ticket);
     }
     // Boxed while it waits, so that a call's future carries none of a wait's state (a
     // notification and a timer, about 200 bytes) through its first try on a quiet upstream:
     // every call moves its future, few ever wait for an upstream.
-    let mut admitting = Box::pin(Admitting::new(upstream));
+    let mut admitting = Box::pin(match budgeted {
+        true => Admitting::new(upstream),
+        false => Admitting::routed(upstream),
+    });
     std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, hold)).await
 }
 
@@ -56,6 +66,8 @@ pin_project_lite::pin_project! {
     #[project = AdmittingProj]
     pub(crate) struct Admitting<S> {
         upstream: &'static Upstream,
+        // A call's own attempt, which a fleet's retry budget counts or holds (not a move).
+        budgeted: bool,
         #[pin]
         changed: Option<Notified<'static>>,
         #[pin]
@@ -88,11 +100,23 @@ pin_project_lite::pin_project! {
 const OUTAGE: Class = Class::Unavailable { retry_after: None };
 
 impl<S: Future<Output = ()>> Admitting<S> {
+    /// The wait of a call's own attempt on `upstream`: a fleet's retry budget counts its
+    /// first try and holds its retries.
     pub(crate) fn new(upstream: &'static Upstream) -> Self {
         Admitting {
             upstream,
+            budgeted: true,
             changed: None,
             held: Holding::Read,
+        }
+    }
+
+    /// The wait of an attempt routed across upstreams (a move, or a round's first): no
+    /// budget counts or holds it, as on its fast path.
+    pub(crate) fn routed(upstream: &'static Upstream) -> Self {
+        Admitting {
+            budgeted: false,
+            ..Admitting::new(upstream)
         }
     }
 
@@ -119,7 +143,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     if let Some(changed) = this.changed.as_mut().as_pin_mut() {
                         changed.enable();
                     }
-                    match read(upstream, run) {
+                    match read(upstream, run, *this.budgeted) {
                         Read::Send(ticket) => return Poll::Ready(Ok(ticket)),
                         Read::Hold(held) => {
                             this.held.set(held);
@@ -207,17 +231,28 @@ enum Read<S> {
 fn read<R: Source, A: crate::engine::Count>(
     upstream: &'static Upstream,
     run: &mut Run<R, A>,
+    budgeted: bool,
 ) -> Read<<R::Clock as Clock>::Sleep> {
     let now = run.clock_now();
-    match upstream.admit(now) {
+    let retry = run.attempts() > 0;
+    // A retry held by a fleet's budget takes its token before the upstream is read: a probe
+    // taken and then dropped for want of one would wake this very wait, again and again.
+    let took = budgeted && retry && upstream.is_budgeted();
+    if took && !upstream.budget_admits(true) {
+        return spent(upstream, run);
+    }
+    let admission = upstream.admit(now);
+    if took && !matches!(admission, Admission::Send { .. }) {
+        // Held back all the same: the token waits for the next retry, unannounced (a
+        // notification would wake this wait at once).
+        upstream.budget_refund();
+    }
+    match admission {
         admission @ Admission::Send { seen, .. } => {
-            let ticket = Ticket::new(upstream, admission);
-            if seen & BUDGET == 0 || upstream.budget_admits(run.attempts() > 0) {
-                return Read::Send(ticket);
+            if budgeted && !retry && seen & BUDGET != 0 {
+                upstream.budget_admits(false);
             }
-            // A probe it took is freed with the ticket: the next call probes.
-            drop(ticket);
-            spent(upstream, run)
+            Read::Send(Ticket::new(upstream, admission))
         }
         Admission::Paused { until, class } => {
             let wait = ladder::hinted(until.saturating_duration_since(now), run.clock_draw());
@@ -448,7 +483,7 @@ where
     R: Source,
     E: Classify + fmt::Display,
 {
-    admit(run, upstream, hold)
+    admit(run, upstream, hold, true)
         .await
         .map_err(|gave_up| gave_up.into_error())
 }

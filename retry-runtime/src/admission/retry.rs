@@ -127,7 +127,7 @@ macro_rules! upstream_ladder {
             loop {
                 let ticket = match Ticket::at_once_for($upstream, $run.attempts() > 0) {
                     Some(ticket) => ticket,
-                    None => admit(&mut $run, $upstream, HoldsUpstreamPaused::hold).await?,
+                    None => admit(&mut $run, $upstream, HoldsUpstreamPaused::hold, true).await?,
                 };
                 let error = match $output {
                     Ok(value) => {

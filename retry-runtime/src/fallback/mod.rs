@@ -332,7 +332,7 @@ impl Route {
             return Ok(ticket);
         }
         let soonest = self.soonest(set, now);
-        match admit(run, soonest, hold).await {
+        match admit(run, soonest, hold, false).await {
             Ok(ticket) => {
                 self.admitted(set, soonest);
                 Ok(ticket)

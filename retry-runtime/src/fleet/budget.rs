@@ -19,6 +19,13 @@ use crate::upstream::Upstream;
 /// How often each process hands its requests in and tops up its leases.
 pub(super) const TICK: Duration = Duration::from_millis(50);
 
+/// A bucket no process has kept for this long starts again empty (in Redis, its key expires).
+pub(super) const KEPT_MS: u64 = 60_000;
+
+/// Lease rounds failed in a row after which the budget stops holding retries, until a round
+/// succeeds: a budget that cannot be topped up must not end calls on `Quota`.
+const FAILED_ROUNDS: u32 = 3;
+
 /// A retry budget per upstream across the fleet: retries at most `percent` of the fleet's
 /// requests (first tries) on the upstream, plus a floor of `floor` retries a second so that a
 /// quiet upstream can still retry. The bucket holds at most `burst` tokens, so a long quiet
@@ -82,7 +89,8 @@ impl FleetBudget {
     /// The most retries the fleet may make over `seconds` in which it made `requests`: the
     /// ratio of the requests, plus the floor.
     pub const fn bound(&self, requests: u64, seconds: u64) -> u64 {
-        requests * self.percent as u64 / 100 + seconds * self.floor as u64
+        (requests.saturating_mul(self.percent as u64) / 100)
+            .saturating_add(seconds.saturating_mul(self.floor as u64))
     }
 }
 
@@ -102,7 +110,11 @@ pub(super) fn step(
     requests: u32,
     want: u32,
 ) -> u32 {
-    let (milli, at) = *kept;
+    // Kept too long ago: gone, as the key's expiry takes it in Redis.
+    let (milli, at) = match now.saturating_sub(kept.1) > KEPT_MS {
+        true => (0, now),
+        false => *kept,
+    };
     let cap = u64::from(budget.burst) * 1000;
     // A floor of F a second is F thousandths a millisecond.
     let floor = now
@@ -128,21 +140,36 @@ fn asked(budget: FleetBudget, upstream: &Upstream) -> Option<(u32, u32)> {
     (requests > 0 || want > 0).then_some((requests, want))
 }
 
+/// The upstreams a budget's task keeps: when the task ends (its fleet store gone, or its
+/// runtime shut down), no budget holds their retries, for nothing tops their leases up.
+struct Kept(Vec<&'static Upstream>);
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        for upstream in &self.0 {
+            upstream.budget_by_fleet(false);
+        }
+    }
+}
+
 /// The budget's task: every [`TICK`], each shared upstream's requests handed in and its lease
 /// topped up; the budget holds retries only while this succeeds. Ends with the fleet store.
 pub(super) async fn keep(shared: std::sync::Weak<Shared>, budget: FleetBudget) {
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut connection: Option<ConnectionManager> = None;
+    let mut kept = Kept(Vec::new());
+    let mut failed = 0;
     // backoff-lint: allow(a fixed tick is the budget's batching of its counts, not a retry's wait)
     loop {
         ticks.tick().await;
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
+        kept.0.clone_from(&lock(&shared.upstreams));
+        let upstreams = &kept.0;
         if let Some(memory) = &shared.memory {
-            for upstream in upstreams {
+            for upstream in upstreams.iter().copied() {
                 if let Some((requests, want)) = asked(budget, upstream) {
                     let grant = memory.budget(upstream.name(), budget, requests, want);
                     upstream.budget_granted(grant);
@@ -161,18 +188,27 @@ pub(super) async fn keep(shared: std::sync::Weak<Shared>, budget: FleetBudget) {
             shared.failed("cannot connect");
             continue;
         };
-        lease(&shared, budget, &upstreams, redis).await;
+        if lease(&shared, budget, upstreams, redis).await {
+            failed = 0;
+            continue;
+        }
+        failed += 1;
+        if failed >= FAILED_ROUNDS {
+            for upstream in upstreams {
+                upstream.budget_by_fleet(false);
+            }
+        }
     }
 }
 
 /// Hand in each upstream's requests and top its lease up, one script each; the first failure
-/// ends the round (the breaker counts it).
+/// ends the round (the breaker counts it). Whether the round succeeded.
 async fn lease(
     shared: &Arc<Shared>,
     budget: FleetBudget,
     upstreams: &[&'static Upstream],
     redis: &mut ConnectionManager,
-) {
+) -> bool {
     for upstream in upstreams.iter().copied() {
         let Some((requests, want)) = asked(budget, upstream) else {
             upstream.budget_by_fleet(true);
@@ -195,10 +231,17 @@ async fn lease(
                 upstream.budget_by_fleet(true);
                 shared.succeeded();
             }
-            Ok(Err(_)) => return shared.failed("a lease failed"),
-            Err(_) => return shared.failed("a lease timed out"),
+            Ok(Err(_)) => {
+                shared.failed("a lease failed");
+                return false;
+            }
+            Err(_) => {
+                shared.failed("a lease timed out");
+                return false;
+            }
         }
     }
+    true
 }
 
 #[cfg(test)]
@@ -223,15 +266,29 @@ mod tests {
         let mut kept = (0, 0);
         // Half a second at two a second: one token.
         assert_eq!(step(budget, &mut kept, 500, 0, 4), 1);
-        // An hour of quiet banks no more than the burst, five.
-        assert_eq!(step(budget, &mut kept, 3_600_500, 0, 100), 5);
+        // Ten seconds of quiet at two a second bank no more than the burst, five.
+        assert_eq!(step(budget, &mut kept, 10_500, 0, 100), 5);
         // A clock that went back accrues nothing.
         assert_eq!(step(budget, &mut kept, 1_000, 0, 4), 0);
+    }
+
+    #[test]
+    fn a_bucket_kept_by_no_one_for_a_minute_starts_again_empty() {
+        let budget = FleetBudget::percent(100).floor(0);
+        let mut kept = (0, 0);
+        assert_eq!(step(budget, &mut kept, 0, 5, 0), 0);
+        // A minute and more later, as Redis's expiry of the key has it: the five are gone.
+        assert_eq!(step(budget, &mut kept, KEPT_MS + 1, 0, 5), 0);
+        assert_eq!(kept, (0, KEPT_MS + 1));
     }
 
     #[test]
     fn the_bound_is_the_ratio_of_requests_plus_the_floor() {
         assert_eq!(FleetBudget::default().bound(480, 4), 96 + 4);
         assert_eq!(FleetBudget::percent(250), FleetBudget::percent(100));
+        assert_eq!(
+            FleetBudget::percent(100).bound(u64::MAX, u64::MAX),
+            u64::MAX
+        );
     }
 }

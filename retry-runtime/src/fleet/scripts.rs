@@ -133,7 +133,8 @@ return 1
 /// The fleet's retry budget for an upstream: `KEYS[1]` its bucket (thousandths of a token, and
 /// when it was last kept); `ARGV` the requests a process hands in, the percent of them that
 /// may be retried, the floor a second, the bucket's cap in tokens, and the tokens the process
-/// asks for. The floor accrues by Redis's clock; the bucket never holds more than its cap.
+/// asks for. The floor accrues by Redis's clock; the bucket never holds more than its cap; a
+/// bucket no process kept for a minute expires (`budget::KEPT_MS`), and starts again empty.
 /// Returns the tokens leased (as `budget::step` computes them).
 pub(super) static BUDGET: LazyLock<redis::Script> = LazyLock::new(|| {
     redis::Script::new(

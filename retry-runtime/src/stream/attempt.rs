@@ -101,7 +101,7 @@ where
                         true => route.upstream(set),
                         false => route.soonest(set, now),
                     };
-                    let admitting = Admitting::new(upstream);
+                    let admitting = Admitting::routed(upstream);
                     return Then::Become(State::Admitting { admitting, resumes });
                 }
             }

@@ -495,6 +495,17 @@ impl Upstream {
         self.budget_take()
     }
 
+    /// Whether a fleet's retry budget holds this upstream's retries.
+    #[inline]
+    pub(crate) fn is_budgeted(&self) -> bool {
+        self.word.load(Ordering::Acquire) & BUDGET != 0
+    }
+
+    /// A token a retry took and did not use, back to this process's lease.
+    pub(crate) fn budget_refund(&self) {
+        self.leased.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// A retry takes a token leased to this process, or says it found none.
     #[cold]
     fn budget_take(&self) -> bool {
