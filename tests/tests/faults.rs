@@ -454,3 +454,19 @@ async fn the_closure_adapter_reads_a_grpc_status_with_the_grpc_table() {
         }
     );
 }
+
+/// Dropping the server closes the connections it still holds open: a hang ends for its client
+/// (with no timeout of its own) when the test is done with the server.
+#[tokio::test]
+async fn dropping_the_server_closes_a_hung_connection() {
+    let server = server([Act::hang()]).await;
+    let url = server.url();
+    let request = tokio::spawn(async move { client().post(url).send().await });
+    server.script().wait_for_requests(1).await;
+    drop(server);
+    let answered = tokio::time::timeout(Duration::from_secs(10), request)
+        .await
+        .expect("the connection closes when the server is dropped")
+        .expect("the request's task ran");
+    assert!(answered.is_err(), "{answered:?}");
+}

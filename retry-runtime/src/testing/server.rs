@@ -68,15 +68,20 @@ impl FaultServer {
         let closed = watch::Sender::new(0);
         let counted = closed.clone();
         let task = tokio::spawn(async move {
+            // The connections belong to the accept task: stopping the server (dropping it)
+            // closes the ones still open, a hang or a stall included.
+            let mut connections = tokio::task::JoinSet::new();
             // backoff-lint: allow(a server's accept loop, not a retry)
             loop {
+                while connections.try_join_next().is_some() {}
                 let Ok((stream, _)) = listener.accept().await else {
-                    // Out of descriptors, say: let the connections in flight end first.
-                    tokio::task::yield_now().await;
+                    // Out of descriptors, say: let the connections in flight end first,
+                    // rather than spin on the error.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 };
                 let served = (served.clone(), clock.clone(), counted.clone());
-                tokio::spawn(serve(stream, served));
+                connections.spawn(serve(stream, served));
             }
         });
         Ok(FaultServer {
