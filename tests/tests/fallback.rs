@@ -546,8 +546,8 @@ mod streams {
     static T_MODELS: Upstreams = Upstreams::new(&[&T_CLAUDE, &T_GPT]);
 
     /// A stream across upstreams is `Send` and `'static` with what it owns: it runs on a task
-    /// of its own, as a server's handler spawns one per request.
-    #[tokio::test]
+    /// of its own on a multi-thread runtime, as a server's handler spawns one per request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_across_upstreams_runs_on_a_spawned_task() {
         let overloaded = EventServer::start([vec![Part::event("error", OVERLOADED)]]).await;
         let healthy = EventServer::start([vec![Part::data(&delta("Hi")), Part::data(STOP)]]).await;

@@ -538,10 +538,10 @@ async fn a_stream_whose_server_cannot_be_reached_is_told_so() {
     );
 }
 
-/// A retry stream is `Send` with what it owns, read to its end in a task of its own (as a
-/// server's handler spawns one per request): its `Retry`'s name has no lifetime for rustc's
-/// check of the spawned future to trip on.
-#[tokio::test]
+/// A retry stream is `Send` with what it owns, read to its end in a task of its own on a
+/// multi-thread runtime (as a server's handler spawns one per request): its `Retry`'s name has
+/// no lifetime for rustc's check of the spawned future to trip on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_stream_runs_on_a_spawned_task() {
     let task = tokio::spawn(async {
         let mut opened = 0;
@@ -555,13 +555,18 @@ async fn a_retry_stream_runs_on_a_spawned_task() {
                 };
                 async move { Ok::<_, Class>(testing::stream_of(items)) }
             });
-        let mut read = Vec::new();
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
-            read.push(item.expect("an item"));
-        }
-        read
+        let read = async {
+            let mut read = Vec::new();
+            let mut stream = std::pin::pin!(stream);
+            while let Some(item) = stream.next().await {
+                read.push(item.expect("an item"));
+            }
+            read
+        };
+        // The ladder's wait recorded, not slept.
+        testing::scope(read).await
     });
-    tokio::time::pause();
-    assert_eq!(task.await.expect("the task ran"), ["Hel", "lo"]);
+    let (read, recorded) = task.await.expect("the task ran");
+    assert_eq!(read, ["Hel", "lo"]);
+    assert_eq!(recorded.waits().len(), 1);
 }

@@ -181,11 +181,7 @@ pub(super) async fn keep(shared: std::sync::Weak<Shared>, budget: FleetBudget) {
         if !shared.breaker.allows() {
             continue;
         }
-        if connection.is_none() {
-            connection = shared.connection().await;
-        }
-        let Some(redis) = connection.as_mut() else {
-            shared.failed("cannot connect");
+        let Some(redis) = shared.reach(&mut connection).await else {
             continue;
         };
         if lease(&shared, budget, upstreams, redis).await {
@@ -229,7 +225,7 @@ async fn lease(
             Ok(Ok(grant)) => {
                 upstream.budget_granted(grant);
                 upstream.budget_by_fleet(true);
-                shared.succeeded();
+                shared.breaker.succeeded();
             }
             Ok(Err(_)) => {
                 shared.failed("a lease failed");

@@ -378,11 +378,6 @@ impl Shared {
         }
     }
 
-    /// An operation succeeded: the breaker closes.
-    fn succeeded(&self) {
-        self.breaker.succeeded();
-    }
-
     /// A report dropped: the queue was full, or the breaker skipped Redis.
     fn dropped(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -409,6 +404,21 @@ impl Shared {
     fn gate_keys(&self, upstream: &str) -> (String, String) {
         let tag = format!("{{{}:{upstream}}}", self.config.namespace);
         (format!("{tag}:outages"), format!("{tag}:gate"))
+    }
+
+    /// The task's connection, made now if it has none (bounded by the timeout); `None`, the
+    /// failure counted, where Redis cannot be reached.
+    async fn reach<'c>(
+        &self,
+        connection: &'c mut Option<ConnectionManager>,
+    ) -> Option<&'c mut ConnectionManager> {
+        if connection.is_none() {
+            *connection = self.connection().await;
+        }
+        if connection.is_none() {
+            self.failed("cannot connect");
+        }
+        connection.as_mut()
     }
 
     /// A connection, bounded by the timeout; `None` where Redis cannot be reached in it.
@@ -478,11 +488,7 @@ async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
             shared.dropped();
             continue;
         }
-        if connection.is_none() {
-            connection = shared.connection().await;
-        }
-        let Some(redis) = connection.as_mut() else {
-            shared.failed("cannot connect");
+        let Some(redis) = shared.reach(&mut connection).await else {
             continue;
         };
         let ran = tokio::time::timeout(shared.config.timeout, run(&shared, &report, redis)).await;
@@ -593,11 +599,7 @@ async fn backstop(shared: std::sync::Weak<Shared>) {
         if !shared.breaker.allows() {
             continue;
         }
-        if connection.is_none() {
-            connection = shared.connection().await;
-        }
-        let Some(redis) = connection.as_mut() else {
-            shared.failed("cannot connect");
+        let Some(redis) = shared.reach(&mut connection).await else {
             continue;
         };
         read_all(&shared, redis).await;
