@@ -179,7 +179,11 @@ fn main() {
         } else {
             contenders[which].read_retry
         };
-        println!("{:?}", read(&paused));
+        println!(
+            "{:?}, a future of {} B",
+            read(&paused),
+            contenders[which].bytes
+        );
         return;
     }
     let mut plain_runs = Vec::new();

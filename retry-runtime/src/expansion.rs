@@ -8,11 +8,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::admission::Ticket;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Call, Source, Waiting};
-use crate::fallback::{Next, Route, Upstreams};
+use crate::engine::{Call, Held, Source, Waiting};
+use crate::fallback::{Next, Routed, UpstreamsNamed, routed_failed};
 use crate::policy::{Policy, PolicyError};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
@@ -68,8 +67,8 @@ impl<E: ::core::fmt::Display + ?Sized> Reportable for E {
 /// a retry allocates nothing. `classify` and `display` are zero-sized closures.
 #[allow(clippy::type_complexity)]
 #[inline]
-pub fn failed<R: Source, E, C, D>(
-    run: &mut Call<R>,
+pub fn failed<R: Source, H: Held, E, C, D>(
+    run: &mut Call<R, H>,
     error: E,
     classify: C,
     display: D,
@@ -119,11 +118,8 @@ where
 /// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder
 /// (`Ok(Some(error))`), or gives up with it (`Err(error)`).
 #[inline]
-pub fn across_failed<R: Source, E, C, D>(
-    route: &mut Route,
-    set: &'static Upstreams,
-    ticket: Ticket,
-    run: &mut Call<R>,
+pub fn across_failed<R: Source, S: UpstreamsNamed, E, C, D>(
+    call: &mut Call<R, Routed<S>>,
     error: E,
     classify: C,
     display: D,
@@ -137,7 +133,7 @@ where
         classify,
         display,
     };
-    match route.failed(set, ticket, run, judged) {
+    match routed_failed(call, judged) {
         Next::Moved => Ok(None),
         Next::Ladder(judged) => Ok(Some(judged.error)),
         Next::GaveUp(gave_up) => Err(gave_up.into_error().error),

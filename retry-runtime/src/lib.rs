@@ -217,13 +217,19 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::admission::{HoldsUpstreamPaused, Ticket, upstream_admit, upstream_failed};
+    pub use crate::admission::{
+        AdmittedOn, HoldsUpstreamPaused, Ticket, UpstreamNamed, upstream_admit, upstream_at_once,
+        upstream_failed, upstream_succeeded,
+    };
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
-    pub use crate::engine::{Call, Clocked, Count, Retry, Run, Source, TimedRetry, Waiting};
+    pub use crate::engine::{Call, Clocked, Count, Held, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
-    pub use crate::fallback::{Next, Route, Upstreams};
+    pub use crate::fallback::{
+        Next, Route, Routed, Upstreams, UpstreamsNamed, across_admit, across_at_once,
+        across_succeeded, across_waited,
+    };
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
     pub use crate::timeout::HoldsTimedOut;

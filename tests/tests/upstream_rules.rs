@@ -1,12 +1,13 @@
 //! The upstream's rules in virtual time (tokio's clock paused): a pause's end never moves
-//! earlier, a pause past the turn ends the call at once, a dropped probe frees the gate, and a
+//! earlier, a pause past the turn ends the call at once, a dropped or panicked probe frees the
+//! gate (in every form: the attribute's calls keep their admission in their own state), and a
 //! cancel ends a call waiting at the gate at once.
 
 use std::time::Duration;
 
 use retry_runtime::{
     Admission, Class, Classify, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
-    UpstreamStore,
+    UpstreamStore, Upstreams, retry,
 };
 use tokio::time::Instant;
 
@@ -156,6 +157,95 @@ async fn a_probe_dropped_mid_attempt_frees_the_gate_for_the_next_call() {
         DROPPED.admit(Instant::now()),
         Admission::Send { probe: Some(_), .. }
     ));
+}
+
+/// Signalled by a probe's attempt below when it is out, one for each test.
+static OUT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static OUT_ACROSS: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+static DROPPED_ATTRIBUTE: Upstream = Upstream::new("dropped-attribute");
+
+#[retry(policy = "availability", upstream = DROPPED_ATTRIBUTE)]
+async fn hangs_on_its_upstream() -> Result<(), Failed> {
+    OUT.notify_one();
+    std::future::pending().await
+}
+
+static PANICKED_ATTRIBUTE: Upstream = Upstream::new("panicked-attribute");
+
+#[retry(policy = "availability", upstream = PANICKED_ATTRIBUTE)]
+async fn panics_on_its_upstream() -> Result<(), Failed> {
+    panic!("the probe's attempt panics")
+}
+
+static PRIMARY: Upstream = Upstream::new("primary-probed");
+static SECONDARY: Upstream = Upstream::new("secondary-probed");
+static PROBED_SET: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+
+#[retry(policy = "availability", across = PROBED_SET)]
+async fn hangs_on_the_primary() -> Result<(), Failed> {
+    if Upstream::current().is_some_and(|to| to.name() == "primary-probed") {
+        OUT_ACROSS.notify_one();
+        std::future::pending::<()>().await;
+    }
+    Ok(())
+}
+
+/// After `probe` (a call that took `upstream`'s probe) ends with no outcome: the probe is
+/// freed at once, and the next call's admission is the probe.
+async fn the_probe_is_freed(
+    upstream: &Upstream,
+    probe: tokio::task::JoinHandle<Result<(), Failed>>,
+) {
+    probe.abort();
+    let _ = probe.await;
+    assert!(
+        matches!(
+            upstream.admit(Instant::now()),
+            Admission::Send { probe: Some(_), .. }
+        ),
+        "{} is probed by the next call",
+        upstream.name()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_attributes_probe_dropped_mid_attempt_frees_the_gate_for_the_next_call() {
+    close(&DROPPED_ATTRIBUTE);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let probe = tokio::spawn(hangs_on_its_upstream());
+    OUT.notified().await;
+    assert!(matches!(
+        DROPPED_ATTRIBUTE.admit(Instant::now()),
+        Admission::Gated { next_probe: None }
+    ));
+    the_probe_is_freed(&DROPPED_ATTRIBUTE, probe).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_attributes_probe_that_panics_frees_the_gate_for_the_next_call() {
+    close(&PANICKED_ATTRIBUTE);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let probe = tokio::spawn(panics_on_its_upstream());
+    assert!(probe.await.unwrap_err().is_panic());
+    assert!(matches!(
+        PANICKED_ATTRIBUTE.admit(Instant::now()),
+        Admission::Send { probe: Some(_), .. }
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_across_upstreams_dropped_mid_attempt_frees_the_gate_for_the_next_call() {
+    close(&PRIMARY);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The primary's probe is due: the call tries it first.
+    let probe = tokio::spawn(hangs_on_the_primary());
+    OUT_ACROSS.notified().await;
+    assert!(matches!(
+        PRIMARY.admit(Instant::now()),
+        Admission::Gated { next_probe: None }
+    ));
+    the_probe_is_freed(&PRIMARY, probe).await;
 }
 
 static CANCELLED: Upstream = Upstream::new("cancelled");

@@ -347,11 +347,12 @@ fn attempt_loop(
     let (start, take) = start_and_take(config, private, &run, &attempted);
     let ticket = Ident::new("__retry_ticket", Span::mixed_site());
     let steps = if config.across.is_some() {
-        across_steps(config, private, &run, &ticket, &error)
+        across_steps(config, private, source, &run, &ticket, &error)
     } else {
-        upstream_steps(config, private, &run, &ticket, &error, &classify)
+        upstream_steps(config, private, source, &run, &error, &classify)
     };
     let Steps {
+        call,
         setup,
         admit,
         on_failure,
@@ -370,7 +371,7 @@ fn attempt_loop(
         }
     };
     let attempt_block = match &config.across {
-        Some(_) => quote!(#private::OnUpstream::new(#ticket.upstream(), #attempt_block)),
+        Some(_) => quote!(#private::OnUpstream::new(#ticket, #attempt_block)),
         None => attempt_block,
     };
     // The attempt's output lives in a block of its own, so that nothing of it stays beside
@@ -402,8 +403,8 @@ fn attempt_loop(
         }
     };
     quote! {
-        let mut #run = #private::Call::new(#source);
         #setup
+        let mut #run = #call;
         #retry_loop
     }
 }
@@ -414,13 +415,14 @@ fn attempt_loop(
 fn upstream_steps(
     config: &Config,
     private: &TokenStream,
+    source: &TokenStream,
     run: &Ident,
-    ticket: &Ident,
     error: &Ident,
     classify: &TokenStream,
 ) -> Steps {
     let Some(upstream) = &config.upstream else {
         return Steps {
+            call: quote!(#private::Call::new(#source)),
             setup: TokenStream::new(),
             admit: TokenStream::new(),
             on_failure: quote!(#error),
@@ -431,29 +433,37 @@ fn upstream_steps(
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
     let hold = Ident::new("__retry_hold", Span::mixed_site());
+    // The upstream, named by a type (typed where the user wrote the path), so that the call's
+    // future keeps no pointer to it; the call keeps its admission beside its run, so that one
+    // drop frees a probe the call was admitted as.
+    let named = Ident::new("__RetryUpstream", Span::mixed_site());
+    let setup = quote_spanned! {span=>
+        struct #named;
+        impl #at_upstream::UpstreamNamed for #named {
+            const UPSTREAM: &'static #at_upstream::Upstream = &#upstream;
+        }
+    };
+    let call = quote!(#private::Call::with(#source, #private::AdmittedOn::<#named>::idle()));
     // A quiet upstream admits at once, with no future made for a wait (a retry takes a token
     // of a fleet's retry budget there, if one holds the upstream).
     let admit = quote_spanned! {span=>
-        let #ticket = match #private::Ticket::at_once_for(&#upstream, #run.attempts() > 0) {
-            #private::core::option::Option::Some(#ticket) => #ticket,
-            #private::core::option::Option::None => {
-                let #hold = #at_upstream::HoldsUpstreamPaused::hold;
-                match #private::upstream_admit(&mut #run, &#upstream, #hold).await {
-                    #private::core::result::Result::Ok(#ticket) => #ticket,
-                    #private::core::result::Result::Err(#error) => {
-                        return #private::core::result::Result::Err(#error);
-                    }
-                }
+        if !#private::upstream_at_once(&mut #run) {
+            let #hold = #at_upstream::HoldsUpstreamPaused::hold;
+            if let #private::core::result::Result::Err(#error) =
+                #private::upstream_admit(&mut #run, #hold).await
+            {
+                return #private::core::result::Result::Err(#error);
             }
-        };
+        }
     };
     let failed = quote! {
         #[allow(clippy::redundant_closure, clippy::redundant_closure_call)]
-        #private::upstream_failed(#ticket, (#classify)(&#error), &#run);
+        #private::upstream_failed(&mut #run, (#classify)(&#error));
     };
-    let succeeded = quote!(#ticket.succeeded(););
+    let succeeded = quote!(#private::upstream_succeeded(&mut #run););
     Steps {
-        setup: TokenStream::new(),
+        call,
+        setup,
         admit,
         on_failure: quote!({ #failed #error }),
         succeeded,
@@ -465,6 +475,7 @@ fn upstream_steps(
 /// the attempt, with its failure (the error for the ladder, or a `continue` or `return`), after
 /// a success and after a wait.
 struct Steps {
+    call: TokenStream,
     setup: TokenStream,
     admit: TokenStream,
     on_failure: TokenStream,
@@ -480,6 +491,7 @@ struct Steps {
 fn across_steps(
     config: &Config,
     private: &TokenStream,
+    source: &TokenStream,
     run: &Ident,
     ticket: &Ident,
     error: &Ident,
@@ -489,21 +501,28 @@ fn across_steps(
     };
     let span = first_span(across);
     let at_across = respan(private, span);
-    let route = Ident::new("__retry_route", Span::mixed_site());
     let hold = Ident::new("__retry_hold", Span::mixed_site());
     // A constant, typed where the user wrote it, so a path to something else is reported
     // there, once; named at each step, so the call's future keeps no pointer to the set.
     let set = Ident::new("__RETRY_ACROSS", Span::mixed_site());
+    // Named by a type too, for the call's route, which keeps no pointer to it either.
+    let named = Ident::new("__RetryAcross", Span::mixed_site());
     let setup = quote_spanned! {span=>
         const #set: &#at_across::Upstreams = &#across;
-        let mut #route = #private::Route::new();
+        struct #named;
+        impl #private::UpstreamsNamed for #named {
+            const SET: &'static #private::Upstreams = #set;
+        }
     };
+    // The call keeps its route and its attempt's admission beside its run, so that one drop
+    // frees a probe the call was admitted as.
+    let call = quote!(#private::Call::with(#source, #private::Routed::<#named>::new()));
     let admit = quote_spanned! {span=>
-        let #ticket = match #route.at_once(#set) {
+        let #ticket = match #private::across_at_once(&mut #run) {
             #private::core::option::Option::Some(#ticket) => #ticket,
             #private::core::option::Option::None => {
                 let #hold = #at_across::HoldsUpstreamPaused::hold;
-                match #route.admit(#set, &mut #run, #hold).await {
+                match #private::across_admit(&mut #run, #hold).await {
                     #private::core::result::Result::Ok(#ticket) => #ticket,
                     #private::core::result::Result::Err(#error) => {
                         return #private::core::result::Result::Err(#error.into_error());
@@ -519,9 +538,7 @@ fn across_steps(
     // closures; these are the same, for the route.
     let on_failure = quote! {{
         #[allow(clippy::redundant_closure)]
-        let #error = match #private::across_failed(
-            &mut #route, #set, #ticket, &mut #run, #error, #classify, #display,
-        ) {
+        let #error = match #private::across_failed(&mut #run, #error, #classify, #display) {
             #private::core::result::Result::Ok(#private::core::option::Option::None) => continue,
             #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => #error,
             #private::core::result::Result::Err(#error) => {
@@ -531,11 +548,12 @@ fn across_steps(
         #error
     }};
     Steps {
+        call,
         setup,
         admit,
         on_failure,
-        succeeded: quote!(#ticket.succeeded();),
-        waited: quote!(#route.waited();),
+        succeeded: quote!(#private::across_succeeded(&mut #run);),
+        waited: quote!(#private::across_waited(&mut #run);),
     }
 }
 

@@ -9,6 +9,7 @@ pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
-use crate::engine::{Run, Source};
+use crate::engine::{Call, Held, Run, Source};
 use crate::ladder;
 use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
@@ -345,57 +346,85 @@ fn spent<R: Source, A: crate::engine::Count>(
     })
 }
 
-/// An attempt the upstream admitted: it tells the upstream how the attempt ended, and frees a
-/// probe that ends with no outcome (dropped, cancelled, panicked) when it is dropped. Used by
-/// `#[retry(upstream = ..)]`'s expansion, not public API.
-#[doc(hidden)]
+/// An attempt the upstream admitted, as plain values: the upstream, and what it said when it
+/// admitted the attempt (a probe's epoch, its word). It tells the upstream how the attempt
+/// ended. It has no drop of its own: a [`Ticket`] frees a probe that ends with no outcome when
+/// it is dropped, and a call's [`Call`](crate::engine::Call) when the call is (the attribute's
+/// expansion keeps its admission there, so that its future gains no drop for it).
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Admitted {
     upstream: &'static Upstream,
     /// The gate's probe's epoch, if [`PROBE`] is set.
     epoch: u32,
     /// What the upstream had to say when it admitted the attempt (its word; 0: nothing), and
-    /// [`PROBE`] and [`TOLD`]: two words in all, so a call's future carries little.
+    /// [`PROBE`] until the upstream is told how the probe ended: two words in all, so a call's
+    /// future carries little.
     flags: u32,
 }
 
-/// The ticket is the gate's probe.
+/// The admission is the gate's probe, not yet told how it ended.
 const PROBE: u32 = 1 << 8;
-/// The upstream was told how the attempt ended.
-const TOLD: u32 = 1 << 9;
 /// The upstream's word, as it was read, but for the budget's bit: a budget is nothing to clear
 /// after a success.
 const SEEN: u32 = (PROBE - 1) & !BUDGET;
 
-impl Ticket {
-    pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
+impl Admitted {
+    /// An admission on `upstream` with nothing to tell: what a call keeps before its first.
+    #[inline]
+    pub(crate) const fn idle(upstream: &'static Upstream) -> Admitted {
+        Admitted {
+            upstream,
+            epoch: 0,
+            flags: 0,
+        }
+    }
+
+    fn new(upstream: &'static Upstream, admission: Admission) -> Admitted {
         let (probe, seen) = match admission {
             Admission::Send { probe, seen } => (probe, seen),
             _ => (None, 0),
         };
-        Ticket::of(upstream, probe, seen)
-    }
-
-    #[inline]
-    fn of(upstream: &'static Upstream, probe: Option<u32>, seen: u32) -> Ticket {
-        Ticket {
+        Admitted {
             upstream,
             epoch: probe.unwrap_or(0),
             flags: (seen & SEEN) | if probe.is_some() { PROBE } else { 0 },
         }
     }
 
-    /// The admission, as plain values (a probe's epoch, the word read), the ticket told:
-    /// kept by a route between a move and its attempt.
-    pub(crate) fn into_parts(mut self) -> (Option<u32>, u32) {
-        self.flags |= TOLD;
-        (self.probe(), self.flags & SEEN)
+    /// The admission on the same upstream of a probe's `epoch` and `flags`, as
+    /// [`parts`](Self::parts) gave them.
+    #[inline(always)]
+    pub(crate) const fn with(self, epoch: u32, flags: u32) -> Admitted {
+        Admitted {
+            epoch,
+            flags,
+            ..self
+        }
     }
 
-    /// The upstream that admitted the attempt.
-    #[inline]
-    pub fn upstream(&self) -> &'static Upstream {
-        self.upstream
+    /// A probe's epoch and the flags: what a call keeps of its admission beside its upstream.
+    #[inline(always)]
+    pub(crate) const fn parts(&self) -> (u32, u32) {
+        (self.epoch, self.flags)
+    }
+
+    /// The flags of an admission that read `seen` from a quiet upstream.
+    #[inline(always)]
+    pub(crate) const fn seen(seen: u32) -> u32 {
+        seen & SEEN
+    }
+
+    /// Whether an admission with these flags is a probe not yet told how it ended.
+    #[inline(always)]
+    pub(crate) const fn probing(flags: u32) -> bool {
+        flags & PROBE != 0
+    }
+
+    /// Whether an admission with these flags has a success to tell its upstream: the upstream
+    /// said something when it admitted the attempt, or it was a probe.
+    #[inline(always)]
+    pub(crate) const fn to_tell(flags: u32) -> bool {
+        flags & (SEEN | PROBE) != 0
     }
 
     #[inline]
@@ -403,50 +432,165 @@ impl Ticket {
         (self.flags & PROBE != 0).then_some(self.epoch)
     }
 
-    /// The admission, as the upstream reads it back.
-    fn admission(&self) -> Admission {
-        Admission::Send {
+    /// The admission, as the upstream reads it back; from now on, nothing to free.
+    fn take(&mut self) -> Admission {
+        let admission = Admission::Send {
             probe: self.probe(),
             seen: self.flags & SEEN,
+        };
+        self.flags = 0;
+        admission
+    }
+
+    /// The admission as a ticket, which frees a probe if it is dropped; the call keeps
+    /// nothing to free.
+    pub(crate) fn take_ticket(&mut self) -> Ticket {
+        let ticket = Ticket(Admitted {
+            upstream: self.upstream,
+            epoch: self.epoch,
+            flags: self.flags,
+        });
+        self.flags = 0;
+        ticket
+    }
+
+    /// Admit a call's own attempt (not a move across upstreams) on the same upstream at once,
+    /// if it has nothing to say: the fast path, one atomic read. A first try counts as a request
+    /// toward a fleet's retry budget, and a `retry` takes one of its tokens; `false`: ask
+    /// [`admit`].
+    #[inline]
+    pub(crate) fn at_once_for(&mut self, retry: bool) -> bool {
+        match self.upstream.quiet_alone() {
+            // Nothing but `COUNTING`, which `SEEN` keeps.
+            Some(seen) => {
+                self.flags = seen;
+                true
+            }
+            None => self.budgeted(retry),
         }
+    }
+
+    /// [`at_once_for`](Self::at_once_for) where the upstream's word says more than nothing:
+    /// quiet with a fleet's retry budget, or held.
+    #[cold]
+    #[inline(never)]
+    fn budgeted(&mut self, retry: bool) -> bool {
+        match self.upstream.quiet() {
+            Some(seen) if self.upstream.budget_admits(retry) => {
+                self.flags = seen & SEEN;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The attempt succeeded.
+    #[inline]
+    pub(crate) fn succeeded(&mut self) {
+        // Nothing was said when the attempt was admitted, and it was no probe: nothing to
+        // clear (a failure reported meanwhile by a call that started later is left to count).
+        if self.flags & (SEEN | PROBE) != 0 {
+            self.cleared();
+        }
+    }
+
+    #[cold]
+    fn cleared(&mut self) {
+        let admission = self.take();
+        self.upstream.succeeded(admission);
+    }
+
+    /// The attempt failed with `class` at `now`, on `run`'s policy.
+    pub(crate) fn failed<R: Source, A: crate::engine::Count>(
+        &mut self,
+        class: Class,
+        run: &Run<R, A>,
+    ) {
+        let admission = self.take();
+        self.upstream
+            .failed(admission, class, run.clock_now(), run.policy());
+    }
+}
+
+impl Admitted {
+    /// A probe ended with no outcome (its call dropped, cancelled, panicked): freed at once.
+    #[inline]
+    pub(crate) fn let_go(&mut self) {
+        if self.flags & PROBE != 0 {
+            self.release();
+        }
+    }
+}
+
+impl Admitted {
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self) {
+        let admission = self.take();
+        self.upstream.released(admission);
+    }
+}
+
+/// An attempt the upstream admitted: it tells the upstream how the attempt ended, and frees a
+/// probe that ends with no outcome (dropped, cancelled, panicked) when it is dropped.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Ticket(Admitted);
+
+impl Ticket {
+    pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
+        Ticket(Admitted::new(upstream, admission))
+    }
+
+    /// The admission, as plain values (a probe's epoch, the word read), the ticket told:
+    /// kept by a route between a move and its attempt.
+    pub(crate) fn into_parts(mut self) -> (Option<u32>, u32) {
+        let probe = self.0.probe();
+        let seen = self.0.flags & SEEN;
+        self.0.flags = 0;
+        (probe, seen)
+    }
+
+    /// The admission, kept from now on by a call whose drop frees a probe.
+    pub(crate) fn into_admitted(mut self) -> Admitted {
+        let admitted = Admitted {
+            upstream: self.0.upstream,
+            epoch: self.0.epoch,
+            flags: self.0.flags,
+        };
+        self.0.flags = 0;
+        admitted
+    }
+
+    /// The upstream that admitted the attempt.
+    #[inline]
+    pub fn upstream(&self) -> &'static Upstream {
+        self.0.upstream
     }
 
     /// The ticket of the next attempt if `upstream` has nothing to say: the fast path, one
     /// atomic read.
     #[inline]
     pub fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
-        upstream.quiet().map(|seen| Ticket {
-            upstream,
-            epoch: 0,
-            flags: seen & SEEN,
+        upstream.quiet().map(|seen| {
+            Ticket(Admitted {
+                flags: seen & SEEN,
+                ..Admitted::idle(upstream)
+            })
         })
     }
 
-    /// [`at_once`](Self::at_once) for a call's own attempt on `upstream` (not a move across
-    /// upstreams): a first try counts as a request toward a fleet's retry budget, and a
-    /// `retry` takes one of its tokens, or (`None`) is held until there is one.
+    /// [`Admitted::at_once_for`], as a ticket: for a call's own attempt on `upstream`.
     #[inline]
     pub fn at_once_for(upstream: &'static Upstream, retry: bool) -> Option<Ticket> {
-        let seen = upstream.quiet()?;
-        if seen & BUDGET != 0 && !upstream.budget_admits(retry) {
-            return None;
-        }
-        Some(Ticket {
-            upstream,
-            epoch: 0,
-            flags: seen & SEEN,
-        })
+        let mut admitted = Admitted::idle(upstream);
+        admitted.at_once_for(retry).then_some(Ticket(admitted))
     }
 
     /// The attempt succeeded.
     #[inline]
     pub fn succeeded(mut self) {
-        // Nothing was said when the attempt was admitted, and it was no probe: nothing to
-        // clear (a failure reported meanwhile by a call that started later is left to count).
-        if self.flags & (SEEN | PROBE) != 0 {
-            self.upstream.succeeded(self.admission());
-        }
-        self.flags |= TOLD;
+        self.0.succeeded();
     }
 
     /// The attempt failed with `class` at `now`, on `run`'s policy.
@@ -455,41 +599,134 @@ impl Ticket {
         class: Class,
         run: &Run<R, A>,
     ) {
-        self.flags |= TOLD;
-        self.upstream
-            .failed(self.admission(), class, run.clock_now(), run.policy());
+        self.0.failed(class, run);
     }
 }
 
 impl Drop for Ticket {
     #[inline]
     fn drop(&mut self) {
-        // Only a probe is anything to free.
-        if self.flags & (PROBE | TOLD) == PROBE {
-            self.upstream.released(self.admission());
+        self.0.let_go();
+    }
+}
+
+/// An upstream named by a type: what `#[retry(upstream = ..)]`'s expansion declares, so that
+/// a call's future carries no pointer to its upstream. Not public API.
+#[doc(hidden)]
+pub trait UpstreamNamed {
+    /// The upstream.
+    const UPSTREAM: &'static Upstream;
+}
+
+/// The admission of a call's attempt on the upstream `U` names (its probe's epoch, the word it
+/// read), kept in the call's [`Call`], whose drop frees a probe the call ended with no
+/// outcome. Not public API.
+#[doc(hidden)]
+pub struct AdmittedOn<U> {
+    epoch: u32,
+    flags: u32,
+    on: PhantomData<fn() -> U>,
+}
+
+impl<U: UpstreamNamed> AdmittedOn<U> {
+    /// Nothing admitted yet.
+    #[inline]
+    pub const fn idle() -> Self {
+        AdmittedOn {
+            epoch: 0,
+            flags: 0,
+            on: PhantomData,
+        }
+    }
+
+    /// [`upstream_at_once`] where the upstream's word says more than nothing: quiet with a
+    /// fleet's retry budget, or held.
+    #[cold]
+    #[inline(never)]
+    fn budgeted(&mut self, retry: bool) -> bool {
+        self.step(|admitted| admitted.at_once_for(retry))
+    }
+
+    /// `step` on the admission, with its upstream: in line, the upstream a constant.
+    #[inline(always)]
+    fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
+        let mut admitted = Admitted {
+            upstream: U::UPSTREAM,
+            epoch: self.epoch,
+            flags: self.flags,
+        };
+        let stepped = step(&mut admitted);
+        self.epoch = admitted.epoch;
+        self.flags = admitted.flags;
+        stepped
+    }
+}
+
+impl<U: UpstreamNamed> Held for AdmittedOn<U> {
+    #[inline]
+    fn let_go(&mut self) {
+        if Admitted::probing(self.flags) {
+            self.step(Admitted::let_go);
         }
     }
 }
 
-/// [`admit`] for `#[retry(upstream = ..)]`'s expansion: the ticket, or the caller's error of
-/// the give-up. Not public API.
+/// The fast path of `#[retry(upstream = ..)]`'s expansion: the call's next attempt admitted at
+/// once (`true`) if its upstream has nothing to say, one atomic read. Not public API.
 #[doc(hidden)]
-pub async fn upstream_admit<R, E>(
-    run: &mut Run<R>,
-    upstream: &'static Upstream,
-    hold: fn(UpstreamPaused) -> E,
-) -> Result<Ticket, E>
-where
-    R: Source,
-    E: Classify + fmt::Display,
-{
-    admit(run, upstream, hold, true)
-        .await
-        .map_err(|gave_up| gave_up.into_error())
+#[inline(always)]
+pub fn upstream_at_once<R: Source, U: UpstreamNamed>(call: &mut Call<R, AdmittedOn<U>>) -> bool {
+    let (run, held) = call.parts();
+    match U::UPSTREAM.quiet_alone() {
+        // Nothing but `COUNTING`, which `SEEN` keeps.
+        Some(seen) => {
+            held.flags = seen;
+            true
+        }
+        None => held.budgeted(run.attempts() > 0),
+    }
 }
 
-/// The attempt `ticket` admitted failed with `class`: for the expansion. Not public API.
+/// The attempt the call's admission let through succeeded: for the expansion. Not public API.
 #[doc(hidden)]
-pub fn upstream_failed<R: Source>(ticket: Ticket, class: Class, run: &Run<R>) {
-    ticket.failed(class, run);
+#[inline(always)]
+pub fn upstream_succeeded<R: Source, U: UpstreamNamed>(call: &mut Call<R, AdmittedOn<U>>) {
+    let held = call.parts().1;
+    if Admitted::to_tell(held.flags) {
+        held.step(Admitted::succeeded);
+    }
+}
+
+/// [`admit`] for `#[retry(upstream = ..)]`'s expansion, where the fast path did not admit the
+/// attempt: the call keeps its admission, or gives up with the caller's error. Not public API.
+#[doc(hidden)]
+pub async fn upstream_admit<R, U, E>(
+    call: &mut Call<R, AdmittedOn<U>>,
+    hold: fn(UpstreamPaused) -> E,
+) -> Result<(), E>
+where
+    R: Source,
+    U: UpstreamNamed,
+    E: Classify + fmt::Display,
+{
+    let (run, held) = call.parts();
+    match admit(run, U::UPSTREAM, hold, true).await {
+        Ok(ticket) => {
+            let admitted = ticket.into_admitted();
+            held.step(|kept| *kept = admitted);
+            Ok(())
+        }
+        Err(gave_up) => Err(gave_up.into_error()),
+    }
+}
+
+/// The attempt the call's admission let through failed with `class`: for the expansion. Not
+/// public API.
+#[doc(hidden)]
+pub fn upstream_failed<R: Source, U: UpstreamNamed>(
+    call: &mut Call<R, AdmittedOn<U>>,
+    class: Class,
+) {
+    let (run, held) = call.parts();
+    held.step(|admitted| admitted.failed(class, run));
 }

@@ -30,7 +30,7 @@ use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpLiteral, OpName};
-pub use call::Call;
+pub use call::{Call, Held};
 pub use count::Count;
 pub use run::Run;
 #[cfg(feature = "stream")]

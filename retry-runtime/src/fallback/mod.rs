@@ -9,10 +9,11 @@ mod retry;
 pub use retry::AcrossRetry;
 
 use std::fmt;
+use std::marker::PhantomData;
 
-use crate::admission::{Ticket, admit};
+use crate::admission::{Admitted, Ticket, admit};
 use crate::class::{Class, ClassSet, Classify};
-use crate::engine::{Count, Run, Source};
+use crate::engine::{Call, Count, Held, Run, Source};
 use crate::policy::Policy;
 use crate::upstream::{Admission, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, LeftBecause, UpstreamLeft};
@@ -455,6 +456,147 @@ impl Route {
             left.failed(class, error);
         }
     }
+}
+
+/// An ordered set of upstreams named by a type: what `#[retry(across = ..)]`'s expansion
+/// declares, so that a call's future carries no pointer to its set. Not public API.
+#[doc(hidden)]
+pub trait UpstreamsNamed {
+    /// The set.
+    const SET: &'static Upstreams;
+}
+
+/// A call's [`Route`] across the set `S` names, and the admission of its attempt in progress
+/// (on the route's upstream): kept in the call's [`Call`] by `#[retry(across = ..)]`'s
+/// expansion, whose drop frees a probe the attempt was admitted as. Not public API.
+#[doc(hidden)]
+pub struct Routed<S> {
+    route: Route,
+    epoch: u32,
+    flags: u32,
+    on: PhantomData<fn() -> S>,
+}
+
+impl<S: UpstreamsNamed> Routed<S> {
+    /// A call across the set, nothing tried.
+    #[inline]
+    pub const fn new() -> Self {
+        Routed {
+            route: Route::new(),
+            epoch: 0,
+            flags: 0,
+            on: PhantomData,
+        }
+    }
+
+    /// `step` on the route and the admission, on the route's upstream.
+    #[inline(always)]
+    fn step<T>(&mut self, step: impl FnOnce(&mut Route, &mut Admitted) -> T) -> T {
+        let upstream = self.route.upstream(S::SET);
+        let mut admitted = Admitted::idle(upstream).with(self.epoch, self.flags);
+        let stepped = step(&mut self.route, &mut admitted);
+        (self.epoch, self.flags) = admitted.parts();
+        stepped
+    }
+}
+
+impl<S: UpstreamsNamed> Default for Routed<S> {
+    fn default() -> Self {
+        Routed::new()
+    }
+}
+
+impl<S: UpstreamsNamed> Held for Routed<S> {
+    #[inline]
+    fn let_go(&mut self) {
+        if Admitted::probing(self.flags) {
+            self.step(|_, admitted| admitted.let_go());
+        }
+    }
+}
+
+/// The fast path of `#[retry(across = ..)]`'s expansion: the upstream the next attempt goes
+/// to, admitted at once by the admission a move took, or by the first upstream of the set not
+/// failed in this round if it has nothing to say (one atomic read). `None`: ask
+/// [`across_admit`]. Not public API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn across_at_once<R: Source, S: UpstreamsNamed>(
+    call: &mut Call<R, Routed<S>>,
+) -> Option<&'static Upstream> {
+    let routed = call.parts().1;
+    // A first try, or one after a wait: the set's first upstream.
+    if routed.route.tried == 0 && !routed.route.moved {
+        let first = S::SET.upstreams[0];
+        let seen = first.quiet()?;
+        routed.route.at = 0;
+        routed.flags = Admitted::seen(seen);
+        return Some(first);
+    }
+    routed.moved_or_next()
+}
+
+impl<S: UpstreamsNamed> Routed<S> {
+    /// [`across_at_once`] after a failure in this round.
+    #[cold]
+    #[inline(never)]
+    fn moved_or_next(&mut self) -> Option<&'static Upstream> {
+        let ticket = self.route.after_failure(S::SET)?;
+        let upstream = ticket.upstream();
+        let admitted = ticket.into_admitted();
+        self.step(|_, kept| *kept = admitted);
+        Some(upstream)
+    }
+}
+
+/// [`Route::admit`] for the expansion: the upstream the next attempt goes to, whose admission
+/// the call keeps; or the give-up. Not public API.
+#[doc(hidden)]
+pub async fn across_admit<R, S, E>(
+    call: &mut Call<R, Routed<S>>,
+    hold: fn(UpstreamPaused) -> E,
+) -> Result<&'static Upstream, GaveUp<E>>
+where
+    R: Source,
+    S: UpstreamsNamed,
+    E: Classify + fmt::Display,
+{
+    let (run, routed) = call.parts();
+    let ticket = routed.route.admit(S::SET, run, hold).await?;
+    let upstream = ticket.upstream();
+    let admitted = ticket.into_admitted();
+    routed.step(|_, kept| *kept = admitted);
+    Ok(upstream)
+}
+
+/// The call's attempt succeeded: for the expansion. Not public API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn across_succeeded<R: Source, S: UpstreamsNamed>(call: &mut Call<R, Routed<S>>) {
+    let routed = call.parts().1;
+    if Admitted::to_tell(routed.flags) {
+        routed.step(|_, admitted| admitted.succeeded());
+    }
+}
+
+/// The ladder's wait is over: a new round, from the first upstream. For the expansion. Not
+/// public API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn across_waited<R: Source, S: UpstreamsNamed>(call: &mut Call<R, Routed<S>>) {
+    call.parts().1.route.waited();
+}
+
+/// [`Route::failed`] for the expansion, on the call's own route and admission.
+pub(crate) fn routed_failed<R, S, E>(call: &mut Call<R, Routed<S>>, error: E) -> Next<E>
+where
+    R: Source,
+    S: UpstreamsNamed,
+    E: Classify + fmt::Display,
+{
+    let (run, routed) = call.parts();
+    let ticket = routed.step(|_, admitted| admitted.take_ticket());
+    routed.route.failed(S::SET, ticket, run, error)
 }
 
 impl fmt::Debug for Route {

@@ -146,7 +146,7 @@ pub(super) fn dropped<R: crate::engine::Source>(run: &mut Run<R, u32>, output: O
         Output::Delivered => run.ended(false),
         Output::None => {}
     }
-    run.dropped();
+    run.dropped(|| ());
 }
 
 /// What a state's poll says to do next.

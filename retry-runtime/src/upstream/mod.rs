@@ -569,6 +569,15 @@ impl Upstream {
         (seen & (PAUSED | GATED) == 0).then_some(seen)
     }
 
+    /// [`quiet`](Self::quiet), and no fleet's retry budget to count the attempt toward: the
+    /// word says at most that outage failures are being counted. The attribute's fast path,
+    /// one test of the word.
+    #[inline]
+    pub(crate) fn quiet_alone(&self) -> Option<u32> {
+        let seen = self.word.load(Ordering::Acquire);
+        (seen & !COUNTING == 0).then_some(seen)
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -657,7 +666,8 @@ impl UpstreamStore for Upstream {
     }
 
     fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
-        if self.effect_of(class, policy) == UpstreamEffect::Clears {
+        let effect = self.effect_of(class, policy);
+        if effect == UpstreamEffect::Clears {
             // An answer: the upstream is up.
             self.cleared(admitted);
             return;
@@ -670,7 +680,6 @@ impl UpstreamStore for Upstream {
             _ => false,
         };
         let mut changed = false;
-        let effect = self.effect_of(class, policy);
         if let UpstreamEffect::Pause(pause) = effect {
             let until = now + pause;
             // The latest end wins: a later, shorter hint never shortens a pause.
