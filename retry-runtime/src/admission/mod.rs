@@ -408,6 +408,12 @@ impl Admitted {
         (self.epoch, self.flags)
     }
 
+    /// The upstream that admitted the attempt.
+    #[inline]
+    pub(crate) fn upstream(&self) -> &'static Upstream {
+        self.upstream
+    }
+
     /// The flags of an admission that read `seen` from a quiet upstream.
     #[inline(always)]
     pub(crate) const fn seen(seen: u32) -> u32 {
@@ -512,10 +518,10 @@ impl Admitted {
     }
 }
 
-impl Admitted {
+impl Held for Admitted {
     /// A probe ended with no outcome (its call dropped, cancelled, panicked): freed at once.
     #[inline]
-    pub(crate) fn let_go(&mut self) {
+    fn let_go(&mut self) {
         if self.flags & PROBE != 0 {
             self.release();
         }
@@ -606,7 +612,7 @@ impl Ticket {
 impl Drop for Ticket {
     #[inline]
     fn drop(&mut self) {
-        self.0.let_go();
+        Held::let_go(&mut self.0);
     }
 }
 
@@ -666,7 +672,7 @@ impl<U: UpstreamNamed> Held for AdmittedOn<U> {
     #[inline]
     fn let_go(&mut self) {
         if Admitted::probing(self.flags) {
-            self.step(Admitted::let_go);
+            self.step(Held::let_go);
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::future::Future;
 
-use super::{Ticket, admit};
+use super::{Admitted, admit};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
@@ -120,24 +120,28 @@ impl<R> UpstreamRetry<R> {
     }
 }
 
-/// The ladder of a call on an upstream: admitted before each attempt, telling it after.
+/// The ladder of a call on an upstream: admitted before each attempt, telling it after. The
+/// call keeps its admission beside its run, so that one drop frees a probe it holds.
 macro_rules! upstream_ladder {
-    ($upstream:ident, $run:ident, $output:expr) => {
+    ($run:ident, $output:expr) => {
         async move {
             loop {
-                let ticket = match Ticket::at_once_for($upstream, $run.attempts() > 0) {
-                    Some(ticket) => ticket,
-                    None => admit(&mut $run, $upstream, HoldsUpstreamPaused::hold, true).await?,
-                };
+                let (run, admitted) = $run.parts();
+                if !admitted.at_once_for(run.attempts() > 0) {
+                    let upstream = admitted.upstream();
+                    let ticket = admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
+                    *admitted = ticket.into_admitted();
+                }
                 let error = match $output {
                     Ok(value) => {
-                        ticket.succeeded();
+                        $run.parts().1.succeeded();
                         $run.succeeded();
                         return Ok(value);
                     }
                     Err(error) => error,
                 };
-                ticket.failed(Classify::classify(&error), &$run);
+                let (run, admitted) = $run.parts();
+                admitted.failed(Classify::classify(&error), run);
                 $run.failed(error).await?;
             }
         }
@@ -157,9 +161,8 @@ where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let upstream = self.upstream;
-        let mut run = Call::new(self.retry);
-        upstream_ladder!(upstream, run, {
+        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
+        upstream_ladder!(run, {
             let next = run.attempts() + 1;
             let attempted = run.attempt(operation(next)).await;
             run.attempted(attempted)
@@ -177,9 +180,8 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let upstream = self.upstream;
-        let mut run = Call::new(self.retry);
-        upstream_ladder!(upstream, run, {
+        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
+        upstream_ladder!(run, {
             let next = run.attempts() + 1;
             let attempted = run.attempt(operation(next)).await;
             run.attempted(attempted)
@@ -200,9 +202,8 @@ where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
     {
-        let upstream = self.upstream;
-        let mut run = Call::new(self.retry);
-        upstream_ladder!(upstream, run, {
+        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
+        upstream_ladder!(run, {
             let next = run.attempts() + 1;
             let attempted = run.attempt_timed(operation(next)).await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))

@@ -243,8 +243,10 @@ impl Route {
     /// [`admit`](Self::admit).
     #[inline]
     pub fn at_once(&mut self, set: &'static Upstreams) -> Option<Ticket> {
-        // A first try, or one after a wait: the set's first upstream, one atomic read.
-        if self.tried == 0 && !self.moved {
+        // A first try, or one after a wait: the set's first upstream, one atomic read
+        // (nothing failed in this round, so no move is pending either).
+        if self.tried == 0 {
+            debug_assert!(!self.moved, "a move follows a failure in its round");
             self.at = 0;
             return Ticket::at_once(set.upstreams[0]);
         }
@@ -525,8 +527,10 @@ pub fn across_at_once<R: Source, S: UpstreamsNamed>(
     call: &mut Call<R, Routed<S>>,
 ) -> Option<&'static Upstream> {
     let routed = call.parts().1;
-    // A first try, or one after a wait: the set's first upstream.
-    if routed.route.tried == 0 && !routed.route.moved {
+    // A first try, or one after a wait: the set's first upstream (nothing failed in this
+    // round, so no move is pending either).
+    if routed.route.tried == 0 {
+        debug_assert!(!routed.route.moved, "a move follows a failure in its round");
         let first = S::SET.upstreams[0];
         let seen = first.quiet()?;
         routed.route.at = 0;
