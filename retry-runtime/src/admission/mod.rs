@@ -466,13 +466,28 @@ impl Admitted {
     /// [`admit`].
     #[inline]
     pub(crate) fn at_once_for(&mut self, retry: bool) -> bool {
-        match self.upstream.quiet_alone() {
+        let word = self.upstream.quiet_alone();
+        self.admit_word(word, retry)
+    }
+
+    /// Admit a call's own attempt by the upstream's `word` as
+    /// [`Upstream::quiet_alone`] read it.
+    #[inline(always)]
+    fn admit_word(&mut self, word: Result<u32, u32>, retry: bool) -> bool {
+        match word {
             // Nothing but `COUNTING`, which `SEEN` keeps.
-            Some(seen) => {
+            Ok(seen) => {
                 self.flags = seen;
                 true
             }
-            None => self.budgeted(retry),
+            // Quiet, a fleet's retry budget counting: a first try counts its request, one
+            // atomic add, in line; a retry takes a token, out of line.
+            Err(seen) if Upstream::is_quiet(seen) && !retry => {
+                self.upstream.budget_admits(false);
+                self.flags = seen & SEEN;
+                true
+            }
+            Err(_) => self.budgeted(retry),
         }
     }
 
@@ -645,12 +660,12 @@ impl<U: UpstreamNamed> AdmittedOn<U> {
         }
     }
 
-    /// [`upstream_at_once`] where the upstream's word says more than nothing: quiet with a
-    /// fleet's retry budget, or held.
+    /// [`upstream_at_once`] on a word that says more: a retry that takes a token of a fleet's
+    /// retry budget, or an attempt the upstream holds.
     #[cold]
     #[inline(never)]
-    fn budgeted(&mut self, retry: bool) -> bool {
-        self.step(|admitted| admitted.at_once_for(retry))
+    fn admit_word(&mut self, word: Result<u32, u32>, retry: bool) -> bool {
+        self.step(|admitted| admitted.admit_word(word, retry))
     }
 
     /// `step` on the admission, with its upstream: in line, the upstream a constant.
@@ -685,11 +700,18 @@ pub fn upstream_at_once<R: Source, U: UpstreamNamed>(call: &mut Call<R, Admitted
     let (run, held) = call.parts();
     match U::UPSTREAM.quiet_alone() {
         // Nothing but `COUNTING`, which `SEEN` keeps.
-        Some(seen) => {
+        Ok(seen) => {
             held.flags = seen;
             true
         }
-        None => held.budgeted(run.attempts() > 0),
+        // Quiet, a fleet's retry budget counting: a first try counts its request, one atomic
+        // add, in line.
+        Err(seen) if Upstream::is_quiet(seen) && run.attempts() == 0 => {
+            U::UPSTREAM.budget_admits(false);
+            held.flags = Admitted::seen(seen);
+            true
+        }
+        word => held.admit_word(word, run.attempts() > 0),
     }
 }
 

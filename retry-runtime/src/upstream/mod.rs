@@ -570,12 +570,23 @@ impl Upstream {
     }
 
     /// [`quiet`](Self::quiet), and no fleet's retry budget to count the attempt toward: the
-    /// word says at most that outage failures are being counted. The attribute's fast path,
-    /// one test of the word.
-    #[inline]
-    pub(crate) fn quiet_alone(&self) -> Option<u32> {
+    /// word says at most that outage failures are being counted (`Ok`). The attribute's fast
+    /// path, one test of the word; `Err`: the word, for [`is_quiet`](Self::is_quiet).
+    #[inline(always)]
+    pub(crate) fn quiet_alone(&self) -> Result<u32, u32> {
         let seen = self.word.load(Ordering::Acquire);
-        (seen & !COUNTING == 0).then_some(seen)
+        if seen & !COUNTING == 0 {
+            Ok(seen)
+        } else {
+            Err(seen)
+        }
+    }
+
+    /// Whether a word [`quiet_alone`](Self::quiet_alone) refused is quiet all the same: a
+    /// fleet's retry budget counts the attempts.
+    #[inline(always)]
+    pub(crate) const fn is_quiet(seen: u32) -> bool {
+        seen & (PAUSED | GATED) == 0
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
