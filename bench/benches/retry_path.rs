@@ -165,6 +165,14 @@ fn main() {
             annotated_fleet,
             annotated_fleet_parked
         ),
+        contender!(
+            &paused,
+            &real,
+            "`Retry::run`, the upstream rows' error, no upstream",
+            false,
+            explicit_same_error,
+            explicit_same_error_parked
+        ),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with

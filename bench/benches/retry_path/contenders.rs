@@ -214,6 +214,17 @@ pub(crate) fn explicit_upstream_parked() -> impl Future<Output = Result<u64, Gav
         .run(async |_| Ok(op().await?))
 }
 
+/// `Retry::run` with the upstream rows' error type and no upstream: what `Retry::upstream`
+/// adds, apart from what its error type does.
+pub(crate) fn explicit_same_error() -> impl Future<Output = Result<u64, GaveUp<OnUpstream>>> {
+    Retry::new(&ZERO).run(async |_| Ok(op().await?))
+}
+
+pub(crate) fn explicit_same_error_parked() -> impl Future<Output = Result<u64, GaveUp<OnUpstream>>>
+{
+    Retry::new(&PARKED).run(async |_| Ok(op().await?))
+}
+
 /// An upstream shared with a fleet store (`fleet::Fleet`), on the Redis at
 /// `RETRY_BENCH_REDIS` (or none: degraded, which the attempt's path does not see either).
 pub(crate) static FLEET_UPSTREAM: retry_runtime::Upstream =

@@ -126,22 +126,28 @@ macro_rules! upstream_ladder {
     ($run:ident, $output:expr) => {
         async move {
             loop {
-                let (run, admitted) = $run.parts();
-                if !admitted.at_once_for(run.attempts() > 0) {
-                    let upstream = admitted.upstream();
-                    let ticket = admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
-                    *admitted = ticket.into_admitted();
-                }
-                let error = match $output {
-                    Ok(value) => {
-                        $run.parts().1.succeeded();
-                        $run.succeeded();
-                        return Ok(value);
+                // In a block of its own, so that nothing of the admission, and no second copy
+                // of the error (borrowed to tell the upstream), lives across the wait.
+                let error = {
+                    let (run, admitted) = $run.parts();
+                    if !admitted.at_once_for(run.attempts() > 0) {
+                        let upstream = admitted.upstream();
+                        let ticket = admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
+                        *admitted = ticket.into_admitted();
                     }
-                    Err(error) => error,
+                    match $output {
+                        Ok(value) => {
+                            $run.parts().1.succeeded();
+                            $run.succeeded();
+                            return Ok(value);
+                        }
+                        Err(error) => {
+                            let (run, admitted) = $run.parts();
+                            admitted.failed(Classify::classify(&error), run);
+                            error
+                        }
+                    }
                 };
-                let (run, admitted) = $run.parts();
-                admitted.failed(Classify::classify(&error), run);
                 $run.failed(error).await?;
             }
         }

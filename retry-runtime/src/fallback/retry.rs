@@ -67,29 +67,34 @@ macro_rules! across_ladder {
     ($set:ident, $route:ident, $run:ident, |$to:ident| $output:expr) => {
         async move {
             loop {
-                let ticket = match $route.at_once($set) {
-                    Some(ticket) => ticket,
-                    None => {
-                        let hold = HoldsUpstreamPaused::hold;
-                        $route.admit($set, &mut $run, hold).await?
+                // In a block of its own, so that neither the ticket nor the route's verdict
+                // lives across the wait.
+                let error = {
+                    let ticket = match $route.at_once($set) {
+                        Some(ticket) => ticket,
+                        None => {
+                            let hold = HoldsUpstreamPaused::hold;
+                            $route.admit($set, &mut $run, hold).await?
+                        }
+                    };
+                    let $to: &'static Upstream = ticket.upstream();
+                    let error = match $output {
+                        Ok(value) => {
+                            ticket.succeeded();
+                            $run.succeeded();
+                            return Ok(Answered::new(value, $to));
+                        }
+                        Err(error) => error,
+                    };
+                    match $route.failed($set, ticket, &mut $run, error) {
+                        Next::Moved => continue,
+                        Next::GaveUp(gave_up) => return Err($route.gave_up($set, gave_up, true)),
+                        Next::Ladder(error) => error,
                     }
                 };
-                let $to: &'static Upstream = ticket.upstream();
-                let error = match $output {
-                    Ok(value) => {
-                        ticket.succeeded();
-                        $run.succeeded();
-                        return Ok(Answered::new(value, $to));
-                    }
-                    Err(error) => error,
-                };
-                match $route.failed($set, ticket, &mut $run, error) {
-                    Next::Moved => {}
-                    Next::GaveUp(gave_up) => return Err($route.gave_up($set, gave_up, true)),
-                    Next::Ladder(error) => match $run.failed(error).await {
-                        Ok(()) => $route.waited(),
-                        Err(gave_up) => return Err($route.gave_up($set, gave_up, true)),
-                    },
+                match $run.failed(error).await {
+                    Ok(()) => $route.waited(),
+                    Err(gave_up) => return Err($route.gave_up($set, gave_up, true)),
                 }
             }
         }
