@@ -434,6 +434,35 @@ fn with_an_out_of_line_operation_the_annotated_future_outgrows_the_plain_one_by_
     );
 }
 
+static SIZED: retry_runtime::Upstream = retry_runtime::Upstream::new("sized");
+
+#[retry]
+async fn calls_retried_for_a_class(n: u32) -> Result<u32, retry_runtime::Class> {
+    operation(n)
+        .await
+        .map_err(|_| retry_runtime::Class::Transport)
+}
+
+#[retry(upstream = SIZED)]
+async fn calls_retried_on_an_upstream(n: u32) -> Result<u32, retry_runtime::Class> {
+    operation(n)
+        .await
+        .map_err(|_| retry_runtime::Class::Transport)
+}
+
+#[test]
+fn an_upstream_adds_at_most_one_word_to_an_annotated_future() {
+    // What the call keeps of its admission beside its run: a probe's epoch and the word read;
+    // the upstream itself is named by a type, so no pointer to it.
+    let without = std::mem::size_of_val(&calls_retried_for_a_class(1));
+    let with = std::mem::size_of_val(&calls_retried_on_an_upstream(1));
+    let word = std::mem::size_of::<usize>();
+    assert!(
+        with <= without + word,
+        "on an upstream {with} bytes, without {without}"
+    );
+}
+
 #[test]
 fn a_retry_is_six_words() {
     // A policy by `'static` reference, the name, the budget and the quota: what `Retry::run`'s
