@@ -218,8 +218,8 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::admission::{
-        AdmittedOn, HoldsUpstreamPaused, Ticket, UpstreamNamed, upstream_admit, upstream_at_once,
-        upstream_failed, upstream_succeeded,
+        AdmissionKept, Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed, upstream_admit,
+        upstream_at_once, upstream_failed, upstream_succeeded,
     };
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
@@ -227,8 +227,8 @@ pub mod __private {
     pub use crate::engine::{Call, Clocked, Count, Held, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
     pub use crate::fallback::{
-        Next, Route, Routed, Upstreams, UpstreamsNamed, across_admit, across_at_once,
-        across_succeeded, across_waited,
+        Routed, Upstreams, UpstreamsNamed, across_admit, across_at_once, across_succeeded,
+        across_waited,
     };
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

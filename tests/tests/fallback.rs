@@ -405,6 +405,32 @@ async fn a_400_does_not_move_and_is_returned_at_once() {
     assert_eq!((primary.len(), secondary.len()), (1, 0));
 }
 
+static MOVE_A: Upstream = Upstream::new("move-a").gate_after(100, Duration::from_secs(10));
+static MOVE_B: Upstream = Upstream::new("move-b");
+static MOVE_SET: Upstreams = Upstreams::new(&[&MOVE_A, &MOVE_B]);
+static ONE_ATTEMPT: Policy = Policy::AVAILABILITY.with_attempts(1);
+
+/// A move the call cannot make (its attempts are spent) ends the call on the upstream it gave
+/// up on: the report names that one, not the upstream it would have moved to, never tried.
+#[tokio::test(start_paused = true)]
+async fn a_move_the_call_cannot_make_names_only_the_upstream_it_gave_up_on() {
+    let gave_up = Retry::new(&ONE_ATTEMPT)
+        .across(&MOVE_SET)
+        .run(async |to| {
+            assert_eq!(to.name(), "move-a", "only the first is tried");
+            Err::<(), _>(Class::Unavailable { retry_after: None })
+        })
+        .await
+        .unwrap_err();
+    assert!(gave_up.is_undetermined());
+    let left: Vec<_> = gave_up
+        .upstreams()
+        .iter()
+        .map(|left| (left.upstream(), left.why()))
+        .collect();
+    assert_eq!(left, [("move-a", LeftBecause::GaveUp)], "{gave_up}");
+}
+
 static DOWN_A: Upstream = Upstream::new("down-a").gate_after(100, Duration::from_secs(10));
 static DOWN_B: Upstream = Upstream::new("down-b").gate_after(100, Duration::from_secs(10));
 static BOTH_DOWN: Upstreams = Upstreams::new(&[&DOWN_A, &DOWN_B]);

@@ -248,6 +248,57 @@ async fn a_probe_across_upstreams_dropped_mid_attempt_frees_the_gate_for_the_nex
     the_probe_is_freed(&PRIMARY, probe).await;
 }
 
+// An upstream named through the function's context (`Self::MODEL`, `T::MODEL`), which an
+// item of the expansion cannot name: the call keeps it by pointer, with the same rules.
+
+static CONTEXT: Upstream = Upstream::new("context");
+
+struct Client;
+
+impl Client {
+    const MODEL: &'static Upstream = &CONTEXT;
+
+    #[retry(policy = "availability", upstream = Self::MODEL)]
+    async fn ask(&self) -> Result<u32, Failed> {
+        Ok(1)
+    }
+}
+
+trait HasModel {
+    const MODEL: &'static Upstream;
+}
+
+struct Claude;
+
+impl HasModel for Claude {
+    const MODEL: &'static Upstream = &CONTEXT;
+}
+
+#[retry(policy = "availability", upstream = T::MODEL)]
+async fn ask_generic<T: HasModel>() -> Result<u32, Failed> {
+    Ok(2)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_upstream_named_through_self_or_a_type_parameter_holds_its_calls_in_its_pause() {
+    let started = Instant::now();
+    CONTEXT.failed(
+        SEND,
+        limited(Duration::from_secs(2)),
+        started,
+        &Policy::AVAILABILITY,
+    );
+    assert_eq!(Client.ask().await.ok(), Some(1));
+    let waited = Instant::now() - started;
+    assert!(
+        waited >= Duration::from_secs(2),
+        "held for the pause: {waited:?}"
+    );
+    assert_eq!(ask_generic::<Claude>().await.ok(), Some(2));
+    // Past the pause, at once.
+    assert_eq!(Instant::now() - started, waited);
+}
+
 static CANCELLED: Upstream = Upstream::new("cancelled");
 
 #[tokio::test(start_paused = true)]

@@ -58,6 +58,12 @@ fn names_the_functions_context(config: &Config, function: &RetryFn) -> bool {
     let PolicyChoice::Path(path) = &config.policy else {
         return false;
     };
+    path_names_the_functions_context(path, function)
+}
+
+/// Whether `path` names what only the function's body can: `Self`, generic arguments, or one
+/// of the function's type parameters.
+fn path_names_the_functions_context(path: &syn::ExprPath, function: &RetryFn) -> bool {
     if path.qself.is_some() {
         return true;
     }
@@ -349,7 +355,7 @@ fn attempt_loop(
     let steps = if config.across.is_some() {
         across_steps(config, private, source, &run, &ticket, &error)
     } else {
-        upstream_steps(config, private, source, &run, &error, &classify)
+        upstream_steps(config, function, private, source, &run, &error, &classify)
     };
     let Steps {
         call,
@@ -414,6 +420,7 @@ fn attempt_loop(
 /// returned at once), and the upstream told how the attempt ended. Empty without one.
 fn upstream_steps(
     config: &Config,
+    function: &RetryFn,
     private: &TokenStream,
     source: &TokenStream,
     run: &Ident,
@@ -433,17 +440,27 @@ fn upstream_steps(
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
     let hold = Ident::new("__retry_hold", Span::mixed_site());
-    // The upstream, named by a type (typed where the user wrote the path), so that the call's
-    // future keeps no pointer to it; the call keeps its admission beside its run, so that one
-    // drop frees a probe the call was admitted as.
-    let named = Ident::new("__RetryUpstream", Span::mixed_site());
-    let setup = quote_spanned! {span=>
-        struct #named;
-        impl #at_upstream::UpstreamNamed for #named {
-            const UPSTREAM: &'static #at_upstream::Upstream = &#upstream;
-        }
+    // The call keeps its admission beside its run, so that one drop frees a probe the call
+    // was admitted as. Its upstream is named by a type (typed where the user wrote the path),
+    // so that the call's future keeps no pointer to it; unless the path names what only the
+    // function's body can (`Self::MODEL`, `T::MODEL`), which an item cannot: then a pointer.
+    let (setup, call) = if path_names_the_functions_context(upstream, function) {
+        let kept = quote_spanned!(span=> #at_upstream::Admitted::idle(&#upstream));
+        (
+            TokenStream::new(),
+            quote!(#private::Call::with(#source, #kept)),
+        )
+    } else {
+        let named = Ident::new("__RetryUpstream", Span::mixed_site());
+        let setup = quote_spanned! {span=>
+            struct #named;
+            impl #at_upstream::UpstreamNamed for #named {
+                const UPSTREAM: &'static #at_upstream::Upstream = &#upstream;
+            }
+        };
+        let call = quote!(#private::Call::with(#source, #private::AdmittedOn::<#named>::idle()));
+        (setup, call)
     };
-    let call = quote!(#private::Call::with(#source, #private::AdmittedOn::<#named>::idle()));
     // A quiet upstream admits at once, with no future made for a wait (a retry takes a token
     // of a fleet's retry budget there, if one holds the upstream).
     let admit = quote_spanned! {span=>

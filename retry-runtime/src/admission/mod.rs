@@ -349,10 +349,12 @@ fn spent<R: Source, A: crate::engine::Count>(
 /// An attempt the upstream admitted, as plain values: the upstream, and what it said when it
 /// admitted the attempt (a probe's epoch, its word). It tells the upstream how the attempt
 /// ended. It has no drop of its own: a [`Ticket`] frees a probe that ends with no outcome when
-/// it is dropped, and a call's [`Call`](crate::engine::Call) when the call is (the attribute's
-/// expansion keeps its admission there, so that its future gains no drop for it).
+/// it is dropped, and a call's [`Call`](crate::engine::Call) when the call is (what
+/// `Retry::upstream`'s run keeps there, and the attribute's expansion where its upstream's
+/// path names the function's context, such as `Self::MODEL`). Not public API.
+#[doc(hidden)]
 #[derive(Debug)]
-pub(crate) struct Admitted {
+pub struct Admitted {
     upstream: &'static Upstream,
     /// The gate's probe's epoch, if [`PROBE`] is set.
     epoch: u32,
@@ -371,7 +373,7 @@ const SEEN: u32 = (PROBE - 1) & !BUDGET;
 impl Admitted {
     /// An admission on `upstream` with nothing to tell: what a call keeps before its first.
     #[inline]
-    pub(crate) const fn idle(upstream: &'static Upstream) -> Admitted {
+    pub const fn idle(upstream: &'static Upstream) -> Admitted {
         Admitted {
             upstream,
             epoch: 0,
@@ -482,7 +484,7 @@ impl Admitted {
             }
             // Quiet, a fleet's retry budget counting: a first try counts its request, one
             // atomic add, in line; a retry takes a token, out of line.
-            Err(seen) if Upstream::is_quiet(seen) && !retry => {
+            Err(seen) if Upstream::is_budgeted_quiet(seen) && !retry => {
                 self.upstream.budget_admits(false);
                 self.flags = seen & SEEN;
                 true
@@ -496,8 +498,9 @@ impl Admitted {
     #[cold]
     #[inline(never)]
     fn budgeted(&mut self, retry: bool) -> bool {
+        // Read again: the word may have changed since, its budget gone with it.
         match self.upstream.quiet() {
-            Some(seen) if self.upstream.budget_admits(retry) => {
+            Some(seen) if seen & BUDGET == 0 || self.upstream.budget_admits(retry) => {
                 self.flags = seen & SEEN;
                 true
             }
@@ -556,7 +559,7 @@ impl Admitted {
 /// probe that ends with no outcome (dropped, cancelled, panicked) when it is dropped.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Ticket(Admitted);
+pub(crate) struct Ticket(Admitted);
 
 impl Ticket {
     pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
@@ -585,14 +588,14 @@ impl Ticket {
 
     /// The upstream that admitted the attempt.
     #[inline]
-    pub fn upstream(&self) -> &'static Upstream {
+    pub(crate) fn upstream(&self) -> &'static Upstream {
         self.0.upstream
     }
 
     /// The ticket of the next attempt if `upstream` has nothing to say: the fast path, one
     /// atomic read.
     #[inline]
-    pub fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
+    pub(crate) fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
         upstream.quiet().map(|seen| {
             Ticket(Admitted {
                 flags: seen & SEEN,
@@ -603,14 +606,14 @@ impl Ticket {
 
     /// [`Admitted::at_once_for`], as a ticket: for a call's own attempt on `upstream`.
     #[inline]
-    pub fn at_once_for(upstream: &'static Upstream, retry: bool) -> Option<Ticket> {
+    pub(crate) fn at_once_for(upstream: &'static Upstream, retry: bool) -> Option<Ticket> {
         let mut admitted = Admitted::idle(upstream);
         admitted.at_once_for(retry).then_some(Ticket(admitted))
     }
 
     /// The attempt succeeded.
     #[inline]
-    pub fn succeeded(mut self) {
+    pub(crate) fn succeeded(mut self) {
         self.0.succeeded();
     }
 
@@ -649,26 +652,53 @@ pub struct AdmittedOn<U> {
     on: PhantomData<fn() -> U>,
 }
 
-impl<U: UpstreamNamed> AdmittedOn<U> {
-    /// Nothing admitted yet.
-    #[inline]
-    pub const fn idle() -> Self {
-        AdmittedOn {
-            epoch: 0,
-            flags: 0,
-            on: PhantomData,
-        }
-    }
+/// What a call keeps of its admission in its [`Call`]: [`AdmittedOn`] (its upstream named by
+/// a type) or [`Admitted`] (by a pointer). Not public API.
+#[doc(hidden)]
+pub trait AdmissionKept: Held {
+    /// The upstream.
+    fn upstream(&self) -> &'static Upstream;
+    /// What the admission says: the word read, and whether it is a probe.
+    fn flags(&self) -> u32;
+    /// Kept from a quiet word's read: no probe.
+    fn read(&mut self, flags: u32);
+    /// `step` on the admission as an [`Admitted`].
+    fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T;
+}
 
-    /// [`upstream_at_once`] on a word that says more: a retry that takes a token of a fleet's
-    /// retry budget, or an attempt the upstream holds.
-    #[cold]
-    #[inline(never)]
-    fn admit_word(&mut self, word: Result<u32, u32>, retry: bool) -> bool {
-        self.step(|admitted| admitted.admit_word(word, retry))
+impl AdmissionKept for Admitted {
+    #[inline(always)]
+    fn upstream(&self) -> &'static Upstream {
+        self.upstream
     }
+    #[inline(always)]
+    fn flags(&self) -> u32 {
+        self.flags
+    }
+    #[inline(always)]
+    fn read(&mut self, flags: u32) {
+        self.flags = flags;
+    }
+    #[inline(always)]
+    fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
+        step(self)
+    }
+}
 
-    /// `step` on the admission, with its upstream: in line, the upstream a constant.
+impl<U: UpstreamNamed> AdmissionKept for AdmittedOn<U> {
+    #[inline(always)]
+    fn upstream(&self) -> &'static Upstream {
+        U::UPSTREAM
+    }
+    #[inline(always)]
+    fn flags(&self) -> u32 {
+        self.flags
+    }
+    #[inline(always)]
+    fn read(&mut self, flags: u32) {
+        self.flags = flags;
+    }
+    /// In line, the upstream a constant.
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
         let mut admitted = Admitted {
@@ -683,11 +713,31 @@ impl<U: UpstreamNamed> AdmittedOn<U> {
     }
 }
 
+/// [`upstream_at_once`] on a word that says more: a retry that takes a token of a fleet's
+/// retry budget, or an attempt the upstream holds.
+#[cold]
+#[inline(never)]
+fn admit_word<K: AdmissionKept>(kept: &mut K, word: Result<u32, u32>, retry: bool) -> bool {
+    kept.step(|admitted| admitted.admit_word(word, retry))
+}
+
+impl<U: UpstreamNamed> AdmittedOn<U> {
+    /// Nothing admitted yet.
+    #[inline]
+    pub const fn idle() -> Self {
+        AdmittedOn {
+            epoch: 0,
+            flags: 0,
+            on: PhantomData,
+        }
+    }
+}
+
 impl<U: UpstreamNamed> Held for AdmittedOn<U> {
     #[inline]
     fn let_go(&mut self) {
         if Admitted::probing(self.flags) {
-            self.step(Held::let_go);
+            AdmissionKept::step(self, Held::let_go);
         }
     }
 }
@@ -696,52 +746,53 @@ impl<U: UpstreamNamed> Held for AdmittedOn<U> {
 /// once (`true`) if its upstream has nothing to say, one atomic read. Not public API.
 #[doc(hidden)]
 #[inline(always)]
-pub fn upstream_at_once<R: Source, U: UpstreamNamed>(call: &mut Call<R, AdmittedOn<U>>) -> bool {
-    let (run, held) = call.parts();
-    match U::UPSTREAM.quiet_alone() {
+pub fn upstream_at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> bool {
+    let (run, kept) = call.parts();
+    let upstream = kept.upstream();
+    match upstream.quiet_alone() {
         // Nothing but `COUNTING`, which `SEEN` keeps.
         Ok(seen) => {
-            held.flags = seen;
+            kept.read(seen);
             true
         }
         // Quiet, a fleet's retry budget counting: a first try counts its request, one atomic
         // add, in line.
-        Err(seen) if Upstream::is_quiet(seen) && run.attempts() == 0 => {
-            U::UPSTREAM.budget_admits(false);
-            held.flags = Admitted::seen(seen);
+        Err(seen) if Upstream::is_budgeted_quiet(seen) && run.attempts() == 0 => {
+            upstream.budget_admits(false);
+            kept.read(Admitted::seen(seen));
             true
         }
-        word => held.admit_word(word, run.attempts() > 0),
+        word => admit_word(kept, word, run.attempts() > 0),
     }
 }
 
 /// The attempt the call's admission let through succeeded: for the expansion. Not public API.
 #[doc(hidden)]
 #[inline(always)]
-pub fn upstream_succeeded<R: Source, U: UpstreamNamed>(call: &mut Call<R, AdmittedOn<U>>) {
-    let held = call.parts().1;
-    if Admitted::to_tell(held.flags) {
-        held.step(Admitted::succeeded);
+pub fn upstream_succeeded<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) {
+    let kept = call.parts().1;
+    if Admitted::to_tell(kept.flags()) {
+        kept.step(Admitted::succeeded);
     }
 }
 
 /// [`admit`] for `#[retry(upstream = ..)]`'s expansion, where the fast path did not admit the
 /// attempt: the call keeps its admission, or gives up with the caller's error. Not public API.
 #[doc(hidden)]
-pub async fn upstream_admit<R, U, E>(
-    call: &mut Call<R, AdmittedOn<U>>,
+pub async fn upstream_admit<R, K, E>(
+    call: &mut Call<R, K>,
     hold: fn(UpstreamPaused) -> E,
 ) -> Result<(), E>
 where
     R: Source,
-    U: UpstreamNamed,
+    K: AdmissionKept,
     E: Classify + fmt::Display,
 {
-    let (run, held) = call.parts();
-    match admit(run, U::UPSTREAM, hold, true).await {
+    let (run, kept) = call.parts();
+    match admit(run, kept.upstream(), hold, true).await {
         Ok(ticket) => {
             let admitted = ticket.into_admitted();
-            held.step(|kept| *kept = admitted);
+            kept.step(|into| *into = admitted);
             Ok(())
         }
         Err(gave_up) => Err(gave_up.into_error()),
@@ -751,10 +802,7 @@ where
 /// The attempt the call's admission let through failed with `class`: for the expansion. Not
 /// public API.
 #[doc(hidden)]
-pub fn upstream_failed<R: Source, U: UpstreamNamed>(
-    call: &mut Call<R, AdmittedOn<U>>,
-    class: Class,
-) {
-    let (run, held) = call.parts();
-    held.step(|admitted| admitted.failed(class, run));
+pub fn upstream_failed<R: Source, K: AdmissionKept>(call: &mut Call<R, K>, class: Class) {
+    let (run, kept) = call.parts();
+    kept.step(|admitted| admitted.failed(class, run));
 }

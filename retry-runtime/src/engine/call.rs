@@ -46,12 +46,6 @@ impl<R: Source, H: Held> Call<R, H> {
     pub fn parts(&mut self) -> (&mut Run<R>, &mut H) {
         (&mut self.0, &mut self.1)
     }
-
-    /// What the call keeps beside its run.
-    #[inline(always)]
-    pub fn held(&self) -> &H {
-        &self.1
-    }
 }
 
 impl<R: Source, H: Held> std::ops::Deref for Call<R, H> {

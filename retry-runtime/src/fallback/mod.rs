@@ -190,12 +190,11 @@ impl<T> Answered<T> {
 
 /// One call's way through its ordered set: which upstreams failed in this round, where the
 /// next attempt goes, and, once anything failed or was held, how it left each. The one
-/// decision of fallback. The set is given to each step, not kept: the attribute's expansion
-/// names it by its path, so a call's future carries no pointer to it. Used by
-/// `#[retry(across = ..)]`'s expansion, not public API.
+/// decision of fallback. The set is given to each step, not kept, so that a call's future
+/// carries no pointer to it where the set is named by a type ([`Routed`]). Not public API.
 #[doc(hidden)]
 #[derive(Default)]
-pub struct Route {
+pub(crate) struct Route {
     /// Bit `i`: the `i`th upstream failed in this round.
     tried: u32,
     /// The upstream of the attempt in progress.
@@ -216,7 +215,7 @@ struct Lefts(Vec<UpstreamLeft>);
 
 /// What follows a failed attempt on a route.
 #[doc(hidden)]
-pub enum Next<E> {
+pub(crate) enum Next<E> {
     /// Moved to the next upstream: make the attempt.
     Moved,
     /// No other upstream is available: the ladder decides (its wait, or its give-up).
@@ -228,7 +227,7 @@ pub enum Next<E> {
 impl Route {
     /// A call's route, nothing tried.
     #[inline]
-    pub const fn new() -> Route {
+    pub(crate) const fn new() -> Route {
         Route {
             tried: 0,
             at: 0,
@@ -242,7 +241,7 @@ impl Route {
     /// not failed in this round if it has nothing to say (one atomic read). `None`: ask
     /// [`admit`](Self::admit).
     #[inline]
-    pub fn at_once(&mut self, set: &'static Upstreams) -> Option<Ticket> {
+    pub(crate) fn at_once(&mut self, set: &'static Upstreams) -> Option<Ticket> {
         // A first try, or one after a wait: the set's first upstream, one atomic read
         // (nothing failed in this round, so no move is pending either).
         if self.tried == 0 {
@@ -274,7 +273,7 @@ impl Route {
 
     /// The upstream of the attempt in progress.
     #[inline]
-    pub fn upstream(&self, set: &'static Upstreams) -> &'static Upstream {
+    pub(crate) fn upstream(&self, set: &'static Upstreams) -> &'static Upstream {
         set.upstreams[usize::from(self.at)]
     }
 
@@ -319,7 +318,7 @@ impl Route {
     /// The next attempt's ticket, once an upstream of `set` admits it: the first available,
     /// or, with every upstream held, after the wait for the one that frees soonest; or the
     /// give-up, the caller's error made by `hold`, where that wait would outlast the call.
-    pub async fn admit<R, A, E>(
+    pub(crate) async fn admit<R, A, E>(
         &mut self,
         set: &'static Upstreams,
         run: &mut Run<R, A>,
@@ -363,7 +362,7 @@ impl Route {
     /// The attempt `ticket` admitted failed with `error`: the upstream is told; the call moves
     /// to the next available upstream of `set` at once where the failure moves it, or leaves
     /// the wait (or the give-up) to its ladder.
-    pub fn failed<R, A, E>(
+    pub(crate) fn failed<R, A, E>(
         &mut self,
         set: &'static Upstreams,
         ticket: Ticket,
@@ -383,6 +382,7 @@ impl Route {
         if !set.moves(class, run.policy()) {
             return Next::Ladder(error);
         }
+        let from_at = self.at;
         let Some(next) = self.pick(set, run.clock_now()) else {
             return Next::Ladder(error);
         };
@@ -396,8 +396,11 @@ impl Route {
                 self.moved = true;
                 Next::Moved
             }
-            // The ticket taken for the move is dropped: a probe it held is freed.
+            // The ticket taken for the move is dropped: a probe it held is freed. The call
+            // stays on the upstream it gave up on, which the report names; the one it would
+            // have moved to was never tried.
             Err(gave_up) => {
+                self.at = from_at;
                 self.note(from, LeftBecause::GaveUp, None);
                 Next::GaveUp(gave_up)
             }
@@ -406,13 +409,13 @@ impl Route {
 
     /// The ladder's wait is over: a new round, from the first upstream.
     #[inline]
-    pub fn waited(&mut self) {
+    pub(crate) fn waited(&mut self) {
         self.tried = 0;
     }
 
     /// The call gives up with `gave_up`: it carries how the call left each upstream of `set`,
     /// the last one's failure (`failed`: the failure given up on) marked so.
-    pub fn gave_up<E>(
+    pub(crate) fn gave_up<E>(
         &mut self,
         set: &'static Upstreams,
         gave_up: GaveUp<E>,

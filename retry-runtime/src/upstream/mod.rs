@@ -582,11 +582,11 @@ impl Upstream {
         }
     }
 
-    /// Whether a word [`quiet_alone`](Self::quiet_alone) refused is quiet all the same: a
-    /// fleet's retry budget counts the attempts.
+    /// Whether a word says the upstream is quiet, and a fleet's retry budget counts its
+    /// attempts.
     #[inline(always)]
-    pub(crate) const fn is_quiet(seen: u32) -> bool {
-        seen & (PAUSED | GATED) == 0
+    pub(crate) const fn is_budgeted_quiet(seen: u32) -> bool {
+        seen & (PAUSED | GATED | BUDGET) == BUDGET
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
