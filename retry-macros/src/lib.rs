@@ -87,8 +87,8 @@ use proc_macro::TokenStream;
 /// | `timeout` | a whole number and a unit, as `budget` takes | none | each attempt's limit: an attempt runs for at most the sooner of it, the rest of the turn and the rest of a literal `budget`, then is dropped and fails with `E::from(retry_runtime::TimedOut)`, so `E` must implement `From<TimedOut>`. It classifies as `Timeout`: `transient` retries it, `availability` and `outage` never do |
 /// | `name` | string | the function's path, `module::function` | the `op` of notices and turn reports |
 /// | `quota` | path to a `static` `Quota` | none | a retry budget shared across calls |
-/// | `upstream` | path to a `static` `Upstream` | none | what the calls share: a provider's pause, the outage gate |
-/// | `across` | path to a `static` `Upstreams` | none | an ordered set of upstreams: each attempt goes to the first neither paused nor gated, a failure moves the call to the next at once; the body reads its upstream with `Upstream::current()` |
+/// | `upstream` | path to a `static` `Upstream`, or to a `&'static Upstream` constant of the `impl` or a type parameter (`Self::MODEL`, `T::MODEL`) | none | what the calls share: a provider's pause, the outage gate |
+/// | `across` | path to a `static` `Upstreams`, or to a `&'static Upstreams` constant, as `upstream` takes | none | an ordered set of upstreams: each attempt goes to the first neither paused nor gated, a failure moves the call to the next at once; the body reads its upstream with `Upstream::current()` |
 /// | `also_retry` | list of `Class` variants, like `[InvalidOutput, Timeout]` | none | classes retried on top of the policy's (`Definitive` and `Cancelled` are refused: they are never retried) |
 /// | `never_retry` | list of `Class` variants, like `[RateLimited]` | none | classes the policy retries that this call must not |
 /// | `crate` | string holding a path | `"::retry_runtime"` | where the runtime is, if the dependency is renamed |

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Call, Held, Source, Waiting};
-use crate::fallback::{Next, Routed, UpstreamsNamed, routed_failed};
+use crate::fallback::{Next, Routed, UpstreamsKept, routed_failed};
 use crate::policy::{Policy, PolicyError};
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
@@ -118,8 +118,8 @@ where
 /// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder
 /// (`Ok(Some(error))`), or gives up with it (`Err(error)`).
 #[inline]
-pub fn across_failed<R: Source, S: UpstreamsNamed, E, C, D>(
-    call: &mut Call<R, Routed<S>>,
+pub fn across_failed<R: Source, K: UpstreamsKept, E, C, D>(
+    call: &mut Call<R, Routed<K>>,
     error: E,
     classify: C,
     display: D,

@@ -227,8 +227,8 @@ pub mod __private {
     pub use crate::engine::{Call, Clocked, Count, Held, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
     pub use crate::fallback::{
-        Routed, Upstreams, UpstreamsNamed, across_admit, across_at_once, across_succeeded,
-        across_waited,
+        Routed, Upstreams, UpstreamsKept, UpstreamsNamed, across_admit, across_at_once,
+        across_succeeded, across_waited,
     };
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;

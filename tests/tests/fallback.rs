@@ -525,6 +525,79 @@ async fn the_attribute_moves_across_its_upstreams() {
     ATTR_A.reset();
 }
 
+// A set named through the function's context (`Self::MODELS`, `T::MODELS`), which an item
+// of the expansion cannot name: the call keeps it by pointer, with the same route.
+
+static CTX_A: Upstream = Upstream::new("ctx-a");
+static CTX_B: Upstream = Upstream::new("ctx-b");
+static CTX_MODELS: Upstreams = Upstreams::new(&[&CTX_A, &CTX_B]);
+
+struct Client;
+
+impl Client {
+    const MODELS: &'static Upstreams = &CTX_MODELS;
+
+    #[retry(policy = "availability", across = Self::MODELS)]
+    async fn ask(
+        &self,
+        client: &reqwest::Client,
+        addrs: &HashMap<&'static str, SocketAddr>,
+    ) -> Result<String, Failed> {
+        let to = Upstream::current().expect("inside a call across upstreams");
+        let response = client
+            .post(format!("http://{}/v1/chat/completions", addrs[to.name()]))
+            .send()
+            .await?;
+        response.check_status().await?;
+        Ok(to.name().to_owned())
+    }
+}
+
+trait HasModels {
+    const MODELS: &'static Upstreams;
+}
+
+impl HasModels for Client {
+    const MODELS: &'static Upstreams = &CTX_MODELS;
+}
+
+#[retry(policy = "availability", across = T::MODELS)]
+async fn ask_generic<T: HasModels>(
+    client: &reqwest::Client,
+    addrs: &HashMap<&'static str, SocketAddr>,
+) -> Result<String, Failed> {
+    let to = Upstream::current().expect("inside a call across upstreams");
+    let response = client
+        .post(format!("http://{}/v1/chat/completions", addrs[to.name()]))
+        .send()
+        .await?;
+    response.check_status().await?;
+    Ok(to.name().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_named_through_self_or_a_type_parameter_moves_across_its_upstreams() {
+    let pair = pair(&CTX_MODELS, |start| {
+        Mode::OutUntil(start + Duration::from_secs(60))
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let (outcome, report) = Turn::new(Duration::from_secs(30))
+        .run(Client.ask(&client, &pair.addrs))
+        .await;
+    assert_eq!(outcome.into_finished().unwrap().unwrap(), "ctx-b");
+    assert_eq!((report.moves(), report.attempts()), (1, 2), "{report}");
+    // The same through a type parameter (one failure does not close the primary's gate).
+    let (outcome, report) = Turn::new(Duration::from_secs(30))
+        .run(ask_generic::<Client>(&client, &pair.addrs))
+        .await;
+    assert_eq!(outcome.into_finished().unwrap().unwrap(), "ctx-b");
+    assert_eq!((report.moves(), report.attempts()), (1, 2), "{report}");
+    let (primary, secondary) = pair.seen();
+    assert_eq!((primary.len(), secondary.len()), (2, 2));
+    CTX_A.reset();
+}
+
 mod streams {
     //! A stream across upstreams, against two event servers: it moves before its first
     //! content, and after it stays on the upstream that delivered.

@@ -12,6 +12,7 @@ use std::process::Command;
 
 /// The compile-fail sources checked as a user checks them, from `tests/fail`.
 const SOURCES: &[&str] = &[
+    "across_through_self_not_a_set.rs",
     "error_without_classify.rs",
     "error_without_classify_alias.rs",
     "moves_argument.rs",
@@ -21,6 +22,8 @@ const SOURCES: &[&str] = &[
     "stream_commit_timeout_without_timed_out.rs",
     "stream_commit_when_without_ended_early.rs",
     "stream_is_content_on_strings.rs",
+    "upstream_const.rs",
+    "upstream_through_type_parameter_not_an_upstream.rs",
 ];
 
 fn workspace() -> PathBuf {

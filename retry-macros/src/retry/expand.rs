@@ -353,7 +353,7 @@ fn attempt_loop(
     let (start, take) = start_and_take(config, private, &run, &attempted);
     let ticket = Ident::new("__retry_ticket", Span::mixed_site());
     let steps = if config.across.is_some() {
-        across_steps(config, private, source, &run, &ticket, &error)
+        across_steps(config, function, private, source, &run, &ticket, &error)
     } else {
         upstream_steps(config, function, private, source, &run, &error, &classify)
     };
@@ -445,7 +445,14 @@ fn upstream_steps(
     // so that the call's future keeps no pointer to it; unless the path names what only the
     // function's body can (`Self::MODEL`, `T::MODEL`), which an item cannot: then a pointer.
     let (setup, call) = if path_names_the_functions_context(upstream, function) {
-        let kept = quote_spanned!(span=> #at_upstream::Admitted::idle(&#upstream));
+        // Typed by a `let`, as `across`'s pointer is.
+        let upstream_ref = Ident::new("__retry_upstream", Span::mixed_site());
+        let kept = quote_spanned! {span=>
+            #at_upstream::Admitted::idle({
+                let #upstream_ref: &'static #at_upstream::Upstream = &#upstream;
+                #upstream_ref
+            })
+        };
         (
             TokenStream::new(),
             quote!(#private::Call::with(#source, #kept)),
@@ -507,6 +514,7 @@ struct Steps {
 /// a new round from the first upstream.
 fn across_steps(
     config: &Config,
+    function: &RetryFn,
     private: &TokenStream,
     source: &TokenStream,
     run: &Ident,
@@ -519,21 +527,43 @@ fn across_steps(
     let span = first_span(across);
     let at_across = respan(private, span);
     let hold = Ident::new("__retry_hold", Span::mixed_site());
-    // A constant, typed where the user wrote it, so a path to something else is reported
-    // there, once; named at each step, so the call's future keeps no pointer to the set.
-    let set = Ident::new("__RETRY_ACROSS", Span::mixed_site());
-    // Named by a type too, for the call's route, which keeps no pointer to it either.
-    let named = Ident::new("__RetryAcross", Span::mixed_site());
-    let setup = quote_spanned! {span=>
-        const #set: &#at_across::Upstreams = &#across;
-        struct #named;
-        impl #private::UpstreamsNamed for #named {
-            const SET: &'static #private::Upstreams = #set;
-        }
-    };
     // The call keeps its route and its attempt's admission beside its run, so that one drop
-    // frees a probe the call was admitted as.
-    let call = quote!(#private::Call::with(#source, #private::Routed::<#named>::new()));
+    // frees a probe the call was admitted as. Its set is named by a type, so that the call's
+    // future keeps no pointer to it; unless the path names what only the function's body can
+    // (`Self::MODELS`, `T::MODELS`), which an item cannot: then a pointer, typed where the
+    // user wrote the path, as the constant is.
+    let (setup, call) = if path_names_the_functions_context(across, function) {
+        // Typed by a `let`, so that a path to something else is reported at the path alone,
+        // with no note pointing into the runtime.
+        let set = Ident::new("__retry_set", Span::mixed_site());
+        let kept = quote_spanned! {span=>
+            #at_across::Routed::at({
+                let #set: &'static #at_across::Upstreams = &#across;
+                #set
+            })
+        };
+        (
+            TokenStream::new(),
+            quote!(#private::Call::with(#source, #kept)),
+        )
+    } else {
+        // A constant, typed where the user wrote it, so a path to something else is reported
+        // there, once.
+        let set = Ident::new("__RETRY_ACROSS", Span::mixed_site());
+        let named = Ident::new("__RetryAcross", Span::mixed_site());
+        let setup = quote_spanned! {span=>
+            const #set: &#at_across::Upstreams = &#across;
+            struct #named;
+            impl #private::UpstreamsNamed for #named {
+                const SET: &'static #private::Upstreams = #set;
+            }
+        };
+        let call = quote!(#private::Call::with(
+            #source,
+            #private::Routed::<#private::core::marker::PhantomData<#named>>::named()
+        ));
+        (setup, call)
+    };
     let admit = quote_spanned! {span=>
         let #ticket = match #private::across_at_once(&mut #run) {
             #private::core::option::Option::Some(#ticket) => #ticket,

@@ -471,33 +471,70 @@ pub trait UpstreamsNamed {
     const SET: &'static Upstreams;
 }
 
-/// A call's [`Route`] across the set `S` names, and the admission of its attempt in progress
+/// How a [`Routed`] finds its set: by a type that names it (`PhantomData<S>`, no bytes), or
+/// by a pointer, where the path names what only the function's body can (`Self::MODELS`,
+/// `T::MODELS`), which an item of the expansion cannot. Not public API.
+#[doc(hidden)]
+pub trait UpstreamsKept {
+    /// The set.
+    fn set(&self) -> &'static Upstreams;
+}
+
+impl<S: UpstreamsNamed> UpstreamsKept for PhantomData<S> {
+    #[inline(always)]
+    fn set(&self) -> &'static Upstreams {
+        S::SET
+    }
+}
+
+impl UpstreamsKept for &'static Upstreams {
+    #[inline(always)]
+    fn set(&self) -> &'static Upstreams {
+        self
+    }
+}
+
+/// A call's [`Route`] across the set `K` keeps, and the admission of its attempt in progress
 /// (on the route's upstream): kept in the call's [`Call`] by `#[retry(across = ..)]`'s
 /// expansion, whose drop frees a probe the attempt was admitted as. Not public API.
 #[doc(hidden)]
-pub struct Routed<S> {
+pub struct Routed<K> {
     route: Route,
     epoch: u32,
     flags: u32,
-    on: PhantomData<fn() -> S>,
+    set: K,
 }
 
-impl<S: UpstreamsNamed> Routed<S> {
-    /// A call across the set, nothing tried.
+impl<S: UpstreamsNamed> Routed<PhantomData<S>> {
+    /// A call across the set `S` names, nothing tried.
     #[inline]
-    pub const fn new() -> Self {
+    pub const fn named() -> Self {
+        Routed::kept(PhantomData)
+    }
+}
+
+impl Routed<&'static Upstreams> {
+    /// A call across `set`, nothing tried.
+    #[inline]
+    pub const fn at(set: &'static Upstreams) -> Self {
+        Routed::kept(set)
+    }
+}
+
+impl<K: UpstreamsKept> Routed<K> {
+    const fn kept(set: K) -> Self {
         Routed {
             route: Route::new(),
             epoch: 0,
             flags: 0,
-            on: PhantomData,
+            set,
         }
     }
 
     /// `step` on the route and the admission, on the route's upstream.
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Route, &mut Admitted) -> T) -> T {
-        let upstream = self.route.upstream(S::SET);
+        let upstream = self.route.upstream(self.set.set());
         let mut admitted = Admitted::idle(upstream).with(self.epoch, self.flags);
         let stepped = step(&mut self.route, &mut admitted);
         (self.epoch, self.flags) = admitted.parts();
@@ -505,13 +542,7 @@ impl<S: UpstreamsNamed> Routed<S> {
     }
 }
 
-impl<S: UpstreamsNamed> Default for Routed<S> {
-    fn default() -> Self {
-        Routed::new()
-    }
-}
-
-impl<S: UpstreamsNamed> Held for Routed<S> {
+impl<K: UpstreamsKept> Held for Routed<K> {
     #[inline]
     fn let_go(&mut self) {
         if Admitted::probing(self.flags) {
@@ -526,15 +557,15 @@ impl<S: UpstreamsNamed> Held for Routed<S> {
 /// [`across_admit`]. Not public API.
 #[doc(hidden)]
 #[inline(always)]
-pub fn across_at_once<R: Source, S: UpstreamsNamed>(
-    call: &mut Call<R, Routed<S>>,
+pub fn across_at_once<R: Source, K: UpstreamsKept>(
+    call: &mut Call<R, Routed<K>>,
 ) -> Option<&'static Upstream> {
     let routed = call.parts().1;
     // A first try, or one after a wait: the set's first upstream (nothing failed in this
     // round, so no move is pending either).
     if routed.route.tried == 0 {
         debug_assert!(!routed.route.moved, "a move follows a failure in its round");
-        let first = S::SET.upstreams[0];
+        let first = routed.set.set().upstreams[0];
         let seen = first.quiet()?;
         routed.route.at = 0;
         routed.flags = Admitted::seen(seen);
@@ -543,12 +574,12 @@ pub fn across_at_once<R: Source, S: UpstreamsNamed>(
     routed.moved_or_next()
 }
 
-impl<S: UpstreamsNamed> Routed<S> {
+impl<K: UpstreamsKept> Routed<K> {
     /// [`across_at_once`] after a failure in this round.
     #[cold]
     #[inline(never)]
     fn moved_or_next(&mut self) -> Option<&'static Upstream> {
-        let ticket = self.route.after_failure(S::SET)?;
+        let ticket = self.route.after_failure(self.set.set())?;
         let upstream = ticket.upstream();
         let admitted = ticket.into_admitted();
         self.step(|_, kept| *kept = admitted);
@@ -559,17 +590,17 @@ impl<S: UpstreamsNamed> Routed<S> {
 /// [`Route::admit`] for the expansion: the upstream the next attempt goes to, whose admission
 /// the call keeps; or the give-up. Not public API.
 #[doc(hidden)]
-pub async fn across_admit<R, S, E>(
-    call: &mut Call<R, Routed<S>>,
+pub async fn across_admit<R, K, E>(
+    call: &mut Call<R, Routed<K>>,
     hold: fn(UpstreamPaused) -> E,
 ) -> Result<&'static Upstream, GaveUp<E>>
 where
     R: Source,
-    S: UpstreamsNamed,
+    K: UpstreamsKept,
     E: Classify + fmt::Display,
 {
     let (run, routed) = call.parts();
-    let ticket = routed.route.admit(S::SET, run, hold).await?;
+    let ticket = routed.route.admit(routed.set.set(), run, hold).await?;
     let upstream = ticket.upstream();
     let admitted = ticket.into_admitted();
     routed.step(|_, kept| *kept = admitted);
@@ -579,7 +610,7 @@ where
 /// The call's attempt succeeded: for the expansion. Not public API.
 #[doc(hidden)]
 #[inline(always)]
-pub fn across_succeeded<R: Source, S: UpstreamsNamed>(call: &mut Call<R, Routed<S>>) {
+pub fn across_succeeded<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>) {
     let routed = call.parts().1;
     if Admitted::to_tell(routed.flags) {
         routed.step(|_, admitted| admitted.succeeded());
@@ -590,20 +621,20 @@ pub fn across_succeeded<R: Source, S: UpstreamsNamed>(call: &mut Call<R, Routed<
 /// public API.
 #[doc(hidden)]
 #[inline(always)]
-pub fn across_waited<R: Source, S: UpstreamsNamed>(call: &mut Call<R, Routed<S>>) {
+pub fn across_waited<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>) {
     call.parts().1.route.waited();
 }
 
 /// [`Route::failed`] for the expansion, on the call's own route and admission.
-pub(crate) fn routed_failed<R, S, E>(call: &mut Call<R, Routed<S>>, error: E) -> Next<E>
+pub(crate) fn routed_failed<R, K, E>(call: &mut Call<R, Routed<K>>, error: E) -> Next<E>
 where
     R: Source,
-    S: UpstreamsNamed,
+    K: UpstreamsKept,
     E: Classify + fmt::Display,
 {
     let (run, routed) = call.parts();
     let ticket = routed.step(|_, admitted| admitted.take_ticket());
-    routed.route.failed(S::SET, ticket, run, error)
+    routed.route.failed(routed.set.set(), ticket, run, error)
 }
 
 impl fmt::Debug for Route {
