@@ -582,6 +582,10 @@ async fn a_set_named_through_self_or_a_type_parameter_moves_across_its_upstreams
     })
     .await;
     let client = reqwest::Client::new();
+    // A set kept by pointer leaves the call's future `Send`, as one named by a type does.
+    fn is_send<T: Send>(_: &T) {}
+    is_send(&Client.ask(&client, &pair.addrs));
+    is_send(&ask_generic::<Client>(&client, &pair.addrs));
     let (outcome, report) = Turn::new(Duration::from_secs(30))
         .run(Client.ask(&client, &pair.addrs))
         .await;
