@@ -498,6 +498,15 @@ async fn ask(
     client: &reqwest::Client,
     addrs: &HashMap<&'static str, SocketAddr>,
 ) -> Result<String, Failed> {
+    send_to_current(client, addrs).await
+}
+
+/// One attempt: to the provider of the upstream the route chose (`Upstream::current()`),
+/// whose name it returns.
+async fn send_to_current(
+    client: &reqwest::Client,
+    addrs: &HashMap<&'static str, SocketAddr>,
+) -> Result<String, Failed> {
     let to = Upstream::current().expect("inside a call across upstreams");
     let addr = addrs[to.name()];
     let response = client
@@ -543,13 +552,7 @@ impl Client {
         client: &reqwest::Client,
         addrs: &HashMap<&'static str, SocketAddr>,
     ) -> Result<String, Failed> {
-        let to = Upstream::current().expect("inside a call across upstreams");
-        let response = client
-            .post(format!("http://{}/v1/chat/completions", addrs[to.name()]))
-            .send()
-            .await?;
-        response.check_status().await?;
-        Ok(to.name().to_owned())
+        send_to_current(client, addrs).await
     }
 }
 
@@ -566,13 +569,7 @@ async fn ask_generic<T: HasModels>(
     client: &reqwest::Client,
     addrs: &HashMap<&'static str, SocketAddr>,
 ) -> Result<String, Failed> {
-    let to = Upstream::current().expect("inside a call across upstreams");
-    let response = client
-        .post(format!("http://{}/v1/chat/completions", addrs[to.name()]))
-        .send()
-        .await?;
-    response.check_status().await?;
-    Ok(to.name().to_owned())
+    send_to_current(client, addrs).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -445,14 +445,12 @@ fn upstream_steps(
     // so that the call's future keeps no pointer to it; unless the path names what only the
     // function's body can (`Self::MODEL`, `T::MODEL`), which an item cannot: then a pointer.
     let (setup, call) = if path_names_the_functions_context(upstream, function) {
-        // Typed by a `let`, as `across`'s pointer is.
-        let upstream_ref = Ident::new("__retry_upstream", Span::mixed_site());
-        let kept = quote_spanned! {span=>
-            #at_upstream::Admitted::idle({
-                let #upstream_ref: &'static #at_upstream::Upstream = &#upstream;
-                #upstream_ref
-            })
-        };
+        let kept = kept_by_pointer(
+            &at_upstream,
+            upstream,
+            &quote!(Upstream),
+            &quote!(Admitted::idle),
+        );
         (
             TokenStream::new(),
             quote!(#private::Call::with(#source, #kept)),
@@ -495,6 +493,26 @@ fn upstream_steps(
     }
 }
 
+/// `#at::#make(&path)` for a path kept by pointer, typed by a `let` at the path (`&'static
+/// #at::#ty`), so that a path to something else is reported there alone, with no note
+/// pointing into the runtime's signature.
+fn kept_by_pointer(
+    at: &TokenStream,
+    path: &syn::ExprPath,
+    ty: &TokenStream,
+    make: &TokenStream,
+) -> TokenStream {
+    let span = first_span(path);
+    let (ty, make) = (respan(ty, span), respan(make, span));
+    let pointer = Ident::new("__retry_pointer", Span::mixed_site());
+    quote_spanned! {span=>
+        #at::#make({
+            let #pointer: &'static #at::#ty = &#path;
+            #pointer
+        })
+    }
+}
+
 /// What the loop does around each attempt beside the engine's steps: before the loop, before
 /// the attempt, with its failure (the error for the ladder, or a `continue` or `return`), after
 /// a success and after a wait.
@@ -533,15 +551,7 @@ fn across_steps(
     // (`Self::MODELS`, `T::MODELS`), which an item cannot: then a pointer, typed where the
     // user wrote the path, as the constant is.
     let (setup, call) = if path_names_the_functions_context(across, function) {
-        // Typed by a `let`, so that a path to something else is reported at the path alone,
-        // with no note pointing into the runtime.
-        let set = Ident::new("__retry_set", Span::mixed_site());
-        let kept = quote_spanned! {span=>
-            #at_across::Routed::at({
-                let #set: &'static #at_across::Upstreams = &#across;
-                #set
-            })
-        };
+        let kept = kept_by_pointer(&at_across, across, &quote!(Upstreams), &quote!(Routed::at));
         (
             TokenStream::new(),
             quote!(#private::Call::with(#source, #kept)),
