@@ -579,19 +579,27 @@ async fn a_set_named_through_self_or_a_type_parameter_moves_across_its_upstreams
     })
     .await;
     let client = reqwest::Client::new();
-    // A set kept by pointer leaves the call's future `Send`, as one named by a type does.
-    fn is_send<T: Send>(_: &T) {}
-    is_send(&Client.ask(&client, &pair.addrs));
-    is_send(&ask_generic::<Client>(&client, &pair.addrs));
-    let (outcome, report) = Turn::new(Duration::from_secs(30))
-        .run(Client.ask(&client, &pair.addrs))
-        .await;
+    // A set kept by pointer leaves the call's future `Send + 'static` where its arguments
+    // are: each call runs in a task of its own on the multi-thread runtime.
+    let (addrs, http) = (pair.addrs.clone(), client.clone());
+    let (outcome, report) = tokio::spawn(async move {
+        Turn::new(Duration::from_secs(30))
+            .run(Client.ask(&http, &addrs))
+            .await
+    })
+    .await
+    .unwrap();
     assert_eq!(outcome.into_finished().unwrap().unwrap(), "ctx-b");
     assert_eq!((report.moves(), report.attempts()), (1, 2), "{report}");
     // The same through a type parameter (one failure does not close the primary's gate).
-    let (outcome, report) = Turn::new(Duration::from_secs(30))
-        .run(ask_generic::<Client>(&client, &pair.addrs))
-        .await;
+    let addrs = pair.addrs.clone();
+    let (outcome, report) = tokio::spawn(async move {
+        Turn::new(Duration::from_secs(30))
+            .run(ask_generic::<Client>(&client, &addrs))
+            .await
+    })
+    .await
+    .unwrap();
     assert_eq!(outcome.into_finished().unwrap().unwrap(), "ctx-b");
     assert_eq!((report.moves(), report.attempts()), (1, 2), "{report}");
     let (primary, secondary) = pair.seen();
