@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::draw::Draw;
+use crate::upstream::{Live, Upstream};
 
 tokio::task_local! {
     static SCOPE: State;
@@ -21,6 +22,8 @@ struct State {
     draw: Draw,
     // Shared, so a fault server started in the scope reads its clock from its own tasks.
     waits: Arc<Mutex<Vec<Duration>>>,
+    /// Each upstream's state in this scope, made at its first use, by the upstream's address.
+    upstreams: Mutex<Vec<(usize, &'static Live)>>,
 }
 
 /// The waits a testing scope recorded, in order.
@@ -71,6 +74,7 @@ pub async fn scope_with_draw<F: Future>(draw: Draw, future: F) -> (F::Output, Re
     let state = State {
         draw,
         waits: Arc::new(Mutex::new(Vec::new())),
+        upstreams: Mutex::new(Vec::new()),
     };
     let mut scoped = pin!(SCOPE.scope(state, future));
     let output = scoped.as_mut().await;
@@ -150,6 +154,25 @@ pub(crate) fn after_skipped(now: Instant) -> Instant {
 pub(crate) fn before_skipped(deadline: Instant) -> Instant {
     // Past the earliest instant there is: due now.
     deadline.checked_sub(skipped()).unwrap_or_else(Instant::now)
+}
+
+/// `upstream`'s state in the scope this task runs in, made fresh at its first use there; `None`
+/// outside a scope. Each is a few hundred bytes, kept for the process's life: a waiter holds
+/// `'static` references to it, and a test process is short.
+#[inline]
+pub(crate) fn upstream(upstream: &Upstream) -> Option<&'static Live> {
+    let key = std::ptr::from_ref(upstream) as usize;
+    SCOPE
+        .try_with(|state| {
+            let mut upstreams = state.upstreams.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, live)) = upstreams.iter().find(|(at, _)| *at == key) {
+                return *live;
+            }
+            let live: &'static Live = Box::leak(Box::new(Live::new()));
+            upstreams.push((key, live));
+            live
+        })
+        .ok()
 }
 
 /// The scope's fixed draw, if a scope is active.

@@ -382,8 +382,19 @@ async fn an_annotated_call_waits_for_its_upstreams_pause_and_gives_up_where_it_o
     };
     assert_eq!(paused.retry_after(), Some(Duration::from_secs(15)));
     assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 0);
-    // Inside a testing scope, the pause is a wait recorded, not slept.
-    let (answer, recorded) = retry_runtime::testing::scope(annotated(&sent)).await;
+    // Inside a testing scope, the pause is a wait recorded, not slept. The scope keeps its
+    // upstreams' state apart from every other scope's and the process's: the pause is told
+    // there.
+    let (answer, recorded) = retry_runtime::testing::scope(async {
+        ANNOTATED.failed(
+            SEND,
+            limited(Duration::from_secs(15)),
+            Instant::now(),
+            &Policy::AVAILABILITY,
+        );
+        annotated(&sent).await
+    })
+    .await;
     assert_eq!(answer.unwrap(), 1);
     assert_eq!(recorded.waits(), [Duration::from_secs(15)]);
 }

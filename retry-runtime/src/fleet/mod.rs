@@ -158,9 +158,35 @@ pub enum FleetError {
 /// # Ok(())
 /// # }
 /// ```
+///
+/// Sharing lasts while a clone of the `Fleet` lives: when the last is dropped, its tasks stop
+/// and each upstream it shared is its process's alone again (its retries unbudgeted, a gate
+/// that waited for another process's probe probed here), so a later `Fleet` may share it.
 #[derive(Debug, Clone)]
 pub struct Fleet {
     shared: Arc<Shared>,
+    /// Dropped with the last clone: stops the sharing.
+    _member: Arc<Member>,
+}
+
+/// What a `Fleet`'s last clone takes with it: its background tasks, and its upstreams'
+/// sharing.
+#[derive(Debug)]
+struct Member {
+    shared: Arc<Shared>,
+    tasks: Vec<tokio::task::AbortHandle>,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let subscription = lock(&self.shared.subscription).take();
+        for task in self.tasks.iter().chain(&subscription) {
+            task.abort();
+        }
+        for upstream in lock(&self.shared.upstreams).drain(..) {
+            upstream.unshare();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -179,6 +205,8 @@ struct Shared {
     subscribed: AtomicBool,
     /// The subscription is made: messages arrive.
     listening: AtomicBool,
+    /// The subscription's task, stopped with the fleet's last handle.
+    subscription: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// What a process learned, on its way to Redis.
@@ -222,12 +250,22 @@ impl Fleet {
         let client = redis::Client::open(url)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
         let (shared, queue) = Shared::new(Some(client), None, config);
-        runtime.spawn(write(Arc::clone(&shared), queue));
-        runtime.spawn(backstop(Arc::downgrade(&shared)));
+        let mut tasks = vec![
+            runtime
+                .spawn(write(Arc::clone(&shared), queue))
+                .abort_handle(),
+            runtime
+                .spawn(backstop(Arc::downgrade(&shared)))
+                .abort_handle(),
+        ];
         if let Some(budget) = shared.config.budget {
-            runtime.spawn(budget::keep(Arc::downgrade(&shared), budget));
+            tasks.push(
+                runtime
+                    .spawn(budget::keep(Arc::downgrade(&shared), budget))
+                    .abort_handle(),
+            );
         }
-        Ok(Fleet { shared })
+        Ok(Fleet::made(shared, tasks))
     }
 
     /// A fleet store on `memory`, an in-memory fake of Redis shared by the `Fleet`s made on it,
@@ -236,11 +274,30 @@ impl Fleet {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
         let (shared, queue) = Shared::new(None, Some(Arc::clone(memory)), config);
         memory.join(&shared);
-        runtime.spawn(write(Arc::clone(&shared), queue));
+        let mut tasks = vec![
+            runtime
+                .spawn(write(Arc::clone(&shared), queue))
+                .abort_handle(),
+        ];
         if let Some(budget) = shared.config.budget {
-            runtime.spawn(budget::keep(Arc::downgrade(&shared), budget));
+            tasks.push(
+                runtime
+                    .spawn(budget::keep(Arc::downgrade(&shared), budget))
+                    .abort_handle(),
+            );
         }
-        Ok(Fleet { shared })
+        Ok(Fleet::made(shared, tasks))
+    }
+
+    fn made(shared: Arc<Shared>, tasks: Vec<tokio::task::AbortHandle>) -> Fleet {
+        let member = Member {
+            shared: Arc::clone(&shared),
+            tasks,
+        };
+        Fleet {
+            shared,
+            _member: Arc::new(member),
+        }
     }
 }
 
@@ -262,6 +319,7 @@ impl Shared {
             breaker: Breaker::new(),
             subscribed: AtomicBool::new(false),
             listening: AtomicBool::new(false),
+            subscription: Mutex::new(None),
         });
         (shared, queue)
     }
@@ -272,7 +330,7 @@ impl Fleet {
     /// process learns goes out, and what the others learn holds here. `false` if it was
     /// already shared.
     pub fn share(&self, upstream: &'static Upstream) -> bool {
-        let sink = Box::new(Sink(Arc::clone(&self.shared)));
+        let sink = Arc::new(Sink(Arc::clone(&self.shared)));
         if !upstream.share_with(sink) {
             return false;
         }
@@ -594,7 +652,8 @@ async fn backstop(shared: std::sync::Weak<Shared>) {
             return;
         };
         if !shared.subscribed.swap(true, Ordering::AcqRel) {
-            tokio::spawn(subscribe(Arc::clone(&shared)));
+            let task = tokio::spawn(subscribe(Arc::clone(&shared)));
+            *lock(&shared.subscription) = Some(task.abort_handle());
         }
         if !shared.breaker.allows() {
             continue;

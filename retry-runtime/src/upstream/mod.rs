@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -111,19 +111,42 @@ pub struct Upstream {
     max_pause: Option<Duration>,
     gate_failures: u32,
     gate_window: Duration,
+    /// What the upstream keeps at run time, in this process (a testing scope keeps its own).
+    live: Live,
+    /// Where what this process learns goes further: a fleet store, while one shares the
+    /// upstream. Read only when a failure or a gate's change is reported, never on an
+    /// attempt's path.
+    shared: Mutex<Option<Arc<dyn FleetSink>>>,
+}
+
+/// What an upstream keeps at run time: its word (what it has to say, read on every attempt),
+/// its state behind a lock, its waiters, and the fleet's retry budget in this process. One per
+/// upstream in a process, and one per upstream in each testing scope, so that tests running in
+/// parallel never see each other's pauses or gates.
+#[derive(Debug)]
+pub(crate) struct Live {
     word: AtomicU32,
     state: Mutex<State>,
     changed: Notify,
-    /// Where what this process learns goes further: a fleet store, once one shares the
-    /// upstream. Read only when a failure or a gate's change is reported, never on an
-    /// attempt's path.
-    shared: OnceLock<Box<dyn FleetSink>>,
     /// The fleet's retry budget, in this process: the tokens leased to it, the requests
     /// (first tries) made since the fleet store last counted them, and whether a retry found
     /// no token since.
     leased: AtomicU32,
     requests: AtomicU32,
     wanting: AtomicBool,
+}
+
+impl Live {
+    pub(crate) const fn new() -> Live {
+        Live {
+            word: AtomicU32::new(0),
+            state: Mutex::new(State::new()),
+            changed: Notify::const_new(),
+            leased: AtomicU32::new(0),
+            requests: AtomicU32::new(0),
+            wanting: AtomicBool::new(false),
+        }
+    }
 }
 
 /// An upstream, as a stream across upstreams gives it to its `open`
@@ -299,13 +322,8 @@ impl Upstream {
             max_pause: None,
             gate_failures: GATE_FAILURES,
             gate_window: GATE_WINDOW,
-            word: AtomicU32::new(0),
-            state: Mutex::new(State::new()),
-            changed: Notify::const_new(),
-            shared: OnceLock::new(),
-            leased: AtomicU32::new(0),
-            requests: AtomicU32::new(0),
-            wanting: AtomicBool::new(false),
+            live: Live::new(),
+            shared: Mutex::new(None),
         }
     }
 
@@ -359,7 +377,8 @@ impl Upstream {
             return UpstreamEffect::Pause(hint.min(cap));
         }
         match class {
-            Class::Transport | Class::Unavailable { retry_after: None } => UpstreamEffect::Outage,
+            // A hint of zero is no hint: the outage's own `Unavailable`.
+            Class::Transport | Class::Unavailable { .. } => UpstreamEffect::Outage,
             _ => UpstreamEffect::Nothing,
         }
     }
@@ -380,20 +399,75 @@ impl Upstream {
 
     /// Whether the outage gate is open: one call probes, the others wait.
     pub fn is_gated(&self) -> bool {
-        self.word.load(Ordering::Acquire) & GATED != 0
+        self.live().word.load(Ordering::Acquire) & GATED != 0
     }
 
     /// Tell `sink` what this process learns from now on; `false` if another already is told.
     #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn share_with(&self, sink: Box<dyn FleetSink>) -> bool {
-        self.shared.set(sink).is_ok()
+    pub(crate) fn share_with(&self, sink: Arc<dyn FleetSink>) -> bool {
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if shared.is_some() {
+            return false;
+        }
+        *shared = Some(sink);
+        true
+    }
+
+    /// The fleet that shared the upstream is gone: what this process learns stays here, its
+    /// retries are no longer budgeted, and a gate that waited for another process's probe
+    /// probes here now.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn unshare(&self) {
+        let sink = self
+            .shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(sink);
+        let mut state = self.lock();
+        state.budgeted = false;
+        if state.gate == Gate::Remote {
+            state.gate = Gate::Waiting {
+                next: Instant::now(),
+                failed: 0,
+            };
+        }
+        self.store(&state);
+        drop(state);
+        self.live().changed.notify_waiters();
+    }
+
+    /// Where what this process learns goes further, if a fleet shares the upstream; never in
+    /// a testing scope, whose state is its own.
+    fn sink(&self) -> Option<Arc<dyn FleetSink>> {
+        if self.scoped() {
+            return None;
+        }
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.clone()
+    }
+
+    /// What the upstream keeps at run time: the testing scope's own, in one, else the
+    /// process's.
+    #[inline(always)]
+    pub(crate) fn live(&self) -> &Live {
+        #[cfg(feature = "test-util")]
+        if let Some(live) = crate::test_scope::upstream(self) {
+            return live;
+        }
+        &self.live
+    }
+
+    /// Whether a testing scope keeps this upstream's state.
+    fn scoped(&self) -> bool {
+        !std::ptr::eq(self.live(), &self.live)
     }
 
     /// Another process of the fleet learned a pause of `class` that ends `remaining` from now:
     /// it holds here as one learned here does (the latest end wins), and goes no further.
     #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     pub(crate) fn paused_by_fleet(&self, remaining: Duration, class: Class) {
-        let until = Instant::now() + remaining;
+        let until = later(Instant::now(), remaining);
         let mut state = self.lock();
         if state.paused_until.is_some_and(|(end, _)| end >= until) {
             return;
@@ -409,7 +483,7 @@ impl Upstream {
             "{} is paused for every call (told by the fleet)",
             self.name
         );
-        self.changed.notify_waiters();
+        self.live().changed.notify_waiters();
     }
 
     /// The fleet opened the gate: this process probes (`probes`), its first probe `next` from
@@ -422,7 +496,7 @@ impl Upstream {
             // Probing already, or waiting for its own probe: it goes on so.
             (true, Gate::Waiting { .. } | Gate::Probing { .. }) => was,
             (true, _) => Gate::Waiting {
-                next: Instant::now() + next,
+                next: later(Instant::now(), next),
                 failed: 0,
             },
             (false, _) => Gate::Remote,
@@ -442,7 +516,7 @@ impl Upstream {
                 self.name
             );
         }
-        self.changed.notify_waiters();
+        self.live().changed.notify_waiters();
     }
 
     /// The fleet's gate closed (another process's probe succeeded): calls go here too.
@@ -474,11 +548,11 @@ impl Upstream {
         *state = State::new();
         state.epoch = epoch;
         state.budgeted = budgeted;
-        self.leased.store(0, Ordering::Release);
-        self.requests.store(0, Ordering::Relaxed);
+        self.live().leased.store(0, Ordering::Release);
+        self.live().requests.store(0, Ordering::Relaxed);
         self.store(&state);
         drop(state);
-        self.changed.notify_waiters();
+        self.live().changed.notify_waiters();
     }
 
     /// Whether an attempt may go as far as the fleet's retry budget says, the upstream's word
@@ -489,7 +563,7 @@ impl Upstream {
     pub(crate) fn budget_admits(&self, retry: bool) -> bool {
         if !retry {
             // A first try's whole cost: one atomic add, in line.
-            self.requests.fetch_add(1, Ordering::Relaxed);
+            self.live().requests.fetch_add(1, Ordering::Relaxed);
             return true;
         }
         self.budget_take()
@@ -498,25 +572,26 @@ impl Upstream {
     /// Whether a fleet's retry budget holds this upstream's retries.
     #[inline]
     pub(crate) fn is_budgeted(&self) -> bool {
-        self.word.load(Ordering::Acquire) & BUDGET != 0
+        self.live().word.load(Ordering::Acquire) & BUDGET != 0
     }
 
     /// A token a retry took and did not use, back to this process's lease.
     pub(crate) fn budget_refund(&self) {
-        self.leased.fetch_add(1, Ordering::AcqRel);
+        self.live().leased.fetch_add(1, Ordering::AcqRel);
     }
 
     /// A retry takes a token leased to this process, or says it found none.
     #[cold]
     fn budget_take(&self) -> bool {
         let took = self
+            .live()
             .leased
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
                 held.checked_sub(1)
             })
             .is_ok();
         if !took {
-            self.wanting.store(true, Ordering::Release);
+            self.live().wanting.store(true, Ordering::Release);
         }
         took
     }
@@ -533,16 +608,20 @@ impl Upstream {
         self.store(&state);
         drop(state);
         // A retry held for a token goes once there is no budget to wait for.
-        self.changed.notify_waiters();
+        self.live().changed.notify_waiters();
     }
 
     /// For the fleet store: the requests made since it last asked, the tokens held here, and
     /// whether a retry found none since.
     #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     pub(crate) fn budget_drain(&self) -> (u32, u32, bool) {
-        let requests = self.requests.swap(0, Ordering::Relaxed);
-        let held = self.leased.load(Ordering::Acquire);
-        (requests, held, self.wanting.swap(false, Ordering::AcqRel))
+        let requests = self.live().requests.swap(0, Ordering::Relaxed);
+        let held = self.live().leased.load(Ordering::Acquire);
+        (
+            requests,
+            held,
+            self.live().wanting.swap(false, Ordering::AcqRel),
+        )
     }
 
     /// The fleet store leased `tokens` more to this process: retries held for one go.
@@ -551,21 +630,21 @@ impl Upstream {
         if tokens == 0 {
             return;
         }
-        self.leased.fetch_add(tokens, Ordering::AcqRel);
-        self.changed.notify_waiters();
+        self.live().leased.fetch_add(tokens, Ordering::AcqRel);
+        self.live().changed.notify_waiters();
     }
 
     /// Wakes when the upstream's state changes: a pause or a gate that a waiter should read
     /// again. Made before the read that decides to wait, so no change is missed.
     pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
-        self.changed.notified()
+        self.live().changed.notified()
     }
 
     /// The admission of an attempt if the upstream has nothing to say (no pause, no gate),
     /// read from its word alone: no clock, no lock.
     #[inline]
     pub(crate) fn quiet(&self) -> Option<u32> {
-        let seen = self.word.load(Ordering::Acquire);
+        let seen = self.live().word.load(Ordering::Acquire);
         (seen & (PAUSED | GATED) == 0).then_some(seen)
     }
 
@@ -574,7 +653,7 @@ impl Upstream {
     /// path, one test of the word; `Err`: the word, for [`is_quiet`](Self::is_quiet).
     #[inline(always)]
     pub(crate) fn quiet_alone(&self) -> Result<u32, u32> {
-        let seen = self.word.load(Ordering::Acquire);
+        let seen = self.live().word.load(Ordering::Acquire);
         if seen & !COUNTING == 0 {
             Ok(seen)
         } else {
@@ -590,11 +669,14 @@ impl Upstream {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.live()
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn store(&self, state: &State) {
-        self.word.store(state.word(), Ordering::Release);
+        self.live().word.store(state.word(), Ordering::Release);
     }
 
     /// After a success or an answer: the failures are forgotten, and the gate closes.
@@ -620,12 +702,12 @@ impl Upstream {
         self.store(&state);
         drop(state);
         if was_gated {
-            if tell && let Some(shared) = self.shared.get() {
+            if tell && let Some(shared) = self.sink() {
                 shared.closed(self.name);
             }
             meter::upstream(self.name, UpstreamSeries::GateClosed);
             tracing::info!(target: "retry", upstream = self.name, "{}'s outage gate closed: calls go", self.name);
-            self.changed.notify_waiters();
+            self.live().changed.notify_waiters();
         }
     }
 }
@@ -636,7 +718,7 @@ impl UpstreamStore for Upstream {
         if let Some(seen) = self.quiet() {
             return Admission::Send { probe: None, seen };
         }
-        let seen = self.word.load(Ordering::Acquire);
+        let seen = self.live().word.load(Ordering::Acquire);
         let mut state = self.lock();
         if let Some((until, class)) = state.paused_until {
             if until > now {
@@ -692,12 +774,12 @@ impl UpstreamStore for Upstream {
         };
         let mut changed = false;
         if let UpstreamEffect::Pause(pause) = effect {
-            let until = now + pause;
+            let until = later(now, pause);
             // The latest end wins: a later, shorter hint never shortens a pause.
             if state.paused_until.is_none_or(|(end, _)| end < until) {
                 state.paused_until = Some((until, class));
                 changed = true;
-                if let Some(shared) = self.shared.get() {
+                if let Some(shared) = self.sink() {
                     let cap = self.max_pause.unwrap_or(policy.max_retry_after());
                     shared.paused(self.name, pause, cap, class);
                 }
@@ -720,11 +802,11 @@ impl UpstreamStore for Upstream {
                 state.first_failure = Some(now);
             }
             state.failures = state.failures.saturating_add(1);
-            if let Some(shared) = self.shared.get() {
+            if let Some(shared) = self.sink() {
                 shared.outage(self.name, class, probe_wait(policy, 0));
             }
             if state.gate == Gate::Closed && state.failures >= self.gate_failures {
-                let next = now + probe_wait(policy, 0);
+                let next = later(now, probe_wait(policy, 0));
                 state.gate = Gate::Waiting { next, failed: 0 };
                 changed = true;
                 meter::upstream(self.name, UpstreamSeries::GateOpened);
@@ -742,18 +824,18 @@ impl UpstreamStore for Upstream {
             let failed = failed.saturating_add(1);
             let wait = probe_wait(policy, failed);
             state.gate = Gate::Waiting {
-                next: now + wait,
+                next: later(now, wait),
                 failed,
             };
             changed = true;
-            if let Some(shared) = self.shared.get() {
+            if let Some(shared) = self.sink() {
                 shared.probe_failed(self.name, wait);
             }
         }
         self.store(&state);
         drop(state);
         if changed {
-            self.changed.notify_waiters();
+            self.live().changed.notify_waiters();
         }
     }
 
@@ -776,9 +858,16 @@ impl UpstreamStore for Upstream {
             };
             self.store(&state);
             drop(state);
-            self.changed.notify_waiters();
+            self.live().changed.notify_waiters();
         }
     }
+}
+
+/// `after` from `now`; a pause with no end (a hint of `Duration::MAX` under an uncapped
+/// `max_pause`) ends in about thirty years, tokio's own far future, rather than overflow.
+pub(crate) fn later(now: Instant, after: Duration) -> Instant {
+    now.checked_add(after)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// The wait before the gate's next probe after `failed` failed probes: the policy's ladder,
@@ -791,7 +880,10 @@ impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upstream")
             .field("name", &self.name)
-            .field("paused", &(self.word.load(Ordering::Relaxed) & PAUSED != 0))
+            .field(
+                "paused",
+                &(self.live().word.load(Ordering::Relaxed) & PAUSED != 0),
+            )
             .field("gated", &self.is_gated())
             .finish_non_exhaustive()
     }
