@@ -14,8 +14,11 @@ use crate::draw::Draw;
 use crate::policy::{Jitter, Policy, RateLimit};
 use crate::verdict::StopReason;
 
+mod hold;
 mod why;
 
+pub(crate) use hold::TIMER_GRANULARITY;
+pub use hold::{HoldAsked, ends_before, hold, hold_allowance};
 pub use why::Why;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
@@ -529,17 +532,15 @@ impl Pending {
             match self.remaining {
                 // Past the deadline (nothing remains), even a zero wait would start the next
                 // attempt late.
-                Some(remaining)
-                    if wait.as_nanos() > remaining.as_nanos() || remaining.is_zero() =>
-                {
-                    stop(
-                        StopReason::Budget {
-                            wanted: wait,
-                            remaining,
-                        },
-                        Why::Remaining,
-                    )
-                }
+                // A wait must end strictly before the deadline, on the timer's granularity:
+                // one that ends on it races the turn's own timer.
+                Some(remaining) if !ends_before(wait, remaining) => stop(
+                    StopReason::Budget {
+                        wanted: wait,
+                        remaining,
+                    },
+                    Why::Remaining,
+                ),
                 _ => Decision {
                     step: Step::Retry { wait },
                     rule,
@@ -561,7 +562,9 @@ impl Pending {
         };
         // What a wait may take: the allowance, and the budget's remaining time.
         let room = match self.remaining {
-            Some(remaining) => min_duration(self.allowance, remaining),
+            Some(remaining) => {
+                min_duration(self.allowance, remaining.saturating_sub(TIMER_GRANULARITY))
+            }
             None => self.allowance,
         };
         // The spread never makes a hint that fits refused: it is cut at the room left.

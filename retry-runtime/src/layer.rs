@@ -336,7 +336,7 @@ where
                 match route.route.ready(route.set, now) {
                     Some(ticket) => *self.ticket = Some(ticket),
                     None => {
-                        let admitting = Admitting::routed(route.route.soonest(route.set, now));
+                        let admitting = route.route.waiting(route.set, now);
                         self.step.set(Step::Admitting { admitting });
                         return;
                     }

@@ -166,6 +166,7 @@ pub const REASONS: &[&str] = &[
     "committed",
     "not_resendable",
     "resume_failed",
+    "held",
 ];
 
 /// How a call ended, as the `outcome` label says it.
@@ -217,6 +218,7 @@ const fn reason_index(reason: StopReason) -> usize {
         StopReason::Committed => 8,
         StopReason::NotResendable => 9,
         StopReason::ResumeFailed => 10,
+        StopReason::Held => 11,
     }
 }
 
@@ -501,6 +503,7 @@ mod tests {
             StopReason::Committed,
             StopReason::NotResendable,
             StopReason::ResumeFailed,
+            StopReason::Held,
         ];
         for reason in reasons {
             assert_eq!(REASONS[reason_index(reason)], reason.name());

@@ -64,6 +64,10 @@ pub enum StopReason {
     /// `clone_request` that gave none), so it cannot send it again. The failure was not an
     /// answer, and a caller that builds the request anew may still retry it.
     NotResendable,
+    /// The call's upstream held its next attempt (an outage's gate open, its probe out or not
+    /// yet due) for as long as the call could wait: its ladder's allowance, its budget or its
+    /// turn. The attempt was never sent; the outcome is unknown.
+    Held,
     /// A stream that had been cut could not be resumed: its reopen was refused (a `405`, a
     /// `404` for an expired session) or failed with a class the policy does not retry. Its
     /// first request was sent and may have run (a tool call, a generation), so the outcome is
@@ -86,6 +90,7 @@ impl StopReason {
             StopReason::Committed => "committed",
             StopReason::NotResendable => "not_resendable",
             StopReason::ResumeFailed => "resume_failed",
+            StopReason::Held => "held",
         }
     }
 }
@@ -99,7 +104,9 @@ impl fmt::Display for StopReason {
             StopReason::NotRetried { class } => {
                 write!(f, "the policy does not retry a `{}` failure", class.name())
             }
-            StopReason::Exhausted { attempts } => write!(f, "all {attempts} attempts failed"),
+            StopReason::Exhausted { attempts } => {
+                write!(f, "all {attempts} attempts failed; the outcome is unknown")
+            }
             StopReason::Budget { wanted, remaining } => write!(
                 f,
                 "the next wait ({} ms) would outlive the budget ({} ms left)",
@@ -130,6 +137,9 @@ impl fmt::Display for StopReason {
             }
             StopReason::ResumeFailed => f.write_str(
                 "the stream could not be resumed; whether its request finished is unknown",
+            ),
+            StopReason::Held => f.write_str(
+                "the upstream held the next attempt (its outage gate open) for as long as the call could wait; the outcome is unknown",
             ),
         }
     }
@@ -392,7 +402,7 @@ impl<E: Error + 'static> GaveUp<E> {
     ///     .unwrap_err();
     /// assert_eq!(
     ///     gave_up.report().to_string(),
-    ///     "the model call failed: connection reset by https://h/?[redacted] (gave up: all 1 attempts failed; 1 attempt, 0 ms waiting)",
+    ///     "the model call failed: connection reset by https://h/?[redacted] (gave up: all 1 attempts failed; the outcome is unknown; 1 attempt, 0 ms waiting)",
     /// );
     /// # }
     /// ```

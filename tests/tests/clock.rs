@@ -157,14 +157,15 @@ async fn outside_a_turn_the_waits_counted_are_the_waits_chosen_and_the_budget_is
     };
     let started = Instant::now();
     let gave_up = Retry::new(policy)
-        .within(Deadline::Within(Duration::from_millis(3_200)))
+        .within(Deadline::Within(Duration::from_millis(3_250)))
         .with_clock(Late)
         .run(async |_| Err::<(), _>(Class::Transport))
         .await
         .unwrap_err();
 
-    // By the clock, the third wait of 1 s starts at 2.2 s with exactly 1 s of the budget left,
-    // and the fourth attempt ends at 3.3 s with none: the budget stops the ladder. The waits
+    // By the clock, the third wait of 1 s starts at 2.2 s with 1.05 s of the budget left (a
+    // wait must end strictly before the deadline), and the fourth attempt ends at 3.3 s with
+    // none: the budget stops the ladder. The waits
     // counted are the three chosen, not the 3.3 s the late timer took.
     assert!(
         matches!(gave_up.reason(), StopReason::Budget { .. }),

@@ -714,6 +714,62 @@ mod streams {
         C_CLAUDE.reset();
     }
 
+    static CR_CLAUDE: Upstream = Upstream::new("cr-claude");
+    static CR_GPT: Upstream = Upstream::new("cr-gpt");
+    static CR_MODELS: Upstreams = Upstreams::new(&[&CR_CLAUDE, &CR_GPT]);
+
+    /// A committed stream that gives up reports the upstream that served it with its failure,
+    /// never as "not tried".
+    #[tokio::test]
+    async fn a_committed_give_up_names_the_failure_on_the_upstream_that_served_it() {
+        let cut = EventServer::start([vec![Part::data(&delta("Hel")), Part::Cut]]).await;
+        let other = EventServer::start([vec![Part::data(&delta("never"))]]).await;
+        let delivered = read(&CR_MODELS, &cut, &other).await;
+        let Some(Err(gave_up)) = delivered.last() else {
+            panic!("the stream ends in a give-up: {delivered:?}")
+        };
+        assert_eq!(gave_up.reason(), StopReason::Committed);
+        let served = &gave_up.upstreams()[0];
+        assert_eq!(served.upstream(), "cr-claude");
+        assert!(served.failure().is_some(), "{gave_up}");
+        assert!(!gave_up.to_string().contains("not tried"), "{gave_up}");
+        CR_CLAUDE.reset();
+    }
+
+    static RS_CLAUDE: Upstream = Upstream::new("rs-claude");
+    static RS_GPT: Upstream = Upstream::new("rs-gpt");
+    static RS_MODELS: Upstreams = Upstreams::new(&[&RS_CLAUDE, &RS_GPT]);
+
+    /// Restarted after its commit point, a stream stays on the upstream that delivered, even
+    /// where the restart fails there before its first content: the caller never reads another
+    /// model's text after its own.
+    #[tokio::test]
+    async fn a_stream_restarted_after_its_commit_point_never_moves() {
+        let claude = EventServer::start([
+            vec![Part::data(&delta("1")), Part::data(&delta("2")), Part::Cut],
+            vec![Part::event("error", OVERLOADED)],
+            vec![
+                Part::data(&delta("1")),
+                Part::data(&delta("2")),
+                Part::data(STOP),
+            ],
+        ])
+        .await;
+        let gpt = EventServer::start([vec![Part::data(&delta("other")), Part::data(STOP)]]).await;
+        let http = reqwest::Client::new();
+        let urls = HashMap::from([("rs-claude", claude.url()), ("rs-gpt", gpt.url())]);
+        let stream = Retry::new(&Policy::AVAILABILITY)
+            .across(&RS_MODELS)
+            .stream(|to| send(http.post(&urls[to.name()])))
+            .commit_when(sse::is_content)
+            .complete_when(|event: &Event| event.data() == STOP)
+            .restart_after_commit(|| {});
+        let delivered = testing::scope(testing::collect(stream)).await.0;
+        assert!(delivered.iter().all(Result::is_ok), "{delivered:?}");
+        assert_eq!((claude.count("POST"), gpt.count("POST")), (3, 0));
+        RS_CLAUDE.reset();
+    }
+
     static R_CLAUDE: Upstream = Upstream::new("r-claude");
     static R_GPT: Upstream = Upstream::new("r-gpt");
     static R_MODELS: Upstreams = Upstreams::new(&[&R_CLAUDE, &R_GPT]);

@@ -107,7 +107,7 @@ async fn a_give_up_is_one_more_event_with_its_reason() {
     assert_eq!(give_up["class"], "unavailable");
     assert_eq!(
         give_up["message"],
-        "model is unavailable: gave up after 4 of 4 attempts: all 4 attempts failed"
+        "model is unavailable: gave up after 4 of 4 attempts: all 4 attempts failed; the outcome is unknown"
     );
 }
 

@@ -102,8 +102,12 @@ mod ladder
 fn ladder::decide
 enum ladder::Decided
 struct ladder::Decision
+fn ladder::ends_before
 struct ladder::Failure
 fn ladder::hinted
+fn ladder::hold
+fn ladder::hold_allowance
+struct ladder::HoldAsked
 fn ladder::ideal_wait
 fn ladder::jittered
 fn ladder::max_wait

@@ -439,6 +439,7 @@ async fn a_ladder_shorter_than_the_outage_gives_up_undetermined_at_its_own_end()
                 failed.reason(),
                 retry_runtime::StopReason::Exhausted { .. }
                     | retry_runtime::StopReason::Budget { .. }
+                    | retry_runtime::StopReason::Held
             ),
             "{failed:?}"
         );

@@ -215,4 +215,22 @@ where
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }
+    /// Like [`TimedRetry::run_fn`] (the form that compiles where `Send` is required), each
+    /// attempt admitted by the upstream first.
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
+    {
+        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
+        upstream_ladder!(run, {
+            let next = run.attempts() + 1;
+            let attempted = run.attempt_timed(operation(next)).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
 }

@@ -11,7 +11,7 @@ pub use retry::AcrossRetry;
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::admission::{Admitted, Ticket, admit};
+use crate::admission::{Admitted, Admitting, Ticket};
 use crate::class::{Class, ClassSet, Classify};
 use crate::engine::{Call, Count, Held, Run, Source};
 use crate::policy::Policy;
@@ -333,14 +333,26 @@ impl Route {
         if let Some(ticket) = self.pick(set, now) {
             return Ok(ticket);
         }
-        let soonest = self.soonest(set, now);
-        match admit(run, soonest, hold, false).await {
+        let mut admitting = Box::pin(self.waiting(set, now));
+        let admitted = std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, hold));
+        match admitted.await {
             Ok(ticket) => {
-                self.admitted(set, soonest);
+                self.admitted(set, ticket.upstream());
                 Ok(ticket)
             }
             Err(gave_up) => Err(self.gave_up(set, gave_up, false)),
         }
+    }
+
+    /// The wait of a call across `set` with every upstream not failed in this round held:
+    /// for the one that frees soonest by what it said at `now`, or any of them that admits
+    /// the attempt before (a preferred one reopening first).
+    pub(crate) fn waiting<S: std::future::Future<Output = ()>>(
+        &self,
+        set: &'static Upstreams,
+        now: Instant,
+    ) -> Admitting<S> {
+        Admitting::across(set, self.tried, self.soonest(set, now))
     }
 
     /// The next attempt goes to `upstream`, which admitted it after a wait.
@@ -405,6 +417,23 @@ impl Route {
                 Next::GaveUp(gave_up)
             }
         }
+    }
+
+    /// A stream that delivered on the upstream of its attempt failed there with `class` and
+    /// stays (a stream never moves once it has delivered): the failure is noted, for the
+    /// report of a give-up.
+    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
+    pub(crate) fn stayed(
+        &mut self,
+        set: &'static Upstreams,
+        class: Class,
+        error: &dyn fmt::Display,
+    ) {
+        self.note(
+            self.upstream(set),
+            LeftBecause::Waited,
+            Some((class, error)),
+        );
     }
 
     /// The ladder's wait is over: a new round, from the first upstream.

@@ -169,4 +169,63 @@ where
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }
+    /// Like [`TimedRetry::run_fn`] (the form that compiles where `Send` is required), each
+    /// attempt given the upstream it goes to.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Policy, Retry, TimedOut, Upstream, UpstreamPaused, Upstreams};
+    /// use std::time::Duration;
+    ///
+    /// static CLAUDE: Upstream = Upstream::new("claude");
+    /// static GPT: Upstream = Upstream::new("gpt");
+    /// static MODELS: Upstreams = Upstreams::new(&[&CLAUDE, &GPT]);
+    ///
+    /// #[derive(Debug, thiserror::Error, retry_runtime::Classify)]
+    /// enum Failed {
+    ///     #[error("overloaded")]
+    ///     #[classify(unavailable)]
+    ///     Overloaded,
+    ///     #[error(transparent)]
+    ///     #[classify(from)]
+    ///     TimedOut(#[from] TimedOut),
+    ///     #[error(transparent)]
+    ///     #[classify(from)]
+    ///     Paused(#[from] UpstreamPaused),
+    /// }
+    ///
+    /// async fn ask(model: &'static str) -> Result<String, Failed> {
+    ///     match model {
+    ///         "claude" => Err(Failed::Overloaded),
+    ///         model => Ok(format!("answered by {model}")),
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+    /// # async fn main() {
+    /// let call = Retry::new(&Policy::AVAILABILITY)
+    ///     .timeout(Duration::from_secs(30))
+    ///     .across(&MODELS)
+    ///     .run_fn(|to| ask(to.name()));
+    /// // A service spawns its calls: this form's future is `Send`.
+    /// let answered = tokio::spawn(call).await.unwrap().unwrap();
+    /// assert_eq!(answered.upstream().name(), "gpt");
+    /// # CLAUDE.reset();
+    /// # }
+    /// ```
+    pub fn run_fn<T, E, F, Fut>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<Answered<T>, GaveUp<E>>>
+    where
+        F: FnMut(&'static Upstream) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
+    {
+        let (set, mut route) = (self.set, Route::new());
+        let mut run = Call::new(self.retry);
+        across_ladder!(set, route, run, |to| {
+            let attempted = run.attempt_timed(OnUpstream::new(to, operation(to))).await;
+            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        })
+    }
 }

@@ -88,8 +88,9 @@ where
     pub(super) fn start(&mut self, resumes: bool) -> Advance<R, O, Re> {
         if let (Some((set, route)), None) = (self.core.route.as_mut(), &self.core.ticket) {
             let now = self.core.run.clock_now();
-            // Past its commit point a stream stays on the upstream that delivered.
-            let committed = self.core.output != Output::None;
+            // Once it has delivered, a stream stays on the upstream that delivered: resumed,
+            // or restarted after its commit point.
+            let committed = self.core.output != Output::None || self.core.delivered;
             let ticket = match committed {
                 true => Ticket::at_once(route.upstream(set)),
                 false => route.ready(set, now),
@@ -97,11 +98,10 @@ where
             match ticket {
                 Some(ticket) => self.core.ticket = Some(ticket),
                 None => {
-                    let upstream = match committed {
-                        true => route.upstream(set),
-                        false => route.soonest(set, now),
+                    let admitting = match committed {
+                        true => Admitting::routed(route.upstream(set)),
+                        false => route.waiting(set, now),
                     };
-                    let admitting = Admitting::routed(upstream);
                     return Then::Become(State::Admitting { admitting, resumes });
                 }
             }
@@ -231,8 +231,10 @@ where
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
         let error = match (core.route.as_mut(), core.ticket.take()) {
-            // Before its commit point a stream across upstreams moves as a call does.
-            (Some((set, route)), Some(ticket)) if core.output == Output::None => {
+            // Before it has delivered anything, a stream across upstreams moves as a call does.
+            (Some((set, route)), Some(ticket))
+                if core.output == Output::None && !core.delivered =>
+            {
                 match route.failed(set, ticket, &mut core.run, error) {
                     Next::Moved => {
                         self.carry.hold.clear();
@@ -247,9 +249,14 @@ where
                     }
                 }
             }
-            (_, ticket) => {
+            // After, it stays: the upstream is told, and the route notes the failure there.
+            (route, ticket) => {
+                let class = error.classify();
                 if let Some(ticket) = ticket {
-                    ticket.failed(error.classify(), &core.run);
+                    ticket.failed(class, &core.run);
+                }
+                if let Some((set, route)) = route {
+                    route.stayed(set, class, &error);
                 }
                 error
             }

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::draw::Draw;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
+use crate::ladder::{self, HoldAsked};
 use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
@@ -20,14 +21,14 @@ use crate::upstream::Upstream;
 use crate::verdict::{GaveUp, StopReason};
 
 impl<R: Source, A: Count> Run<R, A> {
-    /// The longest the call may wait for its upstream before its next attempt: until its turn
-    /// ends or its budget does, and (`allowance`, for a gate, which has no end of its own) no
-    /// longer than its ladder's allowance; `None` if nothing bounds it. A cancelled turn
-    /// cannot wait at all.
-    pub(crate) fn upstream_bound(
+    /// How long the call waits for its upstream before its next attempt (`pause`: a
+    /// provider's pause this much longer; `None`: an open gate), or why it stops now: the
+    /// ladder's decision on a hold ([`ladder::hold`]), from the call's turn, budget and waits
+    /// so far. A cancelled turn cannot wait at all.
+    pub(crate) fn upstream_held(
         &mut self,
-        allowance: bool,
-    ) -> Result<Option<Duration>, StopReason> {
+        pause: Option<Duration>,
+    ) -> Result<Duration, StopReason> {
         // The budget runs from the call's start, which a first try held back has had.
         self.start_once();
         let flight = self.flight();
@@ -36,26 +37,21 @@ impl<R: Source, A: Count> Run<R, A> {
         }
         let deadline = self.deadline(flight.and_then(Flight::deadline));
         let now = self.source.clock().now();
-        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
-        let total = self
-            .source
-            .policy()
-            .max_total_wait()
-            .min(Policy::MAX_TOTAL_WAIT);
-        let left = allowance.then(|| total.saturating_sub(self.total_waited()));
-        Ok(match (remaining, left) {
-            (Some(remaining), Some(left)) => Some(remaining.min(left)),
-            (bound, None) | (None, bound) => bound,
-        })
+        let held = HoldAsked {
+            pause,
+            waited: self.total_waited(),
+            remaining: deadline.map(|deadline| deadline.saturating_duration_since(now)),
+        };
+        let draw = match pause {
+            Some(_) => self.source.clock().draw(),
+            None => Draw::IDEAL,
+        };
+        ladder::hold(self.source.policy(), held, draw)
     }
 
     /// The retry's clock: now, and a jitter draw.
     pub(crate) fn clock_now(&self) -> tokio::time::Instant {
         self.source.clock().now()
-    }
-
-    pub(crate) fn clock_draw(&self) -> Draw {
-        self.source.clock().draw()
     }
 
     /// The retry's clock's sleep of `wait`: recorded, not slept, in a testing scope.
@@ -108,18 +104,20 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    /// The call waited `lasted` for `upstream` (`gated`, or paused): counted against its
-    /// allowance and budget, in its turn's report, and in the metrics.
+    /// The call waited `lasted` for `upstream` (`gated`, or paused): in its turn's report and
+    /// the metrics; `counted` of it against its allowance and budget (the wait's whole
+    /// milliseconds not yet counted).
     pub(crate) fn upstream_waited(
         &mut self,
         upstream: &'static Upstream,
         gated: bool,
         lasted: Duration,
+        counted: Duration,
     ) {
         if let super::Since::InTurn(flight) = &mut self.since {
             flight.upstream_wait_ended(lasted);
         }
-        self.add_waited(lasted);
+        self.add_waited(counted);
         meter::upstream(upstream.name(), UpstreamSeries::Waited { gated, lasted });
     }
 
