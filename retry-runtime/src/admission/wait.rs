@@ -306,13 +306,20 @@ fn count<R: Source, A: Count>(
     gated: bool,
     this: Duration,
 ) {
+    let add = to_count(lasted, counted, this);
+    run.upstream_waited(upstream, gated, this, add);
+}
+
+/// What of `this` hold to count against the call's allowance: the whole wait so far in
+/// milliseconds, rounded up, less what was counted of it already.
+fn to_count(lasted: &mut Duration, counted: &mut Duration, this: Duration) -> Duration {
     *lasted = lasted.saturating_add(this);
     let whole = Duration::from_millis(
         u64::try_from(lasted.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
     );
     let add = whole.saturating_sub(*counted);
     *counted = whole;
-    run.upstream_waited(upstream, gated, this, add);
+    add
 }
 
 /// What a read of the upstream says of the call's next attempt.
@@ -422,5 +429,23 @@ impl<S> fmt::Debug for Admitting<S> {
             .field("upstream", &self.upstream.name())
             .field("lasted", &self.lasted)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A busy gate wakes its waiters often: 3,000 wakes of 0.3 ms each count 900 ms against
+    /// the call, not 3 s (each rounded up to a millisecond).
+    #[test]
+    fn many_short_wakes_count_the_time_that_passed() {
+        let (mut lasted, mut counted) = (Duration::ZERO, Duration::ZERO);
+        let mut total = Duration::ZERO;
+        for _ in 0..3_000 {
+            total += to_count(&mut lasted, &mut counted, Duration::from_micros(300));
+        }
+        assert_eq!(total, Duration::from_millis(900));
+        assert_eq!(lasted, Duration::from_millis(900));
     }
 }
