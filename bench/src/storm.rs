@@ -246,8 +246,10 @@ pub fn simulate_fleet(storm: &Storm, processes: u32, fleet: bool) -> Outcome {
                 if fleet {
                     let store = Fleet::in_memory(&memory, FleetConfig::new("storm"))
                         .expect("inside the storm's runtime");
-                    // The upstream keeps its store: the handle may go.
                     store.share(upstream);
+                    // A fleet shares while a handle lives: this one lives as long as the
+                    // storm's leaked upstream does.
+                    Box::leak(Box::new(store));
                 }
                 upstream
             })
