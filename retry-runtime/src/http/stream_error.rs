@@ -12,6 +12,7 @@ use crate::class::{Class, Classify};
 /// | what happened | class |
 /// |---|---|
 /// | the provider sent an error event | by [the one table](crate::http#inside-a-stream), from the event alone; [`http_error`](StreamError::http_error) gives it |
+/// | the server sent a JSON-RPC error response (MCP) | `Definitive`: its answer; [`http_error`](StreamError::http_error) gives it |
 /// | the body was cut off mid-read | as the client's error says: `Transport` (a read timeout: `Timeout`) |
 /// | an event's data is not JSON (a malformed frame: the same request gets the same bytes) | `Definitive` |
 /// | an event is larger than the cap | `Definitive` |
