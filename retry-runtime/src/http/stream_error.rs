@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::HttpError;
 use crate::class::{Class, Classify};
+use crate::notice::Reached;
 
 /// Why a model's stream ([`ModelEvents`](super::ModelEvents)) ended early, and what that says
 /// about trying again:
@@ -133,6 +134,11 @@ impl Classify for StreamError {
             EventFailure::Cut { class, .. } => *class,
             EventFailure::Malformed { .. } | EventFailure::TooLarge { .. } => Class::Definitive,
         }
+    }
+
+    /// Every one came after the response's head: the server answered.
+    fn reached(&self) -> Reached {
+        Reached::Response
     }
 }
 
