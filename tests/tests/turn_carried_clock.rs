@@ -42,7 +42,7 @@ where
             let handle = turn::current().expect("inside a turn");
             let task = tokio::spawn(handle.scope(job));
             tokio::time::sleep(Duration::from_secs(2)).await;
-            task
+            task.abort_handle()
         })
         .await;
     let turn::TurnOutcome::Finished(task) = outcome else {
