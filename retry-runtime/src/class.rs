@@ -5,6 +5,8 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use crate::notice::Reached;
+
 /// What a failure says about trying again.
 ///
 /// The engine never reads an error's text: it asks the error for its class through [`Classify`]
@@ -250,17 +252,34 @@ impl fmt::Debug for ClassSet {
 pub trait Classify {
     /// The class of this failure.
     fn classify(&self) -> Class;
+
+    /// How far the attempt got before this failure, for the notice that tells a person:
+    /// [`Reached::Response`] for a failure after a response's head came back (a body cut
+    /// off), so the server is not told as one that "could not be reached".
+    /// [`Reached::Nothing`] unless implemented; `reqwest::Error`, the `http` module's errors
+    /// and `#[derive(Classify)]`'s `#[classify(from)]` say it.
+    fn reached(&self) -> Reached {
+        Reached::Nothing
+    }
 }
 
 impl<T: Classify + ?Sized> Classify for &T {
     fn classify(&self) -> Class {
         (**self).classify()
     }
+
+    fn reached(&self) -> Reached {
+        (**self).reached()
+    }
 }
 
 impl<T: Classify + ?Sized> Classify for Box<T> {
     fn classify(&self) -> Class {
         (**self).classify()
+    }
+
+    fn reached(&self) -> Reached {
+        (**self).reached()
     }
 }
 

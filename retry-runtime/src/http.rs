@@ -35,6 +35,7 @@
 //!
 //! | what the error event says | class |
 //! |---|---|
+//! | a JSON-RPC 2.0 error response (`"jsonrpc": "2.0"`, an `id`, an `error` object, no `result` or `method`): an MCP server's answer | `Definitive`: an answer, never sent again |
 //! | `overloaded_error`, Google's `UNAVAILABLE` | `Unavailable`, with no hint but `RetryInfo`'s |
 //! | `insufficient_quota`, `billing_hard_limit_reached`, `billing_not_active`, `enforced_spend_limit_reached` | `QuotaExhausted`: no wait clears it |
 //! | a Google per-day `QuotaFailure` or `ErrorInfo` | `QuotaExhausted` |
@@ -141,6 +142,8 @@ pub(crate) enum BodySays {
     StreamInvalidRequest,
     /// An error event inside a stream whose type the table does not know, or that has none.
     StreamUnknown,
+    /// An event inside a stream that is a JSON-RPC 2.0 error response: an MCP server's answer.
+    JsonRpcError,
 }
 
 /// Where an [`HttpError`]'s hint came from ([`HttpError::hint_source`]).
@@ -194,6 +197,9 @@ pub enum Rule {
     StreamInvalidRequest,
     /// An error event inside a stream names a type the table does not know, or none.
     StreamUnknown,
+    /// An event inside a stream is a JSON-RPC 2.0 error response (`"jsonrpc": "2.0"`, an `id`,
+    /// an `error` object): the server's answer to the request, as an MCP server sends it.
+    JsonRpcError,
 }
 
 impl Rule {
@@ -211,6 +217,7 @@ impl Rule {
             Rule::StreamServerError => "stream_server_error",
             Rule::StreamInvalidRequest => "stream_invalid_request",
             Rule::StreamUnknown => "stream_unknown",
+            Rule::JsonRpcError => "jsonrpc_error",
         }
     }
 }
@@ -259,6 +266,7 @@ pub(crate) const fn decide(
             return (Class::Definitive, Rule::StreamInvalidRequest);
         }
         BodySays::StreamUnknown => return (Class::ServerError, Rule::StreamUnknown),
+        BodySays::JsonRpcError => return (Class::Definitive, Rule::JsonRpcError),
         BodySays::Nothing => {}
     }
     let class = match status {

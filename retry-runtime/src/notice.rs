@@ -194,14 +194,18 @@ pub enum Action {
     },
 }
 
-/// How far a failed attempt got before it failed: what a notice says of a stream that was
-/// reached, rather than "could not be reached".
+/// How far a failed attempt got before it failed: what a notice says of a server that
+/// answered, rather than "could not be reached". A stream's attempt knows it itself; a call's
+/// failure says it ([`Classify::reached`](crate::Classify::reached)).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Reached {
     /// Nothing came back: a call's failure, or a stream that was never opened.
     #[default]
     Nothing,
+    /// A call's response head came back (a `200`, say), and the failure came after it: its
+    /// body was cut off, or could not be read.
+    Response,
     /// A stream was open (its head came back), and failed before its first content.
     Stream,
     /// The stream had delivered output to the caller: it failed past its commit point.
@@ -347,6 +351,12 @@ impl fmt::Display for RetryEvent<'_> {
             }
             (Class::Transport, Reached::Output) => {
                 write!(f, "{op}'s stream was cut after it had delivered output")?;
+            }
+            (Class::Transport, Reached::Response) => {
+                write!(f, "{op} answered, then its response was cut off")?;
+            }
+            (Class::Timeout, Reached::Response) => {
+                write!(f, "{op} answered, then its response timed out")?;
             }
             (_, Reached::Output) => {
                 write!(f, "{op} {state} after its stream had delivered output")?

@@ -33,7 +33,39 @@ pub(crate) fn impl_classify(input: &DeriveInput, krate: &Path, plan: &Plan<'_>) 
         }
     };
     let generics = with_inferred_bounds(&input.generics, plan, &private);
-    impl_block(input, &generics, &private, &body)
+    let reached = reached_fn(krate, plan).unwrap_or_default();
+    impl_block(input, &generics, &private, &body, &reached)
+}
+
+/// `fn reached`, for a type with a `#[classify(from)]` field: the field says how far its
+/// attempt got (a body cut off after a response's head), as it says its class.
+fn reached_fn(krate: &Path, plan: &Plan<'_>) -> Option<TokenStream> {
+    let private = quote!(#krate::__private);
+    let nothing = quote!(#krate::notice::Reached::Nothing);
+    let binding = Ident::new("__classify_field", Span::mixed_site());
+    let forward = |path: &TokenStream, field: &Field<'_>| {
+        let (member, ty) = (&field.member, field.ty);
+        let reached = quote_spanned! {ty.span()=>
+            <#ty as #private::Classify>::reached(#binding)
+        };
+        quote!(#path { #member: #binding, .. } => #reached,)
+    };
+    let arms: Vec<TokenStream> = match &plan.body {
+        Body::Struct(Decision::From(field)) => vec![forward(&quote!(Self), field)],
+        Body::Enum(cases) if cases.iter().any(|(_, d)| matches!(d, Decision::From(_))) => cases
+            .iter()
+            .map(|(ident, decision)| match decision {
+                Decision::From(field) => forward(&quote!(Self::#ident), field),
+                _ => quote!(Self::#ident { .. } => #nothing,),
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(quote! {
+        fn reached(&self) -> #krate::notice::Reached {
+            match self { #(#arms)* }
+        }
+    })
 }
 
 /// The impl that stands in when the derive reports errors: it keeps every use of the type as
@@ -46,6 +78,7 @@ pub(crate) fn fallback(input: &DeriveInput, krate: &Path, error: syn::Error) -> 
         &input.generics,
         &private,
         &quote!(::core::unreachable!()),
+        &TokenStream::new(),
     ));
     tokens
 }
@@ -55,6 +88,7 @@ fn impl_block(
     generics: &Generics,
     private: &TokenStream,
     body: &TokenStream,
+    methods: &TokenStream,
 ) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
@@ -65,6 +99,7 @@ fn impl_block(
             fn classify(&self) -> #private::Class {
                 #body
             }
+            #methods
         }
     }
 }

@@ -324,11 +324,11 @@ impl<R: Source, A: Count> Run<R, A> {
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
+        reached: Reached,
         stream: Option<&StreamFacts<'_>>,
     ) -> Result<Duration, StopReason> {
         self.attempt_failed(class);
-        let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
-        let wait = self.step_and_tell(error, class, stream)?;
+        let wait = self.step_and_tell(error, class, reached, stream)?;
         meter::waited(self.source.op(), wait);
         match &mut self.since {
             // A turn can cut the wait short, and then counts it as long as it lasted: the
@@ -409,6 +409,7 @@ impl<R: Source, A: Count> Run<R, A> {
         &mut self,
         error: &dyn fmt::Display,
         class: Class,
+        reached: Reached,
         stream: Option<&StreamFacts<'_>>,
     ) -> Result<Duration, StopReason> {
         match self.next_step(class, stream, true) {
@@ -423,7 +424,6 @@ impl<R: Source, A: Count> Run<R, A> {
                     }
                     _ => (Action::Retry { backoff: wait }, None),
                 };
-                let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
                 self.notify(error, class, action, reached, from);
                 if matches!(class, Class::RateLimited { .. }) {
                     self.flags |= RATE_LIMITED;

@@ -13,7 +13,6 @@ use super::run::Run;
 use super::source::Source;
 use crate::class::Classify;
 use crate::clock::Clock;
-use crate::notice::Reached;
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
 
@@ -72,13 +71,13 @@ impl<R: Source> Run<R> {
     {
         // `failed_after`'s body, written out: the wait is then made in the `Waiting` itself,
         // which callgrind counts as about 19 instructions a retry fewer than moving it there.
-        let class = error.classify();
-        match self.wait_after(&error, class, None) {
+        let (class, reached) = (error.classify(), error.reached());
+        match self.wait_after(&error, class, reached, None) {
             Ok(wait) => {
                 let sleep = self.sleep_for(wait);
                 Waiting::wait(self, Wait::new(error, sleep))
             }
-            Err(reason) => Waiting::gave_up(self.give_up(error, class, reason, Reached::Nothing)),
+            Err(reason) => Waiting::gave_up(self.give_up(error, class, reason, reached)),
         }
     }
 }
@@ -100,12 +99,14 @@ impl<R: Source, A: Count> Run<R, A> {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
-        match self.wait_after(&error, class, stream) {
+        // How far the attempt got: the stream's own account, else the error's.
+        let reached = match stream.map(|stream| stream.reached) {
+            Some(reached) if reached != crate::notice::Reached::Nothing => reached,
+            _ => error.reached(),
+        };
+        match self.wait_after(&error, class, reached, stream) {
             Ok(wait) => Ok(Wait::new(error, self.sleep_for(wait))),
-            Err(reason) => {
-                let reached = stream.map_or(Reached::Nothing, |stream| stream.reached);
-                Err(self.give_up(error, class, reason, reached))
-            }
+            Err(reason) => Err(self.give_up(error, class, reason, reached)),
         }
     }
 }

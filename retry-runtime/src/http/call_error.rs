@@ -7,6 +7,7 @@ use super::HttpError;
 #[cfg(feature = "sse")]
 use super::StreamError;
 use crate::class::{Class, Classify};
+use crate::notice::Reached;
 #[cfg(feature = "stream")]
 use crate::stream::EndedEarly;
 use crate::timeout::TimedOut;
@@ -122,6 +123,15 @@ impl Classify for CallError {
             CallError::Ended(error) => error.classify(),
             CallError::TimedOut(error) => error.classify(),
             CallError::Paused(error) => error.classify(),
+        }
+    }
+
+    fn reached(&self) -> Reached {
+        match self {
+            CallError::Transport(error) => error.reached(),
+            #[cfg(feature = "sse")]
+            CallError::Stream(error) => error.reached(),
+            _ => Reached::Nothing,
         }
     }
 }

@@ -330,7 +330,9 @@ impl fmt::Display for HttpError {
         if let Some(url) = &self.0.url {
             write!(f, " from {url}")?;
         }
-        if self.0.in_stream {
+        if self.0.says == BodySays::JsonRpcError {
+            f.write_str(": JSON-RPC error response inside the stream")?;
+        } else if self.0.in_stream {
             f.write_str(": error event inside the stream")?;
         }
         match (&self.0.error_type, &self.0.error_code) {
@@ -372,6 +374,8 @@ struct ProviderError {
     /// Google's canonical status: `RESOURCE_EXHAUSTED`, `UNAVAILABLE`, ...
     status: Option<String>,
     google: Details,
+    /// An event that is a JSON-RPC 2.0 error response (an MCP server's answer).
+    jsonrpc: bool,
 }
 
 /// Where a body came from: a stream's event may also be Responses' `response.failed`.
@@ -423,6 +427,7 @@ impl ProviderError {
             message: text("message"),
             status: text("status"),
             google: google::read(object),
+            jsonrpc: place == Place::Stream && is_jsonrpc_error(&top),
         }
     }
 
@@ -468,7 +473,9 @@ impl ProviderError {
                 self.error_type.as_deref() == Some(*marker) || self.code.as_deref() == Some(*marker)
             })
         };
-        if is(&["overloaded_error"]) || self.status_is(&["UNAVAILABLE"]) {
+        if self.jsonrpc {
+            BodySays::JsonRpcError
+        } else if is(&["overloaded_error"]) || self.status_is(&["UNAVAILABLE"]) {
             BodySays::Overloaded
         } else if is(&QUOTA_REFUSALS) || is(&["enforced_spend_limit_reached"]) {
             BodySays::QuotaRefused
@@ -506,6 +513,21 @@ impl ProviderError {
                 .is_some_and(|start| start.eq_ignore_ascii_case("prompt is too long"))
         })
     }
+}
+
+/// Whether `top` is a JSON-RPC 2.0 error response: `"jsonrpc": "2.0"`, an `id` (a string, a
+/// number or `null`), an `error` object, and neither `result` nor `method`. The version is
+/// required, so a provider's error event that carries an `id` of its own (OpenRouter's
+/// `{"id": "gen-...", "error": {...}}` mid-stream) stays the provider's error.
+fn is_jsonrpc_error(top: &serde_json::Map<String, Value>) -> bool {
+    matches!(top.get("jsonrpc"), Some(Value::String(version)) if version == "2.0")
+        && matches!(
+            top.get("id"),
+            Some(Value::String(_) | Value::Number(_) | Value::Null)
+        )
+        && matches!(top.get("error"), Some(Value::Object(_)))
+        && !top.contains_key("result")
+        && !top.contains_key("method")
 }
 
 /// `url` as scheme, host and path: no userinfo, query or fragment.

@@ -31,9 +31,11 @@ use crate::sse::Event;
 /// an MCP POST's stream, the only response is the one to that POST's request.
 ///
 /// Read through [`ModelEvents`](crate::http::ModelEvents), an event whose data has a
-/// top-level `error` object is the provider's error, so a JSON-RPC error response there ends
-/// the stream as a [`StreamError`](crate::http::StreamError) rather than as an item; over
-/// [`sse::Events`](crate::sse::Events), it is an item that completes the stream.
+/// top-level `error` object ends the stream as a [`StreamError`](crate::http::StreamError)
+/// rather than as an item, so a JSON-RPC error response (with `"jsonrpc": "2.0"`) does too:
+/// it is the server's answer, classed `Definitive`
+/// ([`Rule::JsonRpcError`](crate::http::Rule::JsonRpcError)) and never sent again, its body
+/// kept. Over [`sse::Events`](crate::sse::Events), it is an item that completes the stream.
 ///
 /// ```
 /// use retry_runtime::http::is_jsonrpc_response;

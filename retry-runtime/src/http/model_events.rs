@@ -204,7 +204,9 @@ where
 /// - An error event from the provider (`event: error`, data with a top-level `error` object
 ///   or `"type": "error"`, OpenAI Responses' `response.failed`) is a `StreamError` holding an
 ///   [`HttpError`] that keeps the response's status, headers and URL, classified by [the
-///   table's "inside a stream" part](crate::http#inside-a-stream).
+///   table's "inside a stream" part](crate::http#inside-a-stream). A JSON-RPC error response
+///   (an MCP server's `{"jsonrpc": "2.0", "id": .., "error": {..}}`) ends the stream the same
+///   way, but is an answer: `Definitive`, never sent again.
 /// - A body cut off mid-read is classified as its `reqwest::Error` is (`Transport`, or
 ///   `Timeout` for a read timeout).
 /// - Data that is not JSON is a malformed frame, `Definitive`; OpenAI's `[DONE]` ends the
@@ -504,6 +506,48 @@ mod tests {
                 Some("server_error")
             );
             assert_eq!(error.classify(), Class::ServerError);
+        }
+    }
+
+    #[test]
+    fn a_jsonrpc_error_response_ends_the_stream_as_an_answer_raw_or_not() {
+        let data =
+            r#"{"jsonrpc":"2.0","id":"call-1","error":{"code":-32602,"message":"Unknown tool"}}"#;
+        let body = format!("id: prime-1\ndata: \n\nid: 2\ndata: {data}\n\n");
+        for stream in [model(&body), model(&body).raw()] {
+            let items = items(stream);
+            assert_eq!(items.len(), 2, "the priming event, then the answer");
+            let Err(error) = &items[1] else {
+                panic!("an error")
+            };
+            assert_eq!(error.classify(), Class::Definitive);
+            let http = error.http_error().unwrap();
+            assert_eq!(http.rule(), Rule::JsonRpcError);
+            assert_eq!(http.body(), data);
+            assert_eq!(http.error_code(), Some("-32602"));
+            assert_eq!(
+                error.to_string(),
+                "HTTP 200 OK from https://api.example.com/v1/messages: JSON-RPC error response inside the stream (code -32602)"
+            );
+        }
+    }
+
+    #[test]
+    fn a_provider_error_with_an_id_but_no_jsonrpc_version_stays_the_providers() {
+        // OpenRouter's mid-stream error carries the generation's id.
+        let body = "data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"error\":{\"code\":\"server_error\",\"message\":\"Provider disconnected\"}}\n\n";
+        let error = error(body);
+        assert_eq!(error.http_error().unwrap().rule(), Rule::StreamServerError);
+        assert_eq!(error.classify(), Class::ServerError);
+        // A JSON-RPC message that is not an error response is no answer of this kind.
+        for data in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","error":{"code":1}}"#,
+            r#"{"jsonrpc":"2.0","id":{},"error":{"code":1}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"error":{"code":1}}"#,
+        ] {
+            let error = self::error(&format!("data: {data}\n\n"));
+            assert_eq!(error.classify(), Class::ServerError, "{data}");
         }
     }
 

@@ -9,6 +9,7 @@ use reqwest::ResponseBuilderExt as _;
 use super::error::SNIPPET_LIMIT;
 use super::{HttpError, classify_status};
 use crate::class::{Class, Classify};
+use crate::notice::Reached;
 
 /// Turn a failed `reqwest::Response` into an [`HttpError`] that keeps the status, the hint
 /// headers and a bounded snippet of the body.
@@ -135,6 +136,15 @@ impl Classify for reqwest::Error {
             Class::Definitive
         } else {
             Class::Transport
+        }
+    }
+
+    /// A body or decode error came after the response's head: the server answered.
+    fn reached(&self) -> Reached {
+        if self.is_body() || self.is_decode() {
+            Reached::Response
+        } else {
+            Reached::Nothing
         }
     }
 }

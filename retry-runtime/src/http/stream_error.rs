@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::HttpError;
 use crate::class::{Class, Classify};
+use crate::notice::Reached;
 
 /// Why a model's stream ([`ModelEvents`](super::ModelEvents)) ended early, and what that says
 /// about trying again:
@@ -12,6 +13,7 @@ use crate::class::{Class, Classify};
 /// | what happened | class |
 /// |---|---|
 /// | the provider sent an error event | by [the one table](crate::http#inside-a-stream), from the event alone; [`http_error`](StreamError::http_error) gives it |
+/// | the server sent a JSON-RPC error response (MCP) | `Definitive`: its answer; [`http_error`](StreamError::http_error) gives it |
 /// | the body was cut off mid-read | as the client's error says: `Transport` (a read timeout: `Timeout`) |
 /// | an event's data is not JSON (a malformed frame: the same request gets the same bytes) | `Definitive` |
 /// | an event is larger than the cap | `Definitive` |
@@ -132,6 +134,11 @@ impl Classify for StreamError {
             EventFailure::Cut { class, .. } => *class,
             EventFailure::Malformed { .. } | EventFailure::TooLarge { .. } => Class::Definitive,
         }
+    }
+
+    /// Every one came after the response's head: the server answered.
+    fn reached(&self) -> Reached {
+        Reached::Response
     }
 }
 

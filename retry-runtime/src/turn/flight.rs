@@ -5,7 +5,9 @@
 //! dropped. Meanwhile it keeps the call's progress in the ledger of its turn (and of each turn
 //! around it) with each write, under the same lock, so the report a turn takes when it ends
 //! counts a call it could not drop as it stands. It is the report's one writer; it must not
-//! decide or wait, and it reads no clock: the engine hands it every instant.
+//! decide or wait. The engine hands it every instant, on the call's own clock; beside each it
+//! reads tokio's, so a turn that ends (on tokio's clock) with the call still in flight counts
+//! it on the call's clock all the same.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,6 +20,7 @@ use super::ledger::{End, Progress};
 use super::report::TurnReport;
 use super::scope::{Scope, with_scope};
 use crate::class::Class;
+use crate::clock::{Clock as _, TokioClock};
 use crate::notice::{Hook, Reached};
 use crate::op::Op;
 use crate::verdict::StopReason;
@@ -75,7 +78,7 @@ pub(crate) fn flight(start: impl FnOnce() -> (Instant, Op)) -> Option<Box<Flight
         Box::new(Flight {
             scope: Arc::clone(scope),
             op,
-            progress: Progress::new(started),
+            progress: Progress::new(started, TokioClock.now()),
             waiting_after: None,
             made: None,
             places: Places::default(),
@@ -109,6 +112,7 @@ impl Flight {
     /// An attempt started at `now`: the first takes the call's places in its turns' ledgers.
     pub(crate) fn attempt_started(&mut self, now: Instant) {
         self.progress.attempt_started(now);
+        self.progress.seen(now, TokioClock.now());
         let made = self.made.take();
         self.publish(|report| write_made(made, report));
     }
@@ -129,6 +133,7 @@ impl Flight {
         reached: Reached,
     ) {
         self.progress.wait_started(now, wanted);
+        self.progress.seen(now, TokioClock.now());
         self.waiting_after = Some((class, reached));
         self.publish(|_| {});
     }
@@ -137,6 +142,7 @@ impl Flight {
     /// `wanted`: waiting, in the turn's report, and no retry.
     pub(crate) fn upstream_wait_started(&mut self, now: Instant, wanted: Duration) {
         self.progress.wait_started(now, wanted);
+        self.progress.seen(now, TokioClock.now());
         self.publish(|_| {});
     }
 
@@ -170,6 +176,7 @@ impl Flight {
     /// and the failure the wait followed: its class, and how far its attempt got.
     pub(crate) fn wait_cut(&mut self, now: Instant) -> Option<(Duration, Class, Reached)> {
         let (lasted, (class, reached)) = (self.progress.wait_cut(now)?, self.waiting_after?);
+        self.progress.seen(now, TokioClock.now());
         self.publish(|_| {});
         Some((lasted, class, reached))
     }

@@ -53,6 +53,10 @@ pub(super) struct Progress {
     attempts: u32,
     /// The attempts in which a retried call nested in this one ran: that call counts them.
     hollow_attempts: u32,
+    /// The call's last event: the instant its own clock gave, and tokio's then. A turn that
+    /// ends with the call in flight reads tokio's clock, not the call's: the call's now is
+    /// this instant and the time tokio says passed since.
+    seen: (Instant, Instant),
 }
 
 /// How a call's record in a report ends.
@@ -69,8 +73,9 @@ pub(super) enum End {
 }
 
 impl Progress {
-    /// A call started at `started`, before its first attempt.
-    pub(super) fn new(started: Instant) -> Progress {
+    /// A call started at `started` on its clock (`tokio`, on tokio's), before its first
+    /// attempt.
+    pub(super) fn new(started: Instant, tokio: Instant) -> Progress {
         Progress {
             started,
             attempt_started: started,
@@ -80,7 +85,22 @@ impl Progress {
             wanted: Duration::ZERO,
             attempts: 0,
             hollow_attempts: 0,
+            seen: (started, tokio),
         }
+    }
+
+    /// The call's clock said `now` when tokio's said `tokio`.
+    pub(super) fn seen(&mut self, now: Instant, tokio: Instant) {
+        self.seen = (now, tokio);
+    }
+
+    /// The call's now on its own clock, when tokio's says `tokio`: its last instant, and what
+    /// passed on tokio's since. Exact on the call's clock up to its last event, whatever that
+    /// clock is; and exact for tokio's own.
+    fn on_own_clock(&self, tokio: Instant) -> Instant {
+        let (own, then) = self.seen;
+        own.checked_add(tokio.saturating_duration_since(then))
+            .unwrap_or(own)
     }
 
     /// When the call started.
@@ -216,13 +236,15 @@ impl Ledger {
         self.in_flight.remove(at);
     }
 
-    /// The report as it stands at `now`, each call still in flight counted as it stands then;
-    /// an empty one is left for what those calls write after.
+    /// The report as it stands at `now` on tokio's clock, each call still in flight counted
+    /// as it stands then, on its own clock; an empty one is left for what those calls write
+    /// after.
     pub(super) fn take(&mut self, now: Instant) -> TurnReport {
         let mut report = std::mem::take(&mut self.report);
         for live in self.in_flight.iter() {
+            let own = live.progress.on_own_clock(now);
             live.progress
-                .record(&mut report, &live.op, now, End::InFlight);
+                .record(&mut report, &live.op, own, End::InFlight);
         }
         report
     }
