@@ -31,6 +31,7 @@ async fn a_pause_one_member_learns_holds_in_the_other() {
     KEY_IN_ONE.failed(SEND, limited, Instant::now(), &Policy::TRANSIENT);
     // The other member hears of it (its write task, then the store's fan-out).
     let mut heard = false;
+    // backoff-lint: allow(a test polling, bounded, for what another member's task delivers)
     for _ in 0..100 {
         if KEY_IN_TWO.paused_for().is_some() {
             heard = true;
