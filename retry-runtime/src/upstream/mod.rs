@@ -719,6 +719,7 @@ impl UpstreamStore for Upstream {
             return Admission::Send { probe: None, seen };
         }
         let seen = self.live().word.load(Ordering::Acquire);
+        let mut probed = None;
         let mut state = self.lock();
         if let Some((until, class)) = state.paused_until {
             if until > now {
@@ -730,8 +731,7 @@ impl UpstreamStore for Upstream {
             Gate::Closed => Admission::Send { probe: None, seen },
             Gate::Waiting { next, failed } if next <= now => {
                 state.gate = Gate::Probing { failed };
-                meter::upstream(self.name, UpstreamSeries::Probe);
-                tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
+                probed = Some(failed);
                 Admission::Send {
                     probe: Some(state.epoch),
                     seen,
@@ -743,6 +743,12 @@ impl UpstreamStore for Upstream {
             Gate::Probing { .. } | Gate::Remote => Admission::Gated { next_probe: None },
         };
         self.store(&state);
+        drop(state);
+        // Told after the lock is released.
+        if let Some(failed) = probed {
+            meter::upstream(self.name, UpstreamSeries::Probe);
+            tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
+        }
         admission
     }
 
@@ -765,6 +771,9 @@ impl UpstreamStore for Upstream {
             self.cleared(admitted);
             return;
         }
+        // What changed is decided under the lock; it is told (metrics, tracing, the fleet)
+        // after it is released, so that nothing told can find the lock held.
+        let mut told = Told::default();
         let mut state = self.lock();
         let probe = match admitted {
             Admission::Send {
@@ -772,25 +781,12 @@ impl UpstreamStore for Upstream {
             } => epoch == state.epoch,
             _ => false,
         };
-        let mut changed = false;
         if let UpstreamEffect::Pause(pause) = effect {
             let until = later(now, pause);
             // The latest end wins: a later, shorter hint never shortens a pause.
             if state.paused_until.is_none_or(|(end, _)| end < until) {
                 state.paused_until = Some((until, class));
-                changed = true;
-                if let Some(shared) = self.sink() {
-                    let cap = self.max_pause.unwrap_or(policy.max_retry_after());
-                    shared.paused(self.name, pause, cap, class);
-                }
-                meter::upstream(self.name, UpstreamSeries::Paused);
-                tracing::info!(
-                    target: "retry",
-                    upstream = self.name,
-                    pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
-                    "{} is paused for every call",
-                    self.name
-                );
+                told.paused = Some(pause);
             }
         }
         if effect == UpstreamEffect::Outage {
@@ -802,21 +798,11 @@ impl UpstreamStore for Upstream {
                 state.first_failure = Some(now);
             }
             state.failures = state.failures.saturating_add(1);
-            if let Some(shared) = self.sink() {
-                shared.outage(self.name, class, probe_wait(policy, 0));
-            }
+            told.outage = true;
             if state.gate == Gate::Closed && state.failures >= self.gate_failures {
                 let next = later(now, probe_wait(policy, 0));
                 state.gate = Gate::Waiting { next, failed: 0 };
-                changed = true;
-                meter::upstream(self.name, UpstreamSeries::GateOpened);
-                tracing::warn!(
-                    target: "retry",
-                    upstream = self.name,
-                    failures = state.failures,
-                    "{}'s outage gate opened: one call probes, the others wait",
-                    self.name
-                );
+                told.opened = Some(state.failures);
             }
         }
         if probe && let Gate::Probing { failed } = state.gate {
@@ -827,16 +813,11 @@ impl UpstreamStore for Upstream {
                 next: later(now, wait),
                 failed,
             };
-            changed = true;
-            if let Some(shared) = self.sink() {
-                shared.probe_failed(self.name, wait);
-            }
+            told.probe_failed = Some(wait);
         }
         self.store(&state);
         drop(state);
-        if changed {
-            self.live().changed.notify_waiters();
-        }
+        self.tell(told, class, policy);
     }
 
     fn released(&self, admitted: Admission) {
@@ -858,6 +839,62 @@ impl UpstreamStore for Upstream {
             };
             self.store(&state);
             drop(state);
+            self.live().changed.notify_waiters();
+        }
+    }
+}
+
+/// What a failure changed in an upstream, decided under its lock and told after.
+#[derive(Debug, Default)]
+struct Told {
+    /// Paused this long.
+    paused: Option<Duration>,
+    /// An outage failure, counted.
+    outage: bool,
+    /// The gate opened, after this many failures.
+    opened: Option<u32>,
+    /// The gate's probe failed; the next goes after this wait.
+    probe_failed: Option<Duration>,
+}
+
+impl Upstream {
+    /// Tell what a failure of `class` changed: the fleet, the metrics, the log, and the calls
+    /// waiting for a change. Never under the upstream's lock.
+    fn tell(&self, told: Told, class: Class, policy: &Policy) {
+        let sink = self.sink();
+        if let Some(pause) = told.paused {
+            if let Some(shared) = &sink {
+                let cap = self.max_pause.unwrap_or(policy.max_retry_after());
+                shared.paused(self.name, pause, cap, class);
+            }
+            meter::upstream(self.name, UpstreamSeries::Paused);
+            tracing::info!(
+                target: "retry",
+                upstream = self.name,
+                pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+                "{} is paused for every call",
+                self.name
+            );
+        }
+        if told.outage
+            && let Some(shared) = &sink
+        {
+            shared.outage(self.name, class, probe_wait(policy, 0));
+        }
+        if let Some(failures) = told.opened {
+            meter::upstream(self.name, UpstreamSeries::GateOpened);
+            tracing::warn!(
+                target: "retry",
+                upstream = self.name,
+                failures,
+                "{}'s outage gate opened: one call probes, the others wait",
+                self.name
+            );
+        }
+        if let (Some(wait), Some(shared)) = (told.probe_failed, &sink) {
+            shared.probe_failed(self.name, wait);
+        }
+        if told.paused.is_some() || told.opened.is_some() || told.probe_failed.is_some() {
             self.live().changed.notify_waiters();
         }
     }
