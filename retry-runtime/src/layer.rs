@@ -295,7 +295,7 @@ where
 pub(crate) struct LayerRoute<Rq, E> {
     set: &'static crate::fallback::Upstreams,
     route: Route,
-    rewrite: fn(&mut Rq, &'static Upstream),
+    rewrite: std::sync::Arc<dyn Fn(&mut Rq, &'static Upstream) + Send + Sync>,
     hold: fn(UpstreamPaused) -> E,
 }
 
