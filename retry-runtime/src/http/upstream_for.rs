@@ -75,9 +75,12 @@ pub type AcrossChoice<Request, E> = (
 /// ```
 pub struct Across<Request, E> {
     set: &'static Upstreams,
-    rewrite: Arc<dyn Fn(&mut Request, &'static Upstream) + Send + Sync>,
+    rewrite: SharedRewrite<Request>,
     hold: fn(UpstreamPaused) -> E,
 }
+
+/// How an [`Across`] rewrites a request for an upstream, shared by every call.
+pub(crate) type SharedRewrite<Request> = Arc<dyn Fn(&mut Request, &'static Upstream) + Send + Sync>;
 
 impl<Request, E> Across<Request, E> {
     /// Calls across `set`, each attempt's request rewritten by `rewrite` (a function, or a
