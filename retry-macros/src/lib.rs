@@ -157,9 +157,10 @@ use proc_macro::TokenStream;
 /// - a body that moves an argument, so it could not run twice: rustc's "use of moved value
 ///   ... in previous iteration of loop", on the argument's use in the body.
 ///
-/// A `quota` that names a `const` rather than a `static` (a new value at each use, so never
-/// shared) is rustc's E0492 on the path, "interior mutable shared borrows of temporaries ...",
-/// whose help says to use a `static`: declare the quota as a `static`.
+/// A `quota` or an `upstream` that names a `const` rather than a `static` (a new value at
+/// each use, so never shared) is rustc's E0492 on the path, "interior mutable shared borrows
+/// of temporaries ...", whose help says to use a `static`: declare it as a `static` (not a
+/// `static mut`).
 ///
 /// # Order with other attributes
 ///

@@ -289,13 +289,16 @@ where
     }
 }
 
+/// How a request is rewritten for an upstream: [`AcrossChoice`]'s shared function.
+type Rewrite<Rq> = std::sync::Arc<dyn Fn(&mut Rq, &'static Upstream) + Send + Sync>;
+
 /// A call's way through the layer's ordered set of upstreams: its route, how its request is
 /// rewritten for each upstream, and how the service's error holds an attempt every upstream
 /// held back.
 pub(crate) struct LayerRoute<Rq, E> {
     set: &'static crate::fallback::Upstreams,
     route: Route,
-    rewrite: fn(&mut Rq, &'static Upstream),
+    rewrite: Rewrite<Rq>,
     hold: fn(UpstreamPaused) -> E,
 }
 

@@ -113,26 +113,34 @@ impl<R, K, U> RetryMiddleware<R, K, U> {
     /// Send each call across `set`, an ordered set of upstreams (see
     /// [`Upstreams`](crate::Upstreams)): each attempt's request is rewritten by `rewrite` for
     /// the upstream it goes to (its host, its path); a failure another upstream may not share
-    /// moves the call to the next at once.
+    /// moves the call to the next at once. `rewrite` is a function or a closure that holds its
+    /// configuration (each upstream's base URL), shared by every call through the middleware.
     ///
     /// ```
     /// use retry_runtime::reqwest_middleware::RetryMiddleware;
     /// use retry_runtime::{Policy, Retry, Upstream, Upstreams};
+    /// use std::collections::HashMap;
     ///
-    /// static PRIMARY: Upstream = Upstream::new("api.primary.example");
-    /// static SECONDARY: Upstream = Upstream::new("api.secondary.example");
-    /// static HOSTS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+    /// static PRIMARY: Upstream = Upstream::new("primary");
+    /// static SECONDARY: Upstream = Upstream::new("secondary");
+    /// static MODELS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
     ///
-    /// fn to_host(request: &mut reqwest::Request, to: &'static Upstream) {
-    ///     let _ = request.url_mut().set_host(Some(to.name()));
-    /// }
-    /// let middleware = RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)).across(&HOSTS, to_host);
+    /// // Each upstream's base URL, from the service's configuration.
+    /// let bases: HashMap<&str, reqwest::Url> = HashMap::from([
+    ///     ("primary", "https://api.primary.example/".parse().unwrap()),
+    ///     ("secondary", "https://api.secondary.example/".parse().unwrap()),
+    /// ]);
+    /// let to_base = move |request: &mut reqwest::Request, to: &'static Upstream| {
+    ///     let url = bases[to.name()].join(request.url().path()).expect("a path joins a base");
+    ///     *request.url_mut() = url;
+    /// };
+    /// let middleware = RetryMiddleware::new(Retry::new(&Policy::AVAILABILITY)).across(&MODELS, to_base);
     /// # let _ = middleware;
     /// ```
     pub fn across(
         self,
         set: &'static crate::Upstreams,
-        rewrite: fn(&mut reqwest::Request, &'static Upstream),
+        rewrite: impl Fn(&mut reqwest::Request, &'static Upstream) + Send + Sync + 'static,
     ) -> RetryMiddleware<R, K, crate::http::Across<reqwest::Request, reqwest_middleware::Error>>
     {
         let hold = |paused| reqwest_middleware::Error::from(paused);

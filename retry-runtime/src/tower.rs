@@ -259,28 +259,36 @@ impl<R, K, Cp, U> RetryLayer<R, K, Cp, U> {
     /// [`Upstreams`](crate::Upstreams)): each attempt's request, a copy of the call's, is
     /// rewritten by `rewrite` for the upstream it goes to (its host, its path, its `model`
     /// field); a failure another upstream may not share moves the call to the next at once.
+    /// `rewrite` is a function or a closure that holds its configuration (each upstream's
+    /// base URL, its model name), shared by every call through the layer.
     ///
     /// ```
     /// use retry_runtime::tower::RetryLayer;
     /// use retry_runtime::{Policy, Retry, Upstream, Upstreams};
+    /// use std::collections::HashMap;
     ///
-    /// static PRIMARY: Upstream = Upstream::new("api.primary.example");
-    /// static SECONDARY: Upstream = Upstream::new("api.secondary.example");
-    /// static HOSTS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
+    /// static PRIMARY: Upstream = Upstream::new("primary");
+    /// static SECONDARY: Upstream = Upstream::new("secondary");
+    /// static MODELS: Upstreams = Upstreams::new(&[&PRIMARY, &SECONDARY]);
     ///
-    /// fn to_host(request: &mut http::Request<String>, to: &'static Upstream) {
-    ///     let uri = format!("https://{}{}", to.name(), request.uri().path());
-    ///     *request.uri_mut() = uri.parse().expect("a host and a path make a URI");
-    /// }
+    /// // Each upstream's base URL, from the service's configuration.
+    /// let bases = HashMap::from([
+    ///     ("primary", "https://api.primary.example"),
+    ///     ("secondary", "https://api.secondary.example"),
+    /// ]);
+    /// let to_base = move |request: &mut http::Request<String>, to: &'static Upstream| {
+    ///     let uri = format!("{}{}", bases[to.name()], request.uri().path());
+    ///     *request.uri_mut() = uri.parse().expect("a base URL and a path make a URI");
+    /// };
     /// // The service's error, which holds an attempt every upstream held back: here tower's.
     /// let layer = RetryLayer::new(Retry::new(&Policy::AVAILABILITY))
-    ///     .across::<_, tower::BoxError>(&HOSTS, to_host);
+    ///     .across::<_, tower::BoxError>(&MODELS, to_base);
     /// # let _ = layer;
     /// ```
     pub fn across<Rq, E: From<crate::UpstreamPaused>>(
         self,
         set: &'static crate::Upstreams,
-        rewrite: fn(&mut Rq, &'static Upstream),
+        rewrite: impl Fn(&mut Rq, &'static Upstream) + Send + Sync + 'static,
     ) -> RetryLayer<R, K, Cp, crate::http::Across<Rq, E>> {
         self.upstream_by(crate::http::Across::new(set, rewrite, E::from))
     }

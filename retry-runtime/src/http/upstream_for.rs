@@ -1,6 +1,8 @@
 //! [`UpstreamFor`]: which [`Upstream`] a retry layer's call goes to, and how the service's
 //! error holds an attempt the upstream held back.
 
+use std::sync::Arc;
+
 use crate::fallback::Upstreams;
 use crate::upstream::{Upstream, UpstreamPaused};
 
@@ -37,11 +39,12 @@ pub trait UpstreamFor<Request, E> {
 }
 
 /// A call's ordered set of upstreams, as an [`UpstreamFor`] chooses it: the set, the function
-/// that rewrites the request for an upstream, and how the error `E` holds an attempt every
-/// upstream held back past the call's end.
+/// that rewrites the request for an upstream (shared, so that it may hold what it was
+/// configured with), and how the error `E` holds an attempt every upstream held back past the
+/// call's end.
 pub type AcrossChoice<Request, E> = (
     &'static Upstreams,
-    fn(&mut Request, &'static Upstream),
+    Arc<dyn Fn(&mut Request, &'static Upstream) + Send + Sync>,
     fn(UpstreamPaused) -> E,
 );
 
@@ -72,29 +75,39 @@ pub type AcrossChoice<Request, E> = (
 /// ```
 pub struct Across<Request, E> {
     set: &'static Upstreams,
-    rewrite: fn(&mut Request, &'static Upstream),
+    rewrite: SharedRewrite<Request>,
     hold: fn(UpstreamPaused) -> E,
 }
 
+/// How an [`Across`] rewrites a request for an upstream, shared by every call.
+pub(crate) type SharedRewrite<Request> = Arc<dyn Fn(&mut Request, &'static Upstream) + Send + Sync>;
+
 impl<Request, E> Across<Request, E> {
-    /// Calls across `set`, each attempt's request rewritten by `rewrite`, an attempt held
-    /// back made an error by `hold`.
-    pub const fn new(
+    /// Calls across `set`, each attempt's request rewritten by `rewrite` (a function, or a
+    /// closure that holds its configuration, such as each upstream's base URL), an attempt
+    /// held back made an error by `hold`.
+    pub fn new(
         set: &'static Upstreams,
-        rewrite: fn(&mut Request, &'static Upstream),
+        rewrite: impl Fn(&mut Request, &'static Upstream) + Send + Sync + 'static,
         hold: fn(UpstreamPaused) -> E,
     ) -> Self {
-        Across { set, rewrite, hold }
+        Across {
+            set,
+            rewrite: Arc::new(rewrite),
+            hold,
+        }
     }
 }
 
 impl<Request, E> Clone for Across<Request, E> {
     fn clone(&self) -> Self {
-        *self
+        Across {
+            set: self.set,
+            rewrite: Arc::clone(&self.rewrite),
+            hold: self.hold,
+        }
     }
 }
-
-impl<Request, E> Copy for Across<Request, E> {}
 
 impl<Request, E> std::fmt::Debug for Across<Request, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,7 +125,7 @@ impl<Request, E> UpstreamFor<Request, E> for Across<Request, E> {
 
     #[inline]
     fn across_for(&self, _: &Request) -> Option<AcrossChoice<Request, E>> {
-        Some((self.set, self.rewrite, self.hold))
+        Some((self.set, Arc::clone(&self.rewrite), self.hold))
     }
 }
 
