@@ -15,10 +15,14 @@ use crate::policy::{Jitter, Policy, RateLimit};
 use crate::verdict::StopReason;
 
 mod hold;
+mod moves;
 mod why;
 
 pub(crate) use hold::TIMER_GRANULARITY;
 pub use hold::{HoldAsked, ends_before, hold, hold_allowance};
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use moves::not_resendable;
+pub use moves::{MoveAsked, cut_by_cancel, moves};
 pub use why::Why;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
@@ -827,9 +831,9 @@ impl Policy {
     /// use retry_runtime::Policy;
     /// use std::time::Duration;
     ///
-    /// // Seed 000: under two seconds of waiting.
+    /// // An interactive call: under two seconds of waiting.
     /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait().as_millis() < 2_000);
-    /// // Seed 001's 5 + 15 + 45 s, at most a fifth longer; the rate limit's 20 s (+ 1 s) in
+    /// // An outage's 5 + 15 + 45 s, at most a fifth longer; the rate limit's 20 s (+ 1 s) in
     /// // place of the first rung.
     /// assert_eq!(Policy::OUTAGE.with_rate_limit(retry_runtime::RateLimit::Ladder).worst_case_wait(), Duration::from_secs(78));
     /// assert_eq!(Policy::OUTAGE.worst_case_wait(), Duration::from_secs(93));
@@ -846,7 +850,7 @@ impl Policy {
     /// use retry_runtime::Policy;
     /// use std::time::Duration;
     ///
-    /// // Seed 000: the whole ladder, hints included, stays within a tenth of a 180 s turn.
+    /// // The whole ladder, hints included, stays within a tenth of a 180 s turn.
     /// const _: () = assert!(Policy::AVAILABILITY.worst_case_wait_with_hints().as_secs() <= 18);
     /// assert_eq!(Policy::TRANSIENT.worst_case_wait_with_hints(), Duration::from_secs(4 * 121));
     /// ```

@@ -141,7 +141,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Seed 000: retry what fails fast, and only that. Transport errors, 502/503/504/529 and
+    /// For an interactive call: retry what fails fast, and only that. Transport errors, 502/503/504/529 and
     /// 429; 4 attempts; waits of 250, 500, 1000 ms with equal jitter, so at most 1.75 s of
     /// ladder. A `Retry-After` is a floor under a wait, and the whole ladder, hints included,
     /// waits at most 18 s: a tenth of a 180 s turn.
@@ -164,7 +164,7 @@ impl Policy {
         max_total_wait: Duration::from_secs(18),
     };
 
-    /// Seed 001: wait out an outage. Transport errors and 502/503/504/529; 4 attempts; waits of
+    /// For a dependency that goes down for minutes: wait out an outage. Transport errors and 502/503/504/529; 4 attempts; waits of
     /// at least 5, 15, 45 s, spread above by at most a fifth (`Above` jitter), so an outage of
     /// about a minute is always waited out (65 s at least, 78 s at most). A rate limit gets a
     /// single retry after 20 s, or a longer `Retry-After`. A 500, a timeout and a budget refusal
@@ -187,7 +187,7 @@ impl Policy {
         max_total_wait: Duration::MAX,
     };
 
-    /// Seed 004: a falling-off retry rate on every transient error. Transport errors, 5xx,
+    /// For a batch or CI job: a falling-off retry rate on every transient error. Transport errors, 5xx,
     /// timeouts and 429; 5 attempts; waits of 1, 2, 4, 8 s capped at 16 s, with proportional
     /// jitter in [0.5, 1.5), so a wait may reach 1.5 × the cap. `Retry-After` over the doubling.
     pub const TRANSIENT: Policy = Policy {

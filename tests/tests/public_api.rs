@@ -99,6 +99,7 @@ trait http::UpstreamFor
 trait ItemRules
 enum Jitter
 mod ladder
+fn ladder::cut_by_cancel
 fn ladder::decide
 enum ladder::Decided
 struct ladder::Decision
@@ -111,6 +112,8 @@ struct ladder::HoldAsked
 fn ladder::ideal_wait
 fn ladder::jittered
 fn ladder::max_wait
+fn ladder::moves
+struct ladder::MoveAsked
 struct ladder::Pending
 enum ladder::Step
 enum ladder::Why

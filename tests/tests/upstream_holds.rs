@@ -187,6 +187,8 @@ fn a_wait_that_would_end_on_the_deadline_is_not_taken() {
             pause: Some(pause),
             waited: Duration::ZERO,
             remaining: Some(ms(3_250)),
+            cancelled: false,
+            budget_spent: false,
         };
         let refused = ladder::hold(&policy, held, Draw::IDEAL);
         assert!(

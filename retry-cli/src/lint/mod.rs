@@ -1,6 +1,6 @@
 //! `backoff lint`: find the retry loops that compute their own wait.
 //!
-//! Seed 004's rule had an implementation and four call sites in bash that no check read: all
+//! A shared retry rule had an implementation and four call sites in bash that no check read: all
 //! four slept `$((attempt * 5))`, the thundering herd the rule exists to prevent. This is the
 //! check. It pins the property, "a loop that retries does not compute its own wait", not a
 //! spelling: a loop that reaches the shared ladder (`#[retry]`, `Retry::new(..).run(..)`,

@@ -17,6 +17,7 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Count, Run, Source};
 use crate::fallback::Upstreams;
+use crate::ladder;
 use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
 
@@ -236,7 +237,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     };
                     count(this.lasted, this.counted, run, upstream, false, lasted);
                     if cancelled {
-                        (class, false, StopReason::Cancelled)
+                        (class, false, ladder::cut_by_cancel())
                     } else {
                         // Over, or another upstream of the set changed: read again.
                         this.held.set(Holding::Read);
@@ -264,7 +265,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     let lasted = Instant::now().saturating_duration_since(*started);
                     count(this.lasted, this.counted, run, upstream, gated, lasted);
                     if cancelled {
-                        (OUTAGE, gated, StopReason::Cancelled)
+                        (OUTAGE, gated, ladder::cut_by_cancel())
                     } else {
                         // A change, a probe's time, or the call's end: the read decides.
                         this.held.set(Holding::Read);
@@ -362,7 +363,7 @@ fn read<R: Source, A: Count>(
         }
         Admission::Paused { until, class } => {
             let pause = until.saturating_duration_since(now);
-            match run.upstream_held(Some(pause)) {
+            match run.upstream_held(Some(pause), false) {
                 Err(reason) => Read::Stop(class, false, reason),
                 Ok(wait) => {
                     let paused = UpstreamPaused::new(upstream.name(), class, false);
@@ -378,7 +379,7 @@ fn read<R: Source, A: Count>(
             }
         }
         Admission::Gated { next_probe } => {
-            let bound = match run.upstream_held(None) {
+            let bound = match run.upstream_held(None, false) {
                 Err(reason) => return Read::Stop(OUTAGE, true, reason),
                 Ok(bound) => bound,
             };
@@ -412,8 +413,7 @@ fn spent<R: Source, A: Count>(
     upstream: &'static Upstream,
     run: &mut Run<R, A>,
 ) -> Read<<R::Clock as Clock>::Sleep> {
-    let bound = match run.upstream_held(None) {
-        Err(StopReason::Held) => return Read::Stop(OUTAGE, false, StopReason::Quota),
+    let bound = match run.upstream_held(None, true) {
         Err(reason) => return Read::Stop(OUTAGE, false, reason),
         Ok(bound) => bound,
     };

@@ -253,7 +253,7 @@ impl<R: Source, A: Count> Run<R, A> {
         // class's own stop where there is one.
         let reason = match self.next_step(class, None, false) {
             Step::Stop(reason) => reason,
-            Step::Retry { .. } => StopReason::NotResendable,
+            Step::Retry { .. } => ladder::not_resendable(),
         };
         self.give_up(error, class, reason, Reached::Nothing)
     }
@@ -400,7 +400,7 @@ impl<R: Source, A: Count> Run<R, A> {
         self.add_waited(lasted);
         // The retry the quota paid for is never made.
         self.paid.refund(self.source.quota());
-        Err(self.give_up(waited.into_error(), class, StopReason::Cancelled, reached))
+        Err(self.give_up(waited.into_error(), class, ladder::cut_by_cancel(), reached))
     }
 
     /// The wait before the next attempt, as [`ladder::decide`] decides it, with the retry
@@ -475,6 +475,7 @@ impl<R: Source, A: Count> Run<R, A> {
             }
             Step::Retry { .. } if !self.paid.withdraw(self.source.quota(), class) => {
                 meter::count(self.source.op(), Series::QuotaRefusal);
+                // The quota's payment: its refusal is made where it is paid.
                 Step::Stop(StopReason::Quota)
             }
             _ => decision.step,

@@ -54,6 +54,11 @@ pub struct HoldAsked {
     pub waited: Duration,
     /// The time left before the call's turn or literal budget ends, if either bounds it.
     pub remaining: Option<Duration>,
+    /// The call's turn was cancelled: it cannot wait at all.
+    pub cancelled: bool,
+    /// A fleet's retry budget holds the retry, not a gate: at the call's end it stops as a
+    /// call whose quota is spent does (`Quota`).
+    pub budget_spent: bool,
 }
 
 /// How long the call waits for its upstream, or why it stops now. A pause is waited with a
@@ -61,7 +66,8 @@ pub struct HoldAsked {
 /// stops the call at once where it would outlast the turn or the budget (`Budget`), or is
 /// longer than the policy honours (`RetryAfterTooLong`: its `max_retry_after`, or what its
 /// ladder could still wait). A gate is waited at most until the call can wait no longer, then
-/// stops it (`Held`). A cancelled turn is the engine's to see.
+/// stops it (`Held`; a retry held by a fleet's spent budget, `Quota`). A cancelled turn stops
+/// it at once (`Cancelled`).
 ///
 /// ```
 /// use retry_runtime::ladder::{self, HoldAsked};
@@ -69,14 +75,17 @@ pub struct HoldAsked {
 /// use std::time::Duration;
 ///
 /// // Another call's batch policy paused the key for 60 s: an `availability` call may wait 18.
-/// let paused = HoldAsked { pause: Some(Duration::from_secs(60)), waited: Duration::ZERO, remaining: None };
+/// let paused = HoldAsked { pause: Some(Duration::from_secs(60)), waited: Duration::ZERO, remaining: None, cancelled: false, budget_spent: false };
 /// let refused = ladder::hold(&Policy::AVAILABILITY, paused, Draw::IDEAL);
 /// assert!(matches!(refused, Err(StopReason::RetryAfterTooLong { .. })));
 /// // An open gate: at most what the ladder could still wait.
-/// let gated = HoldAsked { pause: None, waited: Duration::ZERO, remaining: None };
+/// let gated = HoldAsked { pause: None, ..paused };
 /// assert_eq!(ladder::hold(&Policy::TRANSIENT, gated, Draw::IDEAL), Ok(Duration::from_secs(484)));
 /// ```
 pub const fn hold(policy: &Policy, held: HoldAsked, draw: Draw) -> Result<Duration, StopReason> {
+    if held.cancelled {
+        return Err(StopReason::Cancelled);
+    }
     let allowance = hold_allowance(policy, held.waited);
     // Room before the turn or budget ends, on the timer's granularity.
     let room = match held.remaining {
@@ -88,7 +97,9 @@ pub const fn hold(policy: &Policy, held: HoldAsked, draw: Draw) -> Result<Durati
             Some(room) => min_duration(room, allowance),
             None => allowance,
         };
-        return if bound.is_zero() {
+        return if bound.is_zero() && held.budget_spent {
+            Err(StopReason::Quota)
+        } else if bound.is_zero() {
             Err(StopReason::Held)
         } else {
             Ok(bound)

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::draw::Draw;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
-use crate::ladder::{self, HoldAsked};
+use crate::ladder::{self, HoldAsked, MoveAsked};
 use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
@@ -28,19 +28,19 @@ impl<R: Source, A: Count> Run<R, A> {
     pub(crate) fn upstream_held(
         &mut self,
         pause: Option<Duration>,
+        budget_spent: bool,
     ) -> Result<Duration, StopReason> {
         // The budget runs from the call's start, which a first try held back has had.
         self.start_once();
         let flight = self.flight();
-        if flight.is_some_and(Flight::is_cancelled) {
-            return Err(StopReason::Cancelled);
-        }
         let deadline = self.deadline(flight.and_then(Flight::deadline));
         let now = self.source.clock().now();
         let held = HoldAsked {
             pause,
             waited: self.total_waited(),
             remaining: deadline.map(|deadline| deadline.saturating_duration_since(now)),
+            cancelled: flight.is_some_and(Flight::is_cancelled),
+            budget_spent,
         };
         let draw = match pause {
             Some(_) => self.source.clock().draw(),
@@ -155,30 +155,21 @@ impl<R: Source, A: Count> Run<R, A> {
     /// not over, attempts and budget left, and the quota paying for it as for a retry.
     fn may_move(&mut self, class: Class) -> Result<(), StopReason> {
         let flight = self.flight();
-        if flight.is_some_and(Flight::is_cancelled) {
-            return Err(StopReason::Cancelled);
-        }
-        let attempts = self.attempts();
-        if attempts >= self.source.policy().attempts().max(1) {
-            return Err(StopReason::Exhausted { attempts });
-        }
         let turn = flight.and_then(Flight::deadline);
-        if let Some(deadline) = self.deadline(turn) {
-            let now = self.source.clock().now();
-            if now >= deadline {
-                // A turn's deadline passed is the turn's; a literal budget's is the call's.
-                return Err(if turn.is_some_and(|turn| turn <= now) {
-                    StopReason::Cancelled
-                } else {
-                    StopReason::Budget {
-                        wanted: Duration::ZERO,
-                        remaining: Duration::ZERO,
-                    }
-                });
-            }
-        }
+        let now = self.source.clock().now();
+        let reached = self
+            .deadline(turn)
+            .filter(|deadline| now >= *deadline)
+            .map(|_| turn.is_some_and(|turn| turn <= now));
+        let asked = MoveAsked {
+            attempts: self.attempts(),
+            cancelled: flight.is_some_and(Flight::is_cancelled),
+            deadline_reached: reached,
+        };
+        ladder::moves(self.source.policy(), asked)?;
         if !self.paid.withdraw(self.source.quota(), class) {
             meter::count(self.source.op(), meter::Series::QuotaRefusal);
+            // The quota's payment: its refusal is made where it is paid.
             return Err(StopReason::Quota);
         }
         // Paid, and made at once: no wait to refund.
