@@ -194,7 +194,7 @@ pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;
 pub use turn::run::Turn;
 pub use upstream::{
-    Admission, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef, UpstreamStore,
+    Admission, PausedBy, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef, UpstreamStore,
 };
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]

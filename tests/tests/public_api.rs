@@ -152,6 +152,7 @@ struct notice::TurnEnded
 trait OpenAttempt
 struct OpenOnUpstream
 fn parse_duration
+enum PausedBy
 struct Policy
 enum PolicyError
 struct Quota

@@ -26,7 +26,7 @@ mod paused;
 pub use current::OnUpstream;
 #[cfg_attr(not(feature = "stream"), allow(unused_imports))]
 pub(crate) use current::on;
-pub use paused::UpstreamPaused;
+pub use paused::{PausedBy, UpstreamPaused};
 
 /// The word's bit for a pause.
 const PAUSED: u32 = 1;

@@ -26,8 +26,27 @@ use crate::class::{Class, Classify};
 pub struct UpstreamPaused {
     upstream: &'static str,
     class: Class,
-    gated: bool,
-    spent: bool,
+    reason: PausedBy,
+}
+
+/// What held an attempt back ([`UpstreamPaused::reason`]).
+///
+/// ```
+/// use retry_runtime::{Class, PausedBy, UpstreamPaused};
+///
+/// let gated = UpstreamPaused::new("model", Class::Unavailable { retry_after: None }, true);
+/// assert_eq!(gated.reason(), PausedBy::Gate);
+/// assert_eq!(UpstreamPaused::budget_spent("model").reason(), PausedBy::BudgetSpent);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PausedBy {
+    /// A provider's pause: its hint of when to come back.
+    Pause,
+    /// The outage gate: another call probes the upstream.
+    Gate,
+    /// The fleet's retry budget for the upstream is spent.
+    BudgetSpent,
 }
 
 impl UpstreamPaused {
@@ -37,8 +56,11 @@ impl UpstreamPaused {
         UpstreamPaused {
             upstream,
             class,
-            gated,
-            spent: false,
+            reason: if gated {
+                PausedBy::Gate
+            } else {
+                PausedBy::Pause
+            },
         }
     }
 
@@ -56,14 +78,19 @@ impl UpstreamPaused {
         UpstreamPaused {
             upstream,
             class: Class::Unavailable { retry_after: None },
-            gated: false,
-            spent: true,
+            reason: PausedBy::BudgetSpent,
         }
+    }
+
+    /// What held the attempt back: a provider's pause, the outage gate, or the fleet's spent
+    /// retry budget.
+    pub const fn reason(&self) -> PausedBy {
+        self.reason
     }
 
     /// Whether the fleet's retry budget held the attempt back.
     pub const fn budget(&self) -> bool {
-        self.spent
+        matches!(self.reason, PausedBy::BudgetSpent)
     }
 
     /// The upstream's name.
@@ -73,7 +100,7 @@ impl UpstreamPaused {
 
     /// Whether the outage gate held the attempt back, rather than a provider's pause.
     pub const fn gated(&self) -> bool {
-        self.gated
+        matches!(self.reason, PausedBy::Gate)
     }
 
     /// The hint of the pause, if a provider's hint paused it.
@@ -91,15 +118,15 @@ impl Classify for UpstreamPaused {
 impl fmt::Display for UpstreamPaused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.upstream;
-        if self.spent {
-            return write!(f, "{name}'s retry budget across the fleet is spent");
-        }
-        match (self.gated, self.class) {
-            (true, _) => write!(f, "{name} is unavailable: another call is checking"),
-            (false, Class::RateLimited { .. }) => {
+        match (self.reason, self.class) {
+            (PausedBy::BudgetSpent, _) => {
+                write!(f, "{name}'s retry budget across the fleet is spent")
+            }
+            (PausedBy::Gate, _) => write!(f, "{name} is unavailable: another call is checking"),
+            (PausedBy::Pause, Class::RateLimited { .. }) => {
                 write!(f, "{name} is rate-limited for every call")
             }
-            (false, _) => write!(f, "{name} is unavailable for every call"),
+            (PausedBy::Pause, _) => write!(f, "{name} is unavailable for every call"),
         }
     }
 }
