@@ -70,6 +70,7 @@ impl<E: ::core::fmt::Display + ?Sized> Reportable for E {
 pub fn failed<R: Source, H: Held, E, C, D>(
     run: &mut Call<R, H>,
     error: E,
+    class: Option<Class>,
     classify: C,
     display: D,
 ) -> Judging<'_, R, <R::Clock as Clock>::Sleep, E, C, D>
@@ -77,13 +78,21 @@ where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
+    // Classified once: here, or by the route that told its upstream (`class`). What the
+    // call keeps (its upstream's admission) is told, then the ladder decides.
+    let class = match class {
+        Some(class) => class,
+        None => classify(&error),
+    };
+    let (inner, held) = run.parts();
+    held.failed(class, inner);
     let judged = Judged {
         error,
         classify,
         display,
     };
     Judging {
-        waiting: run.failed(judged),
+        waiting: run.failed_as(judged, class),
     }
 }
 
@@ -115,15 +124,15 @@ where
 }
 
 /// An attempt of `#[retry(across = ..)]` failed: its upstream is told, and the call moves
-/// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder
-/// (`Ok(Some(error))`), or gives up with it (`Err(error)`).
+/// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder with the
+/// class the route gave it (`Ok(Some((error, class)))`), or gives up with it (`Err(error)`).
 #[inline]
 pub fn across_failed<R: Source, K: UpstreamsKept, E, C, D>(
     call: &mut Call<R, Routed<K>>,
     error: E,
     classify: C,
     display: D,
-) -> Result<Option<E>, E>
+) -> Result<Option<(E, Class)>, E>
 where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
@@ -135,7 +144,7 @@ where
     };
     match routed_failed(call, judged) {
         Next::Moved => Ok(None),
-        Next::Ladder(judged) => Ok(Some(judged.error)),
+        Next::Ladder(judged, class) => Ok(Some((judged.error, class))),
         Next::GaveUp(gave_up) => Err(gave_up.into_error().error),
     }
 }

@@ -388,7 +388,8 @@ where
             return Some(self.end(gave_up));
         };
         *self.next = Some(copy);
-        let failed = match (self.route.as_mut(), ticket) {
+        // A layer's failure keeps the class it was given when it was made: read, not asked.
+        let (failed, class) = match (self.route.as_mut(), ticket) {
             (Some(route), Some(ticket)) => {
                 match route.route.failed(route.set, ticket, self.run, failed) {
                     // The next attempt at once, on the upstream the route took.
@@ -396,16 +397,20 @@ where
                         self.step.set(Step::Start);
                         return None;
                     }
-                    Next::Ladder(failed) => {
+                    Next::Ladder(failed, class) => {
                         route.route.waited();
-                        failed
+                        (failed, class)
                     }
                     Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
                 }
             }
-            (_, ticket) => told(ticket, failed, self.run),
+            (_, ticket) => {
+                let failed = told(ticket, failed, self.run);
+                let class = failed.classify();
+                (failed, class)
+            }
         };
-        match self.run.failed_to_wait(failed, None) {
+        match self.run.failed_to_wait(failed, class, None) {
             Ok(wait) => self.step.set(Step::Waiting { wait }),
             Err(gave_up) => return Some(self.end(gave_up)),
         }

@@ -219,7 +219,7 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 pub mod __private {
     pub use crate::admission::{
         AdmissionKept, Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed, upstream_admit,
-        upstream_at_once, upstream_failed, upstream_succeeded,
+        upstream_at_once, upstream_succeeded,
     };
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};

@@ -822,7 +822,12 @@ proptest! {
         let waited = Duration::from_nanos(waited_nanos);
         let remaining = remaining_nanos.map(Duration::from_nanos);
         let allowance = policy.max_total_wait().min(Policy::MAX_TOTAL_WAIT).saturating_sub(waited);
-        let room = remaining.map_or(allowance, |remaining| remaining.min(allowance));
+        // A wait ends strictly before the deadline, on the timer's millisecond (issue 56's
+        // item 18): the budget's room is what is left less that millisecond.
+        let granularity = Duration::from_millis(1);
+        let room = remaining.map_or(allowance, |remaining| {
+            remaining.saturating_sub(granularity).min(allowance)
+        });
         // Any hint up to the room left and the policy's longest, the very limit included.
         let limit = room.min(policy.max_retry_after());
         let share = u128::from(hint_share) * limit.as_nanos() / u128::from(u32::MAX);

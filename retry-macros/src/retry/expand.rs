@@ -338,6 +338,7 @@ fn attempt_loop(
     let error_span = function::error_type(ret).map_or(ret_span, first_span);
     // Only the closure's own body sees these, so they may take the user's span whole.
     let error = Ident::new("__retry_error", error_span);
+    let class = Ident::new("__retry_class", Span::mixed_site());
     let formatter = Ident::new("__retry_formatter", error_span);
     let at_ret = respan(private, ret_span);
     let at_error = respan(private, error_span);
@@ -355,7 +356,7 @@ fn attempt_loop(
     let steps = if config.across.is_some() {
         across_steps(config, function, private, source, &run, &ticket, &error)
     } else {
-        upstream_steps(config, function, private, source, &run, &error, &classify)
+        upstream_steps(config, function, private, source, &run, &error)
     };
     let Steps {
         call,
@@ -384,7 +385,8 @@ fn attempt_loop(
     // the wait across the `.await`: the future holds the larger of the two, not both.
     let retry_loop = quote_spanned! {body_span=>
         loop {
-            let #error = {
+            // The failure, and its class where the route gave it one already.
+            let (#error, #class) = {
                 #admit
                 let #attempted = #run.#start(#attempt_block).await;
                 let #output: #ret = #take;
@@ -401,7 +403,7 @@ fn attempt_loop(
             // the give-up) is held in place, all that lives across the `.await` besides the
             // run: a retry allocates nothing.
             #[allow(clippy::redundant_closure)]
-            let #wait = #private::failed(&mut #run, #error, #classify, #display).await;
+            let #wait = #private::failed(&mut #run, #error, #class, #classify, #display).await;
             if let #private::core::result::Result::Err(#error) = #wait {
                 return #private::core::result::Result::Err(#error);
             }
@@ -425,14 +427,13 @@ fn upstream_steps(
     source: &TokenStream,
     run: &Ident,
     error: &Ident,
-    classify: &TokenStream,
 ) -> Steps {
     let Some(upstream) = &config.upstream else {
         return Steps {
             call: quote!(#private::Call::new(#source)),
             setup: TokenStream::new(),
             admit: TokenStream::new(),
-            on_failure: quote!(#error),
+            on_failure: quote!((#error, #private::core::option::Option::None)),
             succeeded: TokenStream::new(),
             waited: TokenStream::new(),
         };
@@ -478,16 +479,13 @@ fn upstream_steps(
             }
         }
     };
-    let failed = quote! {
-        #[allow(clippy::redundant_closure, clippy::redundant_closure_call)]
-        #private::upstream_failed(&mut #run, (#classify)(&#error));
-    };
+    // The upstream is told by the ladder's step, which classifies the failure once.
     let succeeded = quote!(#private::upstream_succeeded(&mut #run););
     Steps {
         call,
         setup,
         admit,
-        on_failure: quote!({ #failed #error }),
+        on_failure: quote!((#error, #private::core::option::Option::None)),
         succeeded,
         waited: TokenStream::new(),
     }
@@ -597,7 +595,7 @@ fn across_steps(
         #[allow(clippy::redundant_closure)]
         let #error = match #private::across_failed(&mut #run, #error, #classify, #display) {
             #private::core::result::Result::Ok(#private::core::option::Option::None) => continue,
-            #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => #error,
+            #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => (#error.0, #private::core::option::Option::Some(#error.1)),
             #private::core::result::Result::Err(#error) => {
                 return #private::core::result::Result::Err(#error);
             }

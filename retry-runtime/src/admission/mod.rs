@@ -214,6 +214,12 @@ impl Held for Admitted {
             self.release();
         }
     }
+
+    /// The upstream is told.
+    #[inline]
+    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
+        Admitted::failed(self, class, run);
+    }
 }
 
 impl Admitted {
@@ -410,6 +416,12 @@ impl<U: UpstreamNamed> Held for AdmittedOn<U> {
             AdmissionKept::step(self, Held::let_go);
         }
     }
+
+    /// The upstream is told.
+    #[inline]
+    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
+        AdmissionKept::step(self, |admitted| Admitted::failed(admitted, class, run));
+    }
 }
 
 /// The fast path of `#[retry(upstream = ..)]`'s expansion: the call's next attempt admitted at
@@ -467,12 +479,4 @@ where
         }
         Err(gave_up) => Err(gave_up.into_error()),
     }
-}
-
-/// The attempt the call's admission let through failed with `class`: for the expansion. Not
-/// public API.
-#[doc(hidden)]
-pub fn upstream_failed<R: Source, K: AdmissionKept>(call: &mut Call<R, K>, class: Class) {
-    let (run, kept) = call.parts();
-    kept.step(|admitted| admitted.failed(class, run));
 }

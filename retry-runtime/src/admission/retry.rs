@@ -142,13 +142,15 @@ macro_rules! upstream_ladder {
                             return Ok(value);
                         }
                         Err(error) => {
+                            // Classified once: the upstream is told, the ladder decides.
+                            let class = Classify::classify(&error);
                             let (run, admitted) = $run.parts();
-                            admitted.failed(Classify::classify(&error), run);
-                            error
+                            admitted.failed(class, run);
+                            (error, class)
                         }
                     }
                 };
-                $run.failed(error).await?;
+                $run.failed_as(error.0, error.1).await?;
             }
         }
     };

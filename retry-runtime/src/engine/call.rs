@@ -4,6 +4,7 @@
 
 use super::run::Run;
 use super::source::Source;
+use crate::class::Class;
 
 /// A [`Run`] that reports itself when dropped unfinished: what the attribute's expansion and
 /// [`Retry::run`](super::Retry::run) hold. Beside it, what the call keeps between its steps
@@ -19,6 +20,13 @@ pub struct Call<R: Source, H: Held = ()>(Run<R>, H);
 pub trait Held {
     /// The call is dropped.
     fn let_go(&mut self);
+
+    /// The call's attempt failed with `class` (classified once, by the caller): what it keeps
+    /// is told (an upstream's admission tells its upstream). Nothing, by default.
+    #[inline(always)]
+    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
+        let _ = (class, run);
+    }
 }
 
 impl Held for () {

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, ready};
 use super::count::Count;
 use super::run::Run;
 use super::source::Source;
-use crate::class::Classify;
+use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
@@ -69,9 +69,24 @@ impl<R: Source> Run<R> {
     where
         E: Classify + fmt::Display,
     {
+        let class = error.classify();
+        self.failed_as(error, class)
+    }
+
+    /// [`failed`](Self::failed), the error classified already (once, by the caller that told
+    /// its upstream or its route): `class`.
+    #[inline]
+    pub fn failed_as<E>(
+        &mut self,
+        error: E,
+        class: Class,
+    ) -> Waiting<'_, R, <R::Clock as Clock>::Sleep, E>
+    where
+        E: Classify + fmt::Display,
+    {
         // `failed_after`'s body, written out: the wait is then made in the `Waiting` itself,
         // which callgrind counts as about 19 instructions a retry fewer than moving it there.
-        let (class, reached) = (error.classify(), error.reached());
+        let reached = error.reached();
         match self.wait_after(&error, class, reached, None) {
             Ok(wait) => {
                 let sleep = self.sleep_for(wait);
@@ -93,12 +108,12 @@ impl<R: Source, A: Count> Run<R, A> {
     pub(crate) fn failed_to_wait<E>(
         &mut self,
         error: E,
+        class: Class,
         stream: Option<&super::run::facts::StreamFacts<'_>>,
     ) -> Result<Wait<<R::Clock as Clock>::Sleep, E>, GaveUp<E>>
     where
         E: Classify + fmt::Display,
     {
-        let class = error.classify();
         // How far the attempt got: the stream's own account, else the error's.
         let reached = match stream.map(|stream| stream.reached) {
             Some(reached) if reached != crate::notice::Reached::Nothing => reached,

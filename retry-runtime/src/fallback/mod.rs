@@ -218,8 +218,9 @@ struct Lefts(Vec<UpstreamLeft>);
 pub(crate) enum Next<E> {
     /// Moved to the next upstream: make the attempt.
     Moved,
-    /// No other upstream is available: the ladder decides (its wait, or its give-up).
-    Ladder(E),
+    /// No other upstream is available: the ladder decides (its wait, or its give-up), on the
+    /// failure's class, classified once.
+    Ladder(E, Class),
     /// The call gave up.
     GaveUp(GaveUp<E>),
 }
@@ -392,11 +393,11 @@ impl Route {
         self.tried |= 1 << self.at;
         self.note(from, LeftBecause::Waited, Some((class, &error)));
         if !set.moves(class, run.policy()) {
-            return Next::Ladder(error);
+            return Next::Ladder(error, class);
         }
         let from_at = self.at;
         let Some(next) = self.pick(set, run.clock_now()) else {
-            return Next::Ladder(error);
+            return Next::Ladder(error, class);
         };
         let to = next.upstream();
         self.note(from, LeftBecause::Moved, None);

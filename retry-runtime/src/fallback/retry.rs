@@ -89,10 +89,10 @@ macro_rules! across_ladder {
                     match $route.failed($set, ticket, &mut $run, error) {
                         Next::Moved => continue,
                         Next::GaveUp(gave_up) => return Err($route.gave_up($set, gave_up, true)),
-                        Next::Ladder(error) => error,
+                        Next::Ladder(error, class) => (error, class),
                     }
                 };
-                match $run.failed(error).await {
+                match $run.failed_as(error.0, error.1).await {
                     Ok(()) => $route.waited(),
                     Err(gave_up) => return Err($route.gave_up($set, gave_up, true)),
                 }

@@ -230,7 +230,9 @@ where
     fn fail(&mut self, error: Error<O>, opened: bool) -> Advance<R, O, Re> {
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
-        let error = match (core.route.as_mut(), core.ticket.take()) {
+        // Classified once, here or by the route: the upstream, the resume and the ladder read
+        // the same class.
+        let (error, class) = match (core.route.as_mut(), core.ticket.take()) {
             // Before it has delivered anything, a stream across upstreams moves as a call does.
             (Some((set, route)), Some(ticket))
                 if core.output == Output::None && !core.delivered =>
@@ -240,9 +242,9 @@ where
                         self.carry.hold.clear();
                         return self.start(false);
                     }
-                    Next::Ladder(error) => {
+                    Next::Ladder(error, class) => {
                         route.waited();
-                        error
+                        (error, class)
                     }
                     Next::GaveUp(gave_up) => {
                         return Then::End(Some(Err(route.gave_up(set, gave_up, true))));
@@ -258,11 +260,11 @@ where
                 if let Some((set, route)) = route {
                     route.stayed(set, class, &error);
                 }
-                error
+                (error, class)
             }
         };
         let resume = &mut self.carry.resume;
-        let resumes = resume.resumes(error.classify(), opened);
+        let resumes = resume.resumes(class, opened);
         if !resumes {
             // A fresh open follows, or the end: what the attempt held goes with it.
             self.carry.hold.clear();
@@ -294,7 +296,7 @@ where
             false if facts.committed && facts.restartable => AfterWait::Restart,
             false => AfterWait::Retry,
         };
-        let decided = core.run.failed_to_wait(error, Some(&facts));
+        let decided = core.run.failed_to_wait(error, class, Some(&facts));
         // A stream resumed after its commit point has still delivered output: a give-up on its
         // reopen says so, and a drop in the wait before it finishes the call.
         core.output = match core.output {
