@@ -29,16 +29,10 @@ const PROBED: u64 = 1 << 31;
 /// a call may go to. Declared as a `static`, as an [`Upstream`] is, and given to a retry with
 /// [`Retry::across`](crate::Retry::across) or `#[retry(across = PATH)]`.
 ///
-/// The rules, in one place:
-///
-/// | when | the call |
-/// |---|---|
-/// | an attempt is to be made | sends to the first upstream in order that is neither paused nor gated |
-/// | a failure the policy retries, or a `QuotaExhausted` ("not this key"), or a class named with [`moving`](Self::moving) | moves to the next available upstream at once, with no wait |
-/// | an answer (`Definitive`) | never moves (the same request gets the same answer elsewhere) unless named with [`moving`](Self::moving) |
-/// | every upstream failed in this call, or is paused or gated | waits: its ladder's wait, then for the upstream that frees soonest; then starts again from the first |
-/// | a preferred upstream's gate is open | one call per rung of its probe ladder tries it first, and on failure moves on at once |
-/// | a stream failed after its commit point | stays on the upstream that delivered (committed, resumed, restarted) |
+/// The rules are written once, in [the guide's fallback chapter](crate::guide::fallback): an
+/// attempt goes to the first upstream neither paused nor gated; a failure another upstream
+/// may not share moves the call at once; an answer never moves unless named with
+/// [`moving`](Self::moving); a stream that has delivered stays where it delivered.
 ///
 /// Every attempt counts: the whole call keeps to its policy's attempts and waits, its quota
 /// (a move pays as a retry does) and its turn. The outcome ([`Answered`]) names the upstream

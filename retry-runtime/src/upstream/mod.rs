@@ -47,7 +47,8 @@ const GATE_WINDOW: Duration = Duration::from_secs(10);
 /// What many calls share and what a provider's answer describes: one API key at a provider,
 /// one model deployment, one host. Declared as a `static` with a name, as a
 /// [`Quota`](crate::Quota) is, and given to a retry with
-/// [`Retry::upstream`](crate::Retry::upstream) or `#[retry(upstream = PATH)]`.
+/// [`Retry::upstream`](crate::Retry::upstream) or `#[retry(upstream = PATH)]`. The rules are
+/// written once, in [the guide's upstreams chapter](crate::guide::upstreams); in short:
 ///
 /// - **The shared pause.** A provider's hint of when to come back (`Retry-After`,
 ///   `retry-after-ms`, Google's `RetryInfo`, gRPC's pushback) on a `RateLimited` or
@@ -60,9 +61,10 @@ const GATE_WINDOW: Duration = Duration::from_secs(10);
 ///   `Transport`) three times within ten seconds with no success between
 ///   ([`gate_after`](Self::gate_after)), the gate opens: one call at a time sends a real
 ///   attempt, the probe, on the policy's ladder; every other call's attempt waits, woken when
-///   the gate closes. A probe's success, or an answer, closes it. A waiting call gives up when its
-///   own ladder's allowance, its turn or its budget ends, undetermined: outages delay, never
-///   fail fast. A probe dropped mid-attempt frees the probe at once.
+///   the gate closes. A probe's success, or an answer, closes it. A waiting call gives up when
+///   what its ladder could still wait, its turn or its budget ends (`StopReason::Held`),
+///   undetermined: outages delay, never fail fast. A probe dropped mid-attempt frees the probe
+///   at once.
 ///
 /// ```
 /// use retry_runtime::{testing, Class, Policy, Retry, Upstream, UpstreamPaused};
