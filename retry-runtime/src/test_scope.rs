@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::draw::Draw;
-use crate::upstream::{Live, Upstream};
+use crate::upstream::{Upstream, UpstreamLive};
 
 tokio::task_local! {
     static SCOPE: State;
@@ -23,7 +23,7 @@ struct State {
     // Shared, so a fault server started in the scope reads its clock from its own tasks.
     waits: Arc<Mutex<Vec<Duration>>>,
     /// Each upstream's state in this scope, made at its first use, by the upstream's address.
-    upstreams: Mutex<Vec<(usize, &'static Live)>>,
+    upstreams: Mutex<Vec<(usize, &'static UpstreamLive)>>,
 }
 
 /// The waits a testing scope recorded, in order.
@@ -160,7 +160,7 @@ pub(crate) fn before_skipped(deadline: Instant) -> Instant {
 /// outside a scope. Each is a few hundred bytes, kept for the process's life: a waiter holds
 /// `'static` references to it, and a test process is short.
 #[inline]
-pub(crate) fn upstream(upstream: &Upstream) -> Option<&'static Live> {
+pub(crate) fn upstream(upstream: &Upstream) -> Option<&'static UpstreamLive> {
     let key = std::ptr::from_ref(upstream) as usize;
     SCOPE
         .try_with(|state| {
@@ -168,7 +168,7 @@ pub(crate) fn upstream(upstream: &Upstream) -> Option<&'static Live> {
             if let Some((_, live)) = upstreams.iter().find(|(at, _)| *at == key) {
                 return *live;
             }
-            let live: &'static Live = Box::leak(Box::new(Live::new()));
+            let live: &'static UpstreamLive = Box::leak(Box::new(UpstreamLive::new()));
             upstreams.push((key, live));
             live
         })

@@ -67,7 +67,7 @@ pin_project_lite::pin_project! {
         // A call's own attempt, which a fleet's retry budget counts or holds (not a move).
         budgeted: bool,
         // A call across a set: the other upstreams it may go to, whose change ends the wait.
-        across: Option<Box<Across>>,
+        across: Option<Box<SetWatched>>,
         // The wait so far, exactly, and what of it the call has counted against its
         // allowance (in whole milliseconds, rounded up once, not once per wake).
         lasted: Duration,
@@ -80,7 +80,7 @@ pin_project_lite::pin_project! {
 }
 
 /// The rest of a set a call across upstreams may go to while it waits for one of them.
-struct Across {
+struct SetWatched {
     set: &'static Upstreams,
     /// Bit `i`: the set's `i`th upstream failed in this round, and is not waited for.
     tried: u32,
@@ -88,7 +88,7 @@ struct Across {
     changed: Vec<Pin<Box<Notified<'static>>>>,
 }
 
-impl Across {
+impl SetWatched {
     /// Listen to every upstream not failed in this round, before they are read.
     fn listen(&mut self) {
         self.changed.clear();
@@ -174,7 +174,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
     /// preferred one reopening first), the ticket naming which.
     pub(crate) fn across(set: &'static Upstreams, tried: u32, upstream: &'static Upstream) -> Self {
         Admitting {
-            across: Some(Box::new(Across {
+            across: Some(Box::new(SetWatched {
                 set,
                 tried,
                 changed: Vec::new(),
@@ -286,7 +286,7 @@ impl<S: Future<Output = ()>> Admitting<S> {
 /// registering `cx` for both.
 fn woken<R: Source, A: Count>(
     run: &mut Run<R, A>,
-    across: &mut Option<Box<Across>>,
+    across: &mut Option<Box<SetWatched>>,
     cx: &mut Context<'_>,
 ) -> (bool, bool) {
     let cancelled = run.poll_turn_cancelled(cx).is_ready();

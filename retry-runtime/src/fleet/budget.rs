@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 
-use super::{Shared, lock, scripts};
+use super::{FleetShared, lock, scripts};
 use crate::upstream::Upstream;
 
 /// How often each process hands its requests in and tops up its leases.
@@ -154,7 +154,7 @@ impl Drop for Kept {
 
 /// The budget's task: every [`TICK`], each shared upstream's requests handed in and its lease
 /// topped up; the budget holds retries only while this succeeds. Ends with the fleet store.
-pub(super) async fn keep(shared: std::sync::Weak<Shared>, budget: FleetBudget) {
+pub(super) async fn keep(shared: std::sync::Weak<FleetShared>, budget: FleetBudget) {
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut connection: Option<ConnectionManager> = None;
@@ -200,7 +200,7 @@ pub(super) async fn keep(shared: std::sync::Weak<Shared>, budget: FleetBudget) {
 /// Hand in each upstream's requests and top its lease up, one script each; the first failure
 /// ends the round (the breaker counts it). Whether the round succeeded.
 async fn lease(
-    shared: &Arc<Shared>,
+    shared: &Arc<FleetShared>,
     budget: FleetBudget,
     upstreams: &[&'static Upstream],
     redis: &mut ConnectionManager,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{LEASE_SLACK, Report, Shared, lock};
+use super::{FleetShared, LEASE_SLACK, Report, lock};
 
 /// An in-memory fleet store: make a [`Fleet`](super::Fleet) on it for each simulated process
 /// with [`Fleet::in_memory`](super::Fleet::in_memory). Messages reach the other processes at
@@ -29,7 +29,7 @@ use super::{LEASE_SLACK, Report, Shared, lock};
 #[derive(Debug, Default)]
 pub struct FleetMemory {
     upstreams: Mutex<HashMap<String, Kept>>,
-    fleets: Mutex<Vec<Weak<Shared>>>,
+    fleets: Mutex<Vec<Weak<FleetShared>>>,
     /// Each upstream's retry budget: thousandths of a token, and when it was last kept.
     budgets: Mutex<HashMap<String, (u64, u64)>>,
     /// The store's clock starts here.
@@ -61,7 +61,7 @@ impl FleetMemory {
         super::budget::step(budget, kept, now, requests, want)
     }
 
-    pub(super) fn join(&self, shared: &Arc<Shared>) {
+    pub(super) fn join(&self, shared: &Arc<FleetShared>) {
         lock(&self.fleets).push(Arc::downgrade(shared));
     }
 
@@ -77,7 +77,7 @@ impl FleetMemory {
     }
 
     /// Apply `report` from `shared`'s process, as the scripts do.
-    pub(super) fn apply(&self, shared: &Shared, report: &Report) {
+    pub(super) fn apply(&self, shared: &FleetShared, report: &Report) {
         let now = Instant::now();
         let origin = shared.origin;
         match *report {
@@ -128,7 +128,7 @@ impl FleetMemory {
     }
 
     /// An outage failure: the gate opens on the quorum, as the script's rule says.
-    fn outage(&self, shared: &Shared, upstream: &'static str, authored: bool, first_ms: u64) {
+    fn outage(&self, shared: &FleetShared, upstream: &'static str, authored: bool, first_ms: u64) {
         let Some(local) = shared.upstream(upstream) else {
             return;
         };

@@ -164,20 +164,20 @@ pub enum FleetError {
 /// that waited for another process's probe probed here), so a later `Fleet` may share it.
 #[derive(Debug, Clone)]
 pub struct Fleet {
-    shared: Arc<Shared>,
+    shared: Arc<FleetShared>,
     /// Dropped with the last clone: stops the sharing.
-    _member: Arc<Member>,
+    _member: Arc<FleetHandle>,
 }
 
 /// What a `Fleet`'s last clone takes with it: its background tasks, and its upstreams'
 /// sharing.
 #[derive(Debug)]
-struct Member {
-    shared: Arc<Shared>,
+struct FleetHandle {
+    shared: Arc<FleetShared>,
     tasks: Vec<tokio::task::AbortHandle>,
 }
 
-impl Drop for Member {
+impl Drop for FleetHandle {
     fn drop(&mut self) {
         let subscription = lock(&self.shared.subscription).take();
         for task in self.tasks.iter().chain(&subscription) {
@@ -190,7 +190,7 @@ impl Drop for Member {
 }
 
 #[derive(Debug)]
-struct Shared {
+struct FleetShared {
     /// Redis, or (`None`) the in-memory fake in `memory`.
     client: Option<redis::Client>,
     memory: Option<Arc<FleetMemory>>,
@@ -249,7 +249,7 @@ impl Fleet {
     pub fn connect(url: &str, config: FleetConfig) -> Result<Fleet, FleetError> {
         let client = redis::Client::open(url)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
-        let (shared, queue) = Shared::new(Some(client), None, config);
+        let (shared, queue) = FleetShared::new(Some(client), None, config);
         let mut tasks = vec![
             runtime
                 .spawn(write(Arc::clone(&shared), queue))
@@ -272,7 +272,7 @@ impl Fleet {
     /// each standing for one process: for simulations, such as the storm example's fleet table.
     pub fn in_memory(memory: &Arc<FleetMemory>, config: FleetConfig) -> Result<Fleet, FleetError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
-        let (shared, queue) = Shared::new(None, Some(Arc::clone(memory)), config);
+        let (shared, queue) = FleetShared::new(None, Some(Arc::clone(memory)), config);
         memory.join(&shared);
         let mut tasks = vec![
             runtime
@@ -289,8 +289,8 @@ impl Fleet {
         Ok(Fleet::made(shared, tasks))
     }
 
-    fn made(shared: Arc<Shared>, tasks: Vec<tokio::task::AbortHandle>) -> Fleet {
-        let member = Member {
+    fn made(shared: Arc<FleetShared>, tasks: Vec<tokio::task::AbortHandle>) -> Fleet {
+        let member = FleetHandle {
             shared: Arc::clone(&shared),
             tasks,
         };
@@ -301,14 +301,14 @@ impl Fleet {
     }
 }
 
-impl Shared {
+impl FleetShared {
     fn new(
         client: Option<redis::Client>,
         memory: Option<Arc<FleetMemory>>,
         config: FleetConfig,
-    ) -> (Arc<Shared>, mpsc::Receiver<Report>) {
+    ) -> (Arc<FleetShared>, mpsc::Receiver<Report>) {
         let (reports, queue) = mpsc::channel(config.queue);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(FleetShared {
             client,
             memory,
             config,
@@ -360,7 +360,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// An upstream's way out to the fleet: a report on the queue, never waited for.
-struct Sink(Arc<Shared>);
+struct Sink(Arc<FleetShared>);
 
 impl Sink {
     fn send(&self, report: Report) {
@@ -420,7 +420,7 @@ fn class_of(kind: &str, left: Duration) -> Class {
     }
 }
 
-impl Shared {
+impl FleetShared {
     /// An operation failed (`why`). If the store is degraded with it, every gate held here for
     /// another process's probe becomes this process's own again: it probes on its own, as an
     /// in-process upstream does, rather than wait for a close it cannot hear.
@@ -535,7 +535,7 @@ impl Shared {
 
 /// The writer: each report, run as its script, bounded by the timeout, skipped while the
 /// breaker is open.
-async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
+async fn write(shared: Arc<FleetShared>, mut queue: mpsc::Receiver<Report>) {
     let mut connection: Option<ConnectionManager> = None;
     while let Some(report) = queue.recv().await {
         if let Some(memory) = &shared.memory {
@@ -561,7 +561,7 @@ async fn write(shared: Arc<Shared>, mut queue: mpsc::Receiver<Report>) {
 /// Run `report`'s script; an outage that opened the fleet's gate makes this process its first
 /// prober.
 async fn run(
-    shared: &Shared,
+    shared: &FleetShared,
     report: &Report,
     redis: &mut ConnectionManager,
 ) -> redis::RedisResult<()> {
@@ -637,7 +637,7 @@ async fn run(
 
 /// The backstop, every second: the subscription started again if it ended, and every shared
 /// upstream's pause read. Ends with the fleet store.
-async fn backstop(shared: std::sync::Weak<Shared>) {
+async fn backstop(shared: std::sync::Weak<FleetShared>) {
     let every = match shared.upgrade() {
         Some(shared) => shared.config.backstop,
         None => return,
@@ -666,7 +666,7 @@ async fn backstop(shared: std::sync::Weak<Shared>) {
 }
 
 /// Read every shared upstream's pause, and hold it here.
-async fn read_all(shared: &Shared, redis: &mut ConnectionManager) {
+async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) {
     let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
     for upstream in upstreams {
         let mut invocation = scripts::READ.prepare_invoke();
@@ -695,7 +695,7 @@ async fn read_all(shared: &Shared, redis: &mut ConnectionManager) {
 /// Read `upstream`'s gate across the fleet, taking its probe over if its prober's lease ran
 /// out, and hold it here: a gate closed while this process missed the message closes here.
 async fn read_gate(
-    shared: &Shared,
+    shared: &FleetShared,
     upstream: &'static Upstream,
     redis: &mut ConnectionManager,
 ) -> Result<(), &'static str> {
@@ -722,7 +722,7 @@ async fn read_gate(
 
 /// The subscription: each message applied as it comes, until it ends (the backstop starts it
 /// again).
-async fn subscribe(shared: Arc<Shared>) {
+async fn subscribe(shared: Arc<FleetShared>) {
     let subscribed = async {
         let mut pubsub = shared.client.as_ref()?.get_async_pubsub().await.ok()?;
         pubsub.subscribe(shared.channel()).await.ok()?;

@@ -17,7 +17,7 @@ use super::open::OpenAttempt;
 use super::resume::{Resume, ResumeFrom, Taken};
 use super::rules::ItemRules;
 use super::state::{
-    Error, Flow, Inner, Item, Output, Settings, Shared, Sleep, State, StateOf, Then, Yielded,
+    Error, Flow, Inner, Item, Output, Settings, Sleep, State, StateOf, StreamCore, Then, Yielded,
 };
 use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::admission::{Admitting, Ticket};
@@ -67,7 +67,7 @@ pin_project_lite::pin_project! {
     {
         #[pin]
         pub(super) timer: Timer,
-        pub(super) core: Shared<R, O>,
+        pub(super) core: StreamCore<R, O>,
         pub(super) settings: Settings<Item<O>, Error<O>>,
         pub(super) rules: X,
         pub(super) carry: Carry<Inner<O>, Item<O>, Re>,
@@ -394,18 +394,18 @@ where
             }
         }
         match self.holding(stream, cx) {
-            Held::Pending => Then::Yield(Poll::Pending),
-            Held::Failed(error) => self.fail(error, true),
-            Held::Passed(item) => {
+            HoldRead::Pending => Then::Yield(Poll::Pending),
+            HoldRead::Failed(error) => self.fail(error, true),
+            HoldRead::Passed(item) => {
                 self.commit();
                 *flow = Flow::Passing;
                 Then::Yield(Poll::Ready(Some(Ok(item))))
             }
-            Held::Full => {
+            HoldRead::Full => {
                 *flow = Flow::Releasing(self.release());
                 Then::Again
             }
-            Held::Ended => Then::Become(State::Draining {
+            HoldRead::Ended => Then::Become(State::Draining {
                 held: self.release(),
             }),
         }
@@ -424,7 +424,7 @@ where
         &mut self,
         mut stream: Pin<&mut Inner<O>>,
         cx: &mut Context<'_>,
-    ) -> Held<Item<O>, Error<O>> {
+    ) -> HoldRead<Item<O>, Error<O>> {
         loop {
             let polled = nesting::enter(&mut self.core.frame, || stream.as_mut().try_poll_next(cx));
             let failure = match polled {
@@ -436,31 +436,31 @@ where
                     }
                     if self.rules.is_complete(&item) {
                         self.carry.hold.keep(item);
-                        return Held::Ended;
+                        return HoldRead::Ended;
                     }
                     let hold = &mut self.carry.hold;
                     if content && hold.is_empty() {
-                        return Held::Passed(item);
+                        return HoldRead::Passed(item);
                     }
                     let commits = hold.count(content, (self.settings.weigh)(&item));
                     hold.keep(item);
                     if !commits {
                         continue;
                     }
-                    return Held::Full;
+                    return HoldRead::Full;
                 }
                 Poll::Ready(Some(Err(error))) => error.into(),
                 Poll::Ready(None) => match self.ended(Some(self.carry.hold.counted())) {
                     Some(error) => error,
-                    None => return Held::Ended,
+                    None => return HoldRead::Ended,
                 },
                 Poll::Pending => match self.timed_out(cx) {
                     Some(error) => error,
-                    None => return Held::Pending,
+                    None => return HoldRead::Pending,
                 },
             };
             self.carry.resume.note(&stream);
-            return Held::Failed(failure);
+            return HoldRead::Failed(failure);
         }
     }
 
@@ -561,7 +561,7 @@ where
 }
 
 /// What a poll before the commit point found.
-enum Held<T, E> {
+enum HoldRead<T, E> {
     /// Nothing yet.
     Pending,
     /// A failure: the attempt is over.

@@ -145,7 +145,7 @@ pub(super) struct Resume<S, Re> {
 }
 
 /// Where the stream is: its cursor and what the current attempt is. Whether it has delivered
-/// output is the stream's one fact of that (`Shared::committed`), not the cursor's.
+/// output is the stream's one fact of that (`StreamCore::committed`), not the cursor's.
 #[derive(Debug, Default)]
 pub(super) struct Cursor {
     id: Option<Arc<str>>,

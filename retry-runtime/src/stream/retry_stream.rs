@@ -18,7 +18,8 @@ use super::open::OpenAttempt;
 use super::resume::{Resumable, Resume, ResumeFrom};
 use super::rules::{ItemRules, StreamRules};
 use super::state::{
-    Error, Flow, Inner, Item, Output, Settings, Shared, State, StateOf, StateProj, Then, Yielded,
+    Error, Flow, Inner, Item, Output, Settings, State, StateOf, StateProj, StreamCore, Then,
+    Yielded,
 };
 use super::timer::Timer;
 use crate::class::Classify;
@@ -127,7 +128,7 @@ where
             cursor: None,
             restart: no_restart as fn(),
         };
-        let core = Shared {
+        let core = StreamCore {
             run: Run::new(source),
             dropped: super::state::dropped::<R>,
             open,

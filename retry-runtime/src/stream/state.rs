@@ -89,7 +89,7 @@ pub(super) struct Settings<T, E> {
     pub(super) paused: Option<fn(UpstreamPaused) -> E>,
 }
 
-pub(super) struct Shared<R, O> {
+pub(super) struct StreamCore<R, O> {
     pub(super) run: Run<R, u32>,
     /// What the run does when the stream is dropped ([`dropped`] for this `R`), kept as a
     /// pointer so that the stream itself needs no bound.
@@ -108,7 +108,7 @@ pub(super) struct Shared<R, O> {
     pub(super) route: Option<(&'static Upstreams, Route)>,
 }
 
-impl<R, O> Shared<R, O> {
+impl<R, O> StreamCore<R, O> {
     /// Whether the stream has delivered output: past its commit point, or waiting to resume
     /// (or resuming) a stream that was.
     pub(super) fn committed(&self) -> bool {
@@ -129,7 +129,7 @@ pub(super) enum Output {
     Delivered,
 }
 
-impl<R, O> Drop for Shared<R, O> {
+impl<R, O> Drop for StreamCore<R, O> {
     /// Dropped unfinished, the call reports itself; after its commit point it has finished.
     fn drop(&mut self) {
         (self.dropped)(&mut self.run, self.output);

@@ -30,11 +30,11 @@ const UNSCRIPTED: u16 = 410;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Script {
-    shared: Arc<Shared>,
+    shared: Arc<ScriptShared>,
 }
 
 #[derive(Debug)]
-struct Shared {
+struct ScriptShared {
     plan: Mutex<Plan>,
     asked: Mutex<Vec<Asked>>,
     /// When the script was made: the origin of [`Asked::at`].
@@ -78,7 +78,7 @@ impl Script {
     /// ```
     pub fn new(acts: impl IntoIterator<Item = Act>) -> Script {
         Script {
-            shared: Arc::new(Shared {
+            shared: Arc::new(ScriptShared {
                 plan: Mutex::new(Plan {
                     any: acts.into_iter().collect(),
                     paths: HashMap::new(),

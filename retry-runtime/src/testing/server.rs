@@ -201,14 +201,14 @@ async fn serve(
     let act = script.take(asked, &clock);
     // A client gone mid-answer is the test's business, not the server's.
     let held = play(&mut stream, act, last_event_id.as_deref(), starting_after).await;
-    if let Ok(Held::UntilClosed) = held {
+    if let Ok(Served::UntilClosed) = held {
         closed.send_modify(|closed| *closed += 1);
     }
 }
 
 /// How an act left the connection.
 #[derive(Debug, PartialEq, Eq)]
-enum Held {
+enum Served {
     /// Answered, cut or refused.
     Done,
     /// Held open, silent, until the client closed it.
@@ -220,10 +220,10 @@ async fn play(
     act: Act,
     last_event_id: Option<&str>,
     starting_after: Option<u64>,
-) -> io::Result<Held> {
+) -> io::Result<Served> {
     match act.kind {
-        ActKind::Answer(canned) => answer(stream, &canned).await.map(|()| Held::Done),
-        ActKind::Refuse => Ok(Held::Done),
+        ActKind::Answer(canned) => answer(stream, &canned).await.map(|()| Served::Done),
+        ActKind::Refuse => Ok(Served::Done),
         ActKind::ResetMidBody(body) => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -231,7 +231,7 @@ async fn play(
             );
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(&body.as_bytes()[..body.len() / 2]).await?;
-            stream.flush().await.map(|()| Held::Done)
+            stream.flush().await.map(|()| Served::Done)
         }
         ActKind::Hang => until_closed(stream).await,
         ActKind::Events { events, upto, end } => send_events(stream, &events[..upto], end).await,
@@ -275,7 +275,7 @@ async fn send_events(
     stream: &mut TcpStream,
     events: &[ScriptedEvent],
     end: StreamEnd,
-) -> io::Result<Held> {
+) -> io::Result<Served> {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     stream.write_all(head.as_bytes()).await?;
     stream.flush().await?;
@@ -290,20 +290,20 @@ async fn send_events(
         StreamEnd::Clean => {
             stream.write_all(b"0\r\n\r\n").await?;
             stream.flush().await?;
-            stream.shutdown().await.map(|()| Held::Done)
+            stream.shutdown().await.map(|()| Served::Done)
         }
         // Closed with the chunked body unfinished: the client sees the body cut off.
-        StreamEnd::Cut => Ok(Held::Done),
+        StreamEnd::Cut => Ok(Served::Done),
         StreamEnd::Stall => until_closed(stream).await,
     }
 }
 
 /// Hold the connection open, sending nothing, until the client closes it.
-async fn until_closed(stream: &mut TcpStream) -> io::Result<Held> {
+async fn until_closed(stream: &mut TcpStream) -> io::Result<Served> {
     let mut buffer = [0; 1024];
     // A reset is the client closing it too.
     while let Ok(1..) = stream.read(&mut buffer).await {}
-    Ok(Held::UntilClosed)
+    Ok(Served::UntilClosed)
 }
 
 /// Read a request's head and its body (by `content-length`), within bounds; `None` if the

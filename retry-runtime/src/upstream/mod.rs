@@ -114,7 +114,7 @@ pub struct Upstream {
     gate_failures: u32,
     gate_window: Duration,
     /// What the upstream keeps at run time, in this process (a testing scope keeps its own).
-    live: Live,
+    live: UpstreamLive,
     /// Where what this process learns goes further: a fleet store, while one shares the
     /// upstream. Read only when a failure or a gate's change is reported, never on an
     /// attempt's path.
@@ -126,7 +126,7 @@ pub struct Upstream {
 /// upstream in a process, and one per upstream in each testing scope, so that tests running in
 /// parallel never see each other's pauses or gates.
 #[derive(Debug)]
-pub(crate) struct Live {
+pub(crate) struct UpstreamLive {
     word: AtomicU32,
     state: Mutex<State>,
     changed: Notify,
@@ -138,9 +138,9 @@ pub(crate) struct Live {
     wanting: AtomicBool,
 }
 
-impl Live {
-    pub(crate) const fn new() -> Live {
-        Live {
+impl UpstreamLive {
+    pub(crate) const fn new() -> UpstreamLive {
+        UpstreamLive {
             word: AtomicU32::new(0),
             state: Mutex::new(State::new()),
             changed: Notify::const_new(),
@@ -324,7 +324,7 @@ impl Upstream {
             max_pause: None,
             gate_failures: GATE_FAILURES,
             gate_window: GATE_WINDOW,
-            live: Live::new(),
+            live: UpstreamLive::new(),
             shared: Mutex::new(None),
         }
     }
@@ -452,7 +452,7 @@ impl Upstream {
     /// What the upstream keeps at run time: the testing scope's own, in one, else the
     /// process's.
     #[inline(always)]
-    pub(crate) fn live(&self) -> &Live {
+    pub(crate) fn live(&self) -> &UpstreamLive {
         #[cfg(feature = "test-util")]
         if let Some(live) = crate::test_scope::upstream(self) {
             return live;
