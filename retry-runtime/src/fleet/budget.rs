@@ -130,7 +130,7 @@ pub(super) fn step(
 /// What a process asks of the bucket for `upstream` now: its requests since it last asked,
 /// and the tokens that top its lease up; `None` if it has nothing to hand in or ask for.
 fn asked(budget: FleetBudget, upstream: &Upstream) -> Option<(u32, u32)> {
-    let (requests, held, wanting) = upstream.budget_drain();
+    let (requests, held, wanting) = upstream.fleet_side().drain();
     let low = held < budget.lease.div_ceil(2) || wanting;
     let want = if low {
         budget.lease.saturating_sub(held)
@@ -147,7 +147,7 @@ struct Kept(Vec<&'static Upstream>);
 impl Drop for Kept {
     fn drop(&mut self) {
         for upstream in &self.0 {
-            upstream.budget_by_fleet(false);
+            upstream.fleet_side().budgeted(false);
         }
     }
 }
@@ -172,9 +172,9 @@ pub(super) async fn keep(shared: std::sync::Weak<FleetShared>, budget: FleetBudg
             for upstream in upstreams.iter().copied() {
                 if let Some((requests, want)) = asked(budget, upstream) {
                     let grant = memory.budget(upstream.name(), budget, requests, want);
-                    upstream.budget_granted(grant);
+                    upstream.fleet_side().granted(grant);
                 }
-                upstream.budget_by_fleet(true);
+                upstream.fleet_side().budgeted(true);
             }
             continue;
         }
@@ -191,7 +191,7 @@ pub(super) async fn keep(shared: std::sync::Weak<FleetShared>, budget: FleetBudg
         failed += 1;
         if failed >= FAILED_ROUNDS {
             for upstream in upstreams {
-                upstream.budget_by_fleet(false);
+                upstream.fleet_side().budgeted(false);
             }
         }
     }
@@ -207,7 +207,7 @@ async fn lease(
 ) -> bool {
     for upstream in upstreams.iter().copied() {
         let Some((requests, want)) = asked(budget, upstream) else {
-            upstream.budget_by_fleet(true);
+            upstream.fleet_side().budgeted(true);
             continue;
         };
         let mut invocation = scripts::BUDGET.prepare_invoke();
@@ -223,8 +223,8 @@ async fn lease(
                 .await;
         match ran {
             Ok(Ok(grant)) => {
-                upstream.budget_granted(grant);
-                upstream.budget_by_fleet(true);
+                upstream.fleet_side().granted(grant);
+                upstream.fleet_side().budgeted(true);
                 shared.breaker.succeeded();
             }
             Ok(Err(_)) => {

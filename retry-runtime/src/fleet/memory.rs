@@ -153,7 +153,7 @@ impl FleetMemory {
             }
             kept.gate = Some((origin, now + first + LEASE_SLACK));
         }
-        local.gated_by_fleet(true, first);
+        local.fleet_side().gated(true, first);
         self.publish(
             origin,
             &format!("open {origin} {upstream} {origin} {first_ms}"),

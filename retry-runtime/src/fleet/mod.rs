@@ -184,7 +184,7 @@ impl Drop for FleetHandle {
             task.abort();
         }
         for upstream in lock(&self.shared.upstreams).drain(..) {
-            upstream.unshare();
+            upstream.fleet_side().unshare();
         }
     }
 }
@@ -331,7 +331,7 @@ impl Fleet {
     /// already shared.
     pub fn share(&self, upstream: &'static Upstream) -> bool {
         let sink = Arc::new(Sink(Arc::clone(&self.shared)));
-        if !upstream.share_with(sink) {
+        if !upstream.fleet_side().share(sink) {
             return false;
         }
         lock(&self.shared.upstreams).push(upstream);
@@ -427,11 +427,11 @@ impl FleetShared {
     fn failed(&self, why: &'static str) {
         if self.breaker.failed(why) {
             for upstream in lock(&self.upstreams).iter() {
-                if upstream.gated_remotely() {
-                    upstream.gated_by_fleet(true, Duration::ZERO);
+                if upstream.fleet_side().waits_for_remote_probe() {
+                    upstream.fleet_side().gated(true, Duration::ZERO);
                 }
                 // The fleet's budget cannot be topped up: the calls' own quotas bound them.
-                upstream.budget_by_fleet(false);
+                upstream.fleet_side().budgeted(false);
             }
         }
     }
@@ -519,15 +519,15 @@ impl FleetShared {
             ("pause", Some(left), Some(kind)) => {
                 if let Ok(left) = left.parse::<u64>() {
                     let left = Duration::from_millis(left);
-                    upstream.paused_by_fleet(left, class_of(kind, left));
+                    upstream.fleet_side().paused(left, class_of(kind, left));
                 }
             }
             ("open", Some(prober), Some(first)) => {
                 let probes = prober.parse() == Ok(self.origin);
                 let first = Duration::from_millis(first.parse().unwrap_or(0));
-                upstream.gated_by_fleet(probes, first);
+                upstream.fleet_side().gated(probes, first);
             }
-            ("close", _, _) => upstream.closed_by_fleet(),
+            ("close", _, _) => upstream.fleet_side().closed(),
             _ => {}
         }
     }
@@ -608,7 +608,9 @@ async fn run(
                 .arg(&channel)
                 .arg(upstream);
             if invocation.invoke_async::<i64>(redis).await? == 1 {
-                local.gated_by_fleet(true, Duration::from_millis(first_ms));
+                local
+                    .fleet_side()
+                    .gated(true, Duration::from_millis(first_ms));
             }
             Ok(())
         }
@@ -679,7 +681,7 @@ async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) {
         match read {
             Ok(Ok(Some((left, kind)))) => {
                 let left = Duration::from_millis(left);
-                upstream.paused_by_fleet(left, class_of(&kind, left));
+                upstream.fleet_side().paused(left, class_of(&kind, left));
             }
             Ok(Ok(None)) => {}
             Ok(Err(_)) => return shared.failed("a read failed"),
@@ -711,8 +713,10 @@ async fn read_gate(
     )
     .await;
     match read {
-        Ok(Ok(Some(probes))) => upstream.gated_by_fleet(probes == 1, Duration::ZERO),
-        Ok(Ok(None)) if upstream.gated_remotely() => upstream.closed_by_fleet(),
+        Ok(Ok(Some(probes))) => upstream.fleet_side().gated(probes == 1, Duration::ZERO),
+        Ok(Ok(None)) if upstream.fleet_side().waits_for_remote_probe() => {
+            upstream.fleet_side().closed()
+        }
         Ok(Ok(None)) => {}
         Ok(Err(_)) => return Err("a read failed"),
         Err(_) => return Err("a read timed out"),

@@ -21,6 +21,7 @@ use crate::meter::{self, UpstreamSeries};
 use crate::policy::Policy;
 
 mod current;
+mod fleet_side;
 mod paused;
 
 pub use current::OnUpstream;
@@ -404,41 +405,6 @@ impl Upstream {
         self.live().word.load(Ordering::Acquire) & GATED != 0
     }
 
-    /// Tell `sink` what this process learns from now on; `false` if another already is told.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn share_with(&self, sink: Arc<dyn FleetSink>) -> bool {
-        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        if shared.is_some() {
-            return false;
-        }
-        *shared = Some(sink);
-        true
-    }
-
-    /// The fleet that shared the upstream is gone: what this process learns stays here, its
-    /// retries are no longer budgeted, and a gate that waited for another process's probe
-    /// probes here now.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn unshare(&self) {
-        let sink = self
-            .shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        drop(sink);
-        let mut state = self.lock();
-        state.budgeted = false;
-        if state.gate == Gate::Remote {
-            state.gate = Gate::Waiting {
-                next: Instant::now(),
-                failed: 0,
-            };
-        }
-        self.store(&state);
-        drop(state);
-        self.live().changed.notify_waiters();
-    }
-
     /// Where what this process learns goes further, if a fleet shares the upstream; never in
     /// a testing scope, whose state is its own.
     fn sink(&self) -> Option<Arc<dyn FleetSink>> {
@@ -463,74 +429,6 @@ impl Upstream {
     /// Whether a testing scope keeps this upstream's state.
     fn scoped(&self) -> bool {
         !std::ptr::eq(self.live(), &self.live)
-    }
-
-    /// Another process of the fleet learned a pause of `class` that ends `remaining` from now:
-    /// it holds here as one learned here does (the latest end wins), and goes no further.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn paused_by_fleet(&self, remaining: Duration, class: Class) {
-        let until = later(Instant::now(), remaining);
-        let mut state = self.lock();
-        if state.paused_until.is_some_and(|(end, _)| end >= until) {
-            return;
-        }
-        state.paused_until = Some((until, class));
-        self.store(&state);
-        drop(state);
-        meter::upstream(self.name, UpstreamSeries::Paused);
-        tracing::info!(
-            target: "retry",
-            upstream = self.name,
-            pause_ms = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
-            "{} is paused for every call (told by the fleet)",
-            self.name
-        );
-        self.live().changed.notify_waiters();
-    }
-
-    /// The fleet opened the gate: this process probes (`probes`), its first probe `next` from
-    /// now, or waits for another's probe to close it.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn gated_by_fleet(&self, probes: bool, next: Duration) {
-        let mut state = self.lock();
-        let was = state.gate;
-        state.gate = match (probes, was) {
-            // Probing already, or waiting for its own probe: it goes on so.
-            (true, Gate::Waiting { .. } | Gate::Probing { .. }) => was,
-            (true, _) => Gate::Waiting {
-                next: later(Instant::now(), next),
-                failed: 0,
-            },
-            (false, _) => Gate::Remote,
-        };
-        if state.gate == was {
-            return;
-        }
-        self.store(&state);
-        drop(state);
-        if was == Gate::Closed {
-            meter::upstream(self.name, UpstreamSeries::GateOpened);
-            tracing::warn!(
-                target: "retry",
-                upstream = self.name,
-                probes,
-                "{}'s outage gate opened across the fleet: one call probes, the others wait",
-                self.name
-            );
-        }
-        self.live().changed.notify_waiters();
-    }
-
-    /// The fleet's gate closed (another process's probe succeeded): calls go here too.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn closed_by_fleet(&self) {
-        self.close(false);
-    }
-
-    /// Whether the gate here waits for another process's probe.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn gated_remotely(&self) -> bool {
-        self.lock().gate == Gate::Remote
     }
 
     /// When the open gate's next probe may go, if one is scheduled.
@@ -596,44 +494,6 @@ impl Upstream {
             self.live().wanting.store(true, Ordering::Release);
         }
         took
-    }
-
-    /// The fleet's retry budget holds this upstream's retries (`on`: the fleet store is up), or
-    /// no longer does (it is degraded: the calls' own quotas bound them, as without a fleet).
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn budget_by_fleet(&self, on: bool) {
-        let mut state = self.lock();
-        if state.budgeted == on {
-            return;
-        }
-        state.budgeted = on;
-        self.store(&state);
-        drop(state);
-        // A retry held for a token goes once there is no budget to wait for.
-        self.live().changed.notify_waiters();
-    }
-
-    /// For the fleet store: the requests made since it last asked, the tokens held here, and
-    /// whether a retry found none since.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn budget_drain(&self) -> (u32, u32, bool) {
-        let requests = self.live().requests.swap(0, Ordering::Relaxed);
-        let held = self.live().leased.load(Ordering::Acquire);
-        (
-            requests,
-            held,
-            self.live().wanting.swap(false, Ordering::AcqRel),
-        )
-    }
-
-    /// The fleet store leased `tokens` more to this process: retries held for one go.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn budget_granted(&self, tokens: u32) {
-        if tokens == 0 {
-            return;
-        }
-        self.live().leased.fetch_add(tokens, Ordering::AcqRel);
-        self.live().changed.notify_waiters();
     }
 
     /// Wakes when the upstream's state changes: a pause or a gate that a waiter should read
