@@ -127,30 +127,35 @@ macro_rules! upstream_ladder {
         async move {
             loop {
                 // In a block of its own, so that nothing of the admission, and no second copy
-                // of the error (borrowed to tell the upstream), lives across the wait.
-                let error = {
-                    let (run, admitted) = $run.parts();
-                    if !admitted.at_once_for(run.attempts() > 0) {
-                        let upstream = admitted.upstream();
-                        let ticket = admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
-                        *admitted = ticket.into_admitted();
-                    }
-                    match $output {
-                        Ok(value) => {
-                            $run.parts().1.succeeded();
-                            $run.succeeded();
-                            return Ok(value);
+                // of the error (borrowed to tell the upstream), lives across the wait; the
+                // class (a `Copy`, whose place would outlive its use) is gone before it too.
+                let waiting = {
+                    let (error, class) = {
+                        let (run, admitted) = $run.parts();
+                        if !admitted.at_once_for(run.attempts() > 0) {
+                            let upstream = admitted.upstream();
+                            let ticket =
+                                admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
+                            *admitted = ticket.into_admitted();
                         }
-                        Err(error) => {
-                            // Classified once: the upstream is told, the ladder decides.
-                            let class = Classify::classify(&error);
-                            let (run, admitted) = $run.parts();
-                            admitted.failed(class, run);
-                            (error, class)
+                        match $output {
+                            Ok(value) => {
+                                $run.parts().1.succeeded();
+                                $run.succeeded();
+                                return Ok(value);
+                            }
+                            Err(error) => {
+                                // Classified once: the upstream is told, the ladder decides.
+                                let class = Classify::classify(&error);
+                                let (run, admitted) = $run.parts();
+                                admitted.failed(class, run);
+                                (error, class)
+                            }
                         }
-                    }
+                    };
+                    $run.failed_as(error, class)
                 };
-                $run.failed_as(error.0, error.1).await?;
+                waiting.await?;
             }
         }
     };
@@ -217,6 +222,7 @@ where
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }
+
     /// Like [`TimedRetry::run_fn`] (the form that compiles where `Send` is required), each
     /// attempt admitted by the upstream first.
     pub fn run_fn<T, E, F, Fut>(

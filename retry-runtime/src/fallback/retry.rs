@@ -68,31 +68,37 @@ macro_rules! across_ladder {
         async move {
             loop {
                 // In a block of its own, so that neither the ticket nor the route's verdict
-                // lives across the wait.
-                let error = {
-                    let ticket = match $route.at_once($set) {
-                        Some(ticket) => ticket,
-                        None => {
-                            let hold = HoldsUpstreamPaused::hold;
-                            $route.admit($set, &mut $run, hold).await?
+                // (nor the class, a `Copy` whose place would outlive its use) lives across the
+                // wait.
+                let waiting = {
+                    let (error, class) = {
+                        let ticket = match $route.at_once($set) {
+                            Some(ticket) => ticket,
+                            None => {
+                                let hold = HoldsUpstreamPaused::hold;
+                                $route.admit($set, &mut $run, hold).await?
+                            }
+                        };
+                        let $to: &'static Upstream = ticket.upstream();
+                        let error = match $output {
+                            Ok(value) => {
+                                ticket.succeeded();
+                                $run.succeeded();
+                                return Ok(Answered::new(value, $to));
+                            }
+                            Err(error) => error,
+                        };
+                        match $route.failed($set, ticket, &mut $run, error) {
+                            Next::Moved => continue,
+                            Next::GaveUp(gave_up) => {
+                                return Err($route.gave_up($set, gave_up, true));
+                            }
+                            Next::Ladder(error, class) => (error, class),
                         }
                     };
-                    let $to: &'static Upstream = ticket.upstream();
-                    let error = match $output {
-                        Ok(value) => {
-                            ticket.succeeded();
-                            $run.succeeded();
-                            return Ok(Answered::new(value, $to));
-                        }
-                        Err(error) => error,
-                    };
-                    match $route.failed($set, ticket, &mut $run, error) {
-                        Next::Moved => continue,
-                        Next::GaveUp(gave_up) => return Err($route.gave_up($set, gave_up, true)),
-                        Next::Ladder(error, class) => (error, class),
-                    }
+                    $run.failed_as(error, class)
                 };
-                match $run.failed_as(error.0, error.1).await {
+                match waiting.await {
                     Ok(()) => $route.waited(),
                     Err(gave_up) => return Err($route.gave_up($set, gave_up, true)),
                 }

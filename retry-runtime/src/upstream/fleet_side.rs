@@ -34,6 +34,7 @@ impl FleetSide<'_> {
             return false;
         }
         *shared = Some(sink);
+        self.0.is_shared.store(true, Ordering::Release);
         true
     }
 
@@ -47,6 +48,7 @@ impl FleetSide<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        self.0.is_shared.store(false, Ordering::Release);
         drop(sink);
         let mut state = self.0.lock();
         state.budgeted = false;

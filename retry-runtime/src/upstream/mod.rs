@@ -120,6 +120,9 @@ pub struct Upstream {
     /// upstream. Read only when a failure or a gate's change is reported, never on an
     /// attempt's path.
     shared: Mutex<Option<Arc<dyn FleetSink>>>,
+    /// Whether `shared` holds a fleet: read first, so that an upstream no fleet shares takes
+    /// no lock to learn it.
+    is_shared: AtomicBool,
 }
 
 /// What an upstream keeps at run time: its word (what it has to say, read on every attempt),
@@ -327,6 +330,7 @@ impl Upstream {
             gate_window: GATE_WINDOW,
             live: UpstreamLive::new(),
             shared: Mutex::new(None),
+            is_shared: AtomicBool::new(false),
         }
     }
 
@@ -408,7 +412,7 @@ impl Upstream {
     /// Where what this process learns goes further, if a fleet shares the upstream; never in
     /// a testing scope, whose state is its own.
     fn sink(&self) -> Option<Arc<dyn FleetSink>> {
-        if self.scoped() {
+        if !self.is_shared.load(Ordering::Acquire) || self.scoped() {
             return None;
         }
         let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -723,7 +727,8 @@ impl Upstream {
     /// Tell what a failure of `class` changed: the fleet, the metrics, the log, and the calls
     /// waiting for a change. Never under the upstream's lock.
     fn tell(&self, told: Told, class: Class, policy: &Policy) {
-        let sink = self.sink();
+        let fleet = told.paused.is_some() || told.outage || told.probe_failed.is_some();
+        let sink = fleet.then(|| self.sink()).flatten();
         if let Some(pause) = told.paused {
             if let Some(shared) = &sink {
                 let cap = self.max_pause.unwrap_or(policy.max_retry_after());

@@ -156,11 +156,11 @@ impl<R: Source, A: Count> Run<R, A> {
     fn may_move(&mut self, class: Class) -> Result<(), StopReason> {
         let flight = self.flight();
         let turn = flight.and_then(Flight::deadline);
-        let now = self.source.clock().now();
-        let reached = self
-            .deadline(turn)
-            .filter(|deadline| now >= *deadline)
-            .map(|_| turn.is_some_and(|turn| turn <= now));
+        // The clock is read only where a deadline bounds the call.
+        let reached = self.deadline(turn).and_then(|deadline| {
+            let now = self.source.clock().now();
+            (now >= deadline).then(|| turn.is_some_and(|turn| turn <= now))
+        });
         let asked = MoveAsked {
             attempts: self.attempts(),
             cancelled: flight.is_some_and(Flight::is_cancelled),
