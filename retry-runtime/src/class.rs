@@ -5,8 +5,6 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use crate::notice::Reached;
-
 /// What a failure says about trying again.
 ///
 /// The engine never reads an error's text: it asks the error for its class through [`Classify`]
@@ -413,4 +411,22 @@ impl Classify for tokio::time::error::Elapsed {
 pub(crate) fn is_per_day(quota: &str) -> bool {
     let lower = quota.to_ascii_lowercase();
     lower.contains("perday") || lower.contains("per_day")
+}
+
+/// How far a failed attempt got before it failed: what a notice says of a server that
+/// answered, rather than "could not be reached". A stream's attempt knows it itself; a call's
+/// failure says it ([`Classify::reached`](crate::Classify::reached)).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Reached {
+    /// Nothing came back: a call's failure, or a stream that was never opened.
+    #[default]
+    Nothing,
+    /// A call's response head came back (a `200`, say), and the failure came after it: its
+    /// body was cut off, or could not be read.
+    Response,
+    /// A stream was open (its head came back), and failed before its first content.
+    Stream,
+    /// The stream had delivered output to the caller: it failed past its commit point.
+    Output,
 }

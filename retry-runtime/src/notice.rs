@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::class::Class;
+pub use crate::class::Reached;
 use crate::redact::Redacted;
 use crate::verdict::StopReason;
 
@@ -192,24 +193,6 @@ pub enum Action {
         /// Why.
         reason: StopReason,
     },
-}
-
-/// How far a failed attempt got before it failed: what a notice says of a server that
-/// answered, rather than "could not be reached". A stream's attempt knows it itself; a call's
-/// failure says it ([`Classify::reached`](crate::Classify::reached)).
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Reached {
-    /// Nothing came back: a call's failure, or a stream that was never opened.
-    #[default]
-    Nothing,
-    /// A call's response head came back (a `200`, say), and the failure came after it: its
-    /// body was cut off, or could not be read.
-    Response,
-    /// A stream was open (its head came back), and failed before its first content.
-    Stream,
-    /// The stream had delivered output to the caller: it failed past its commit point.
-    Output,
 }
 
 /// One failed attempt and what the ladder does about it.

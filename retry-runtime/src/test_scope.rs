@@ -3,6 +3,7 @@
 //! fault scripts above the HTTP table. It must not be read by the default clock unless
 //! feature `test-util` is on (tokio's rule for its test machinery).
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::draw::Draw;
-use crate::upstream::{Upstream, UpstreamLive};
 
 tokio::task_local! {
     static SCOPE: State;
@@ -22,8 +22,9 @@ struct State {
     draw: Draw,
     // Shared, so a fault server started in the scope reads its clock from its own tasks.
     waits: Arc<Mutex<Vec<Duration>>>,
-    /// Each upstream's state in this scope, made at its first use, by the upstream's address.
-    upstreams: Mutex<Vec<(usize, &'static UpstreamLive)>>,
+    /// The state of each shared thing this scope keeps its own of (an upstream's), made at
+    /// its first use, by the shared thing's address.
+    kept: Mutex<Vec<(usize, &'static (dyn Any + Send + Sync))>>,
 }
 
 /// The waits a testing scope recorded, in order.
@@ -74,7 +75,7 @@ pub async fn scope_with_draw<F: Future>(draw: Draw, future: F) -> (F::Output, Re
     let state = State {
         draw,
         waits: Arc::new(Mutex::new(Vec::new())),
-        upstreams: Mutex::new(Vec::new()),
+        kept: Mutex::new(Vec::new()),
     };
     let mut scoped = pin!(SCOPE.scope(state, future));
     let output = scoped.as_mut().await;
@@ -156,21 +157,25 @@ pub(crate) fn before_skipped(deadline: Instant) -> Instant {
     deadline.checked_sub(skipped()).unwrap_or_else(Instant::now)
 }
 
-/// `upstream`'s state in the scope this task runs in, made fresh at its first use there; `None`
-/// outside a scope. Each is a few hundred bytes, kept for the process's life: a waiter holds
-/// `'static` references to it, and a test process is short.
+/// The scope's own `T` for the shared thing at `key` (an upstream's address), made fresh at
+/// its first use there; `None` outside a scope. Each is kept for the process's life: a waiter
+/// holds `'static` references to it, and a test process is short (an upstream's is a few
+/// hundred bytes).
 #[inline]
-pub(crate) fn upstream(upstream: &Upstream) -> Option<&'static UpstreamLive> {
-    let key = std::ptr::from_ref(upstream) as usize;
+pub(crate) fn kept<T: Any + Default + Send + Sync>(key: usize) -> Option<&'static T> {
     SCOPE
         .try_with(|state| {
-            let mut upstreams = state.upstreams.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, live)) = upstreams.iter().find(|(at, _)| *at == key) {
-                return *live;
+            let mut kept = state.kept.lock().unwrap_or_else(|e| e.into_inner());
+            let found = kept
+                .iter()
+                .filter(|(at, _)| *at == key)
+                .find_map(|(_, held)| held.downcast_ref::<T>());
+            if let Some(found) = found {
+                return found;
             }
-            let live: &'static UpstreamLive = Box::leak(Box::new(UpstreamLive::new()));
-            upstreams.push((key, live));
-            live
+            let made: &'static T = Box::leak(Box::default());
+            kept.push((key, made));
+            made
         })
         .ok()
 }

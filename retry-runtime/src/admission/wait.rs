@@ -16,7 +16,6 @@ use super::Ticket;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Count, Run, Source};
-use crate::fallback::Upstreams;
 use crate::ladder;
 use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
@@ -81,7 +80,8 @@ pin_project_lite::pin_project! {
 
 /// The rest of a set a call across upstreams may go to while it waits for one of them.
 struct SetWatched {
-    set: &'static Upstreams,
+    /// The set's upstreams, in order of preference.
+    set: &'static [&'static Upstream],
     /// Bit `i`: the set's `i`th upstream failed in this round, and is not waited for.
     tried: u32,
     /// A notification per upstream waited for, made before the reads that decided to wait.
@@ -92,7 +92,7 @@ impl SetWatched {
     /// Listen to every upstream not failed in this round, before they are read.
     fn listen(&mut self) {
         self.changed.clear();
-        for (at, upstream) in self.set.upstreams().iter().enumerate() {
+        for (at, upstream) in self.set.iter().enumerate() {
             if self.tried & (1 << at) == 0 {
                 let mut changed = Box::pin(upstream.changed());
                 changed.as_mut().enable();
@@ -112,7 +112,7 @@ impl SetWatched {
 
     /// The first upstream in order, not failed in this round, that admits an attempt now.
     fn pick(&self, now: Instant) -> Option<Ticket> {
-        let upstreams = self.set.upstreams().iter().enumerate();
+        let upstreams = self.set.iter().enumerate();
         upstreams
             .filter(|(at, _)| self.tried & (1 << at) == 0)
             .find_map(|(_, upstream)| match upstream.admit(now) {
@@ -172,7 +172,11 @@ impl<S: Future<Output = ()>> Admitting<S> {
     /// The wait of a call across `set` for `upstream`, the one that frees soonest: it ends
     /// as soon as any upstream of the set not `tried` in this round admits the attempt (a
     /// preferred one reopening first), the ticket naming which.
-    pub(crate) fn across(set: &'static Upstreams, tried: u32, upstream: &'static Upstream) -> Self {
+    pub(crate) fn across(
+        set: &'static [&'static Upstream],
+        tried: u32,
+        upstream: &'static Upstream,
+    ) -> Self {
         Admitting {
             across: Some(Box::new(SetWatched {
                 set,

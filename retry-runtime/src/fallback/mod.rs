@@ -347,7 +347,7 @@ impl Route {
         set: &'static Upstreams,
         now: Instant,
     ) -> Admitting<S> {
-        Admitting::across(set, self.tried, self.soonest(set, now))
+        Admitting::across(set.upstreams, self.tried, self.soonest(set, now))
     }
 
     /// The next attempt goes to `upstream`, which admitted it after a wait.

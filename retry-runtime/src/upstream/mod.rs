@@ -142,6 +142,12 @@ pub(crate) struct UpstreamLive {
     wanting: AtomicBool,
 }
 
+impl Default for UpstreamLive {
+    fn default() -> Self {
+        UpstreamLive::new()
+    }
+}
+
 impl UpstreamLive {
     pub(crate) const fn new() -> UpstreamLive {
         UpstreamLive {
@@ -424,7 +430,7 @@ impl Upstream {
     #[inline(always)]
     pub(crate) fn live(&self) -> &UpstreamLive {
         #[cfg(feature = "test-util")]
-        if let Some(live) = crate::test_scope::upstream(self) {
+        if let Some(live) = crate::test_scope::kept(std::ptr::from_ref(self) as usize) {
             return live;
         }
         &self.live
