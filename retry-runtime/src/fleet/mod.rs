@@ -14,6 +14,7 @@ mod breaker;
 mod budget;
 mod memory;
 mod scripts;
+mod tasks;
 
 pub use budget::FleetBudget;
 pub use memory::FleetMemory;
@@ -22,7 +23,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::mpsc;
 
@@ -30,6 +30,7 @@ use crate::class::Class;
 use crate::policy::Policy;
 use crate::upstream::{FleetSink, Upstream};
 use breaker::Breaker;
+use tasks::{backstop, write};
 
 /// How long one Redis operation may take before it counts as failed: 50 ms.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
@@ -531,221 +532,4 @@ impl FleetShared {
             _ => {}
         }
     }
-}
-
-/// The writer: each report, run as its script, bounded by the timeout, skipped while the
-/// breaker is open.
-async fn write(shared: Arc<FleetShared>, mut queue: mpsc::Receiver<Report>) {
-    let mut connection: Option<ConnectionManager> = None;
-    while let Some(report) = queue.recv().await {
-        if let Some(memory) = &shared.memory {
-            memory.apply(&shared, &report);
-            continue;
-        }
-        if !shared.breaker.allows() {
-            shared.dropped();
-            continue;
-        }
-        let Some(redis) = shared.reach(&mut connection).await else {
-            continue;
-        };
-        let ran = tokio::time::timeout(shared.config.timeout, run(&shared, &report, redis)).await;
-        match ran {
-            Ok(Ok(())) => shared.breaker.succeeded(),
-            Ok(Err(_)) => shared.failed("a script failed"),
-            Err(_) => shared.failed("a script timed out"),
-        }
-    }
-}
-
-/// Run `report`'s script; an outage that opened the fleet's gate makes this process its first
-/// prober.
-async fn run(
-    shared: &FleetShared,
-    report: &Report,
-    redis: &mut ConnectionManager,
-) -> redis::RedisResult<()> {
-    let channel = shared.channel();
-    match *report {
-        Report::Pause {
-            upstream,
-            pause_ms,
-            cap_ms,
-            kind,
-        } => {
-            let mut invocation = scripts::PAUSE.prepare_invoke();
-            invocation
-                .key(shared.key(upstream))
-                .arg(pause_ms)
-                .arg(cap_ms)
-                .arg(kind)
-                .arg(&channel)
-                .arg(format!("{} {upstream}", shared.origin));
-            invocation.invoke_async::<i64>(redis).await.map(drop)
-        }
-        Report::Outage {
-            upstream,
-            authored,
-            first_ms,
-        } => {
-            let Some(local) = shared.upstream(upstream) else {
-                return Ok(());
-            };
-            let (failures, window) = local.gate_rule();
-            let (outages, gate) = shared.gate_keys(upstream);
-            let lease = millis(Duration::from_millis(first_ms) + LEASE_SLACK);
-            let mut invocation = scripts::OUTAGE.prepare_invoke();
-            invocation
-                .key(outages)
-                .key(gate)
-                .arg(shared.origin)
-                .arg(rand::random::<u64>())
-                .arg(millis(window))
-                .arg(failures)
-                .arg(u8::from(authored))
-                .arg(first_ms)
-                .arg(lease)
-                .arg(&channel)
-                .arg(upstream);
-            if invocation.invoke_async::<i64>(redis).await? == 1 {
-                local
-                    .fleet_side()
-                    .gated(true, Duration::from_millis(first_ms));
-            }
-            Ok(())
-        }
-        Report::ProbeFailed { upstream, next_ms } => {
-            let lease = millis(Duration::from_millis(next_ms) + LEASE_SLACK);
-            let mut invocation = scripts::PROBE_FAILED.prepare_invoke();
-            invocation
-                .key(shared.gate_keys(upstream).1)
-                .arg(shared.origin)
-                .arg(lease);
-            invocation.invoke_async::<i64>(redis).await.map(drop)
-        }
-        Report::Closed { upstream } => {
-            let (outages, gate) = shared.gate_keys(upstream);
-            let mut invocation = scripts::CLOSE.prepare_invoke();
-            invocation
-                .key(outages)
-                .key(gate)
-                .arg(shared.origin)
-                .arg(&channel)
-                .arg(upstream);
-            invocation.invoke_async::<i64>(redis).await.map(drop)
-        }
-    }
-}
-
-/// The backstop, every second: the subscription started again if it ended, and every shared
-/// upstream's pause read. Ends with the fleet store.
-async fn backstop(shared: std::sync::Weak<FleetShared>) {
-    let every = match shared.upgrade() {
-        Some(shared) => shared.config.backstop,
-        None => return,
-    };
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut connection: Option<ConnectionManager> = None;
-    // backoff-lint: allow(a fixed read a second is the fleet store's backstop, not a retry's wait)
-    loop {
-        ticks.tick().await;
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        if !shared.subscribed.swap(true, Ordering::AcqRel) {
-            let task = tokio::spawn(subscribe(Arc::clone(&shared)));
-            *lock(&shared.subscription) = Some(task.abort_handle());
-        }
-        if !shared.breaker.allows() {
-            continue;
-        }
-        let Some(redis) = shared.reach(&mut connection).await else {
-            continue;
-        };
-        read_all(&shared, redis).await;
-    }
-}
-
-/// Read every shared upstream's pause, and hold it here.
-async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) {
-    let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
-    for upstream in upstreams {
-        let mut invocation = scripts::READ.prepare_invoke();
-        invocation.key(shared.key(upstream.name()));
-        let read = tokio::time::timeout(
-            shared.config.timeout,
-            invocation.invoke_async::<Option<(u64, String)>>(redis),
-        )
-        .await;
-        match read {
-            Ok(Ok(Some((left, kind)))) => {
-                let left = Duration::from_millis(left);
-                upstream.fleet_side().paused(left, class_of(&kind, left));
-            }
-            Ok(Ok(None)) => {}
-            Ok(Err(_)) => return shared.failed("a read failed"),
-            Err(_) => return shared.failed("a read timed out"),
-        }
-        if let Err(why) = read_gate(shared, upstream, redis).await {
-            return shared.failed(why);
-        }
-        shared.breaker.succeeded();
-    }
-}
-
-/// Read `upstream`'s gate across the fleet, taking its probe over if its prober's lease ran
-/// out, and hold it here: a gate closed while this process missed the message closes here.
-async fn read_gate(
-    shared: &FleetShared,
-    upstream: &'static Upstream,
-    redis: &mut ConnectionManager,
-) -> Result<(), &'static str> {
-    let lease = millis(Policy::AVAILABILITY.base() + LEASE_SLACK);
-    let mut invocation = scripts::GATE.prepare_invoke();
-    invocation
-        .key(shared.gate_keys(upstream.name()).1)
-        .arg(shared.origin)
-        .arg(lease);
-    let read = tokio::time::timeout(
-        shared.config.timeout,
-        invocation.invoke_async::<Option<i64>>(redis),
-    )
-    .await;
-    match read {
-        Ok(Ok(Some(probes))) => upstream.fleet_side().gated(probes == 1, Duration::ZERO),
-        Ok(Ok(None)) if upstream.fleet_side().waits_for_remote_probe() => {
-            upstream.fleet_side().closed()
-        }
-        Ok(Ok(None)) => {}
-        Ok(Err(_)) => return Err("a read failed"),
-        Err(_) => return Err("a read timed out"),
-    }
-    Ok(())
-}
-
-/// The subscription: each message applied as it comes, until it ends (the backstop starts it
-/// again).
-async fn subscribe(shared: Arc<FleetShared>) {
-    let subscribed = async {
-        let mut pubsub = shared.client.as_ref()?.get_async_pubsub().await.ok()?;
-        pubsub.subscribe(shared.channel()).await.ok()?;
-        Some(pubsub)
-    };
-    let pubsub = match tokio::time::timeout(shared.config.timeout, subscribed).await {
-        Ok(Some(pubsub)) => pubsub,
-        _ => {
-            shared.subscribed.store(false, Ordering::Release);
-            return;
-        }
-    };
-    shared.listening.store(true, Ordering::Release);
-    let mut messages = pubsub.into_on_message();
-    while let Some(message) = messages.next().await {
-        if let Ok(text) = message.get_payload::<String>() {
-            shared.told(&text);
-        }
-    }
-    shared.listening.store(false, Ordering::Release);
-    shared.subscribed.store(false, Ordering::Release);
 }

@@ -1,0 +1,202 @@
+//! How an upstream answers its calls ([`UpstreamStore`]): what it says of an attempt about to
+//! be made, and what a success, a failure or a dropped probe changes. What changed is decided
+//! under the upstream's lock and told (metrics, tracing, the fleet) after it is released.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Admission, BUDGET, Gate, Upstream, UpstreamEffect, UpstreamStore, later, probe_wait};
+use crate::class::Class;
+use crate::meter::{self, UpstreamSeries};
+use crate::policy::Policy;
+
+impl UpstreamStore for Upstream {
+    #[inline]
+    fn admit(&self, now: Instant) -> Admission {
+        if let Some(seen) = self.quiet() {
+            return Admission::Send { probe: None, seen };
+        }
+        let seen = self.live().word.load(Ordering::Acquire);
+        let mut probed = None;
+        let mut state = self.lock();
+        if let Some((until, class)) = state.paused_until {
+            if until > now {
+                return Admission::Paused { until, class };
+            }
+            state.paused_until = None;
+        }
+        let admission = match state.gate {
+            Gate::Closed => Admission::Send { probe: None, seen },
+            Gate::Waiting { next, failed } if next <= now => {
+                state.gate = Gate::Probing { failed };
+                probed = Some(failed);
+                Admission::Send {
+                    probe: Some(state.epoch),
+                    seen,
+                }
+            }
+            Gate::Waiting { next, .. } => Admission::Gated {
+                next_probe: Some(next),
+            },
+            Gate::Probing { .. } | Gate::Remote => Admission::Gated { next_probe: None },
+        };
+        self.store(&state);
+        drop(state);
+        // Told after the lock is released.
+        if let Some(failed) = probed {
+            meter::upstream(self.name, UpstreamSeries::Probe);
+            tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
+        }
+        admission
+    }
+
+    #[inline]
+    fn succeeded(&self, admitted: Admission) {
+        // Nothing was said when the attempt was admitted: nothing to clear (a failure
+        // reported meanwhile by a call that started later is left to count).
+        if let Admission::Send { probe: None, seen } = admitted
+            && seen & !BUDGET == 0
+        {
+            return;
+        }
+        self.cleared(admitted);
+    }
+
+    fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
+        let effect = self.effect_of(class, policy);
+        if effect == UpstreamEffect::Clears {
+            // An answer: the upstream is up.
+            self.cleared(admitted);
+            return;
+        }
+        // What changed is decided under the lock; it is told (metrics, tracing, the fleet)
+        // after it is released, so that nothing told can find the lock held.
+        let mut told = Told::default();
+        let mut state = self.lock();
+        let probe = match admitted {
+            Admission::Send {
+                probe: Some(epoch), ..
+            } => epoch == state.epoch,
+            _ => false,
+        };
+        if let UpstreamEffect::Pause(pause) = effect {
+            let until = later(now, pause);
+            // The latest end wins: a later, shorter hint never shortens a pause.
+            if state.paused_until.is_none_or(|(end, _)| end < until) {
+                state.paused_until = Some((until, class));
+                told.paused = Some(pause);
+            }
+        }
+        if effect == UpstreamEffect::Outage {
+            let fresh = state
+                .first_failure
+                .is_none_or(|first| now.saturating_duration_since(first) > self.gate_window);
+            if fresh {
+                state.failures = 0;
+                state.first_failure = Some(now);
+            }
+            state.failures = state.failures.saturating_add(1);
+            told.outage = true;
+            if state.gate == Gate::Closed && state.failures >= self.gate_failures {
+                let next = later(now, probe_wait(policy, 0));
+                state.gate = Gate::Waiting { next, failed: 0 };
+                told.opened = Some(state.failures);
+            }
+        }
+        if probe && let Gate::Probing { failed } = state.gate {
+            // A failed probe schedules the next, on the policy's ladder.
+            let failed = failed.saturating_add(1);
+            let wait = probe_wait(policy, failed);
+            state.gate = Gate::Waiting {
+                next: later(now, wait),
+                failed,
+            };
+            told.probe_failed = Some(wait);
+        }
+        self.store(&state);
+        drop(state);
+        self.tell(told, class, policy);
+    }
+
+    fn released(&self, admitted: Admission) {
+        let Admission::Send {
+            probe: Some(epoch), ..
+        } = admitted
+        else {
+            return;
+        };
+        let mut state = self.lock();
+        if epoch != state.epoch {
+            return;
+        }
+        if let Gate::Probing { failed } = state.gate {
+            // The next call probes now: the gate never wedges.
+            state.gate = Gate::Waiting {
+                next: Instant::now(),
+                failed,
+            };
+            self.store(&state);
+            drop(state);
+            self.live().changed.notify_waiters();
+        }
+    }
+}
+
+/// What a failure changed in an upstream, decided under its lock and told after.
+#[derive(Debug, Default)]
+struct Told {
+    /// Paused this long.
+    paused: Option<Duration>,
+    /// An outage failure, counted.
+    outage: bool,
+    /// The gate opened, after this many failures.
+    opened: Option<u32>,
+    /// The gate's probe failed; the next goes after this wait.
+    probe_failed: Option<Duration>,
+}
+
+impl Upstream {
+    /// Tell what a failure of `class` changed: the fleet, the metrics, the log, and the calls
+    /// waiting for a change. Never under the upstream's lock.
+    fn tell(&self, told: Told, class: Class, policy: &Policy) {
+        let fleet = told.paused.is_some() || told.outage || told.probe_failed.is_some();
+        let sink = fleet.then(|| self.sink()).flatten();
+        if let Some(pause) = told.paused {
+            if let Some(shared) = &sink {
+                let cap = self.max_pause.unwrap_or(policy.max_retry_after());
+                shared.paused(self.name, pause, cap, class);
+            }
+            meter::upstream(self.name, UpstreamSeries::Paused);
+            tracing::info!(
+                target: "retry",
+                upstream = self.name,
+                pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+                "{} is paused for every call",
+                self.name
+            );
+        }
+        if told.outage
+            && let Some(shared) = &sink
+        {
+            shared.outage(self.name, class, probe_wait(policy, 0));
+        }
+        if let Some(failures) = told.opened {
+            meter::upstream(self.name, UpstreamSeries::GateOpened);
+            tracing::warn!(
+                target: "retry",
+                upstream = self.name,
+                failures,
+                "{}'s outage gate opened: one call probes, the others wait",
+                self.name
+            );
+        }
+        if let (Some(wait), Some(shared)) = (told.probe_failed, &sink) {
+            shared.probe_failed(self.name, wait);
+        }
+        if told.paused.is_some() || told.opened.is_some() || told.probe_failed.is_some() {
+            self.live().changed.notify_waiters();
+        }
+    }
+}
