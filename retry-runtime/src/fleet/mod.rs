@@ -251,22 +251,13 @@ impl Fleet {
         let client = redis::Client::open(url)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
         let (shared, queue) = FleetShared::new(Some(client), None, config);
-        let mut tasks = vec![
-            runtime
-                .spawn(write(Arc::clone(&shared), queue))
-                .abort_handle(),
-            runtime
-                .spawn(backstop(Arc::downgrade(&shared)))
-                .abort_handle(),
-        ];
-        if let Some(budget) = shared.config.budget {
-            tasks.push(
-                runtime
-                    .spawn(budget::keep(Arc::downgrade(&shared), budget))
-                    .abort_handle(),
-            );
-        }
-        Ok(Fleet::made(shared, tasks))
+        let backstop = runtime.spawn(backstop(Arc::downgrade(&shared)));
+        Ok(Fleet::started(
+            &runtime,
+            shared,
+            queue,
+            Some(backstop.abort_handle()),
+        ))
     }
 
     /// A fleet store on `memory`, an in-memory fake of Redis shared by the `Fleet`s made on it,
@@ -275,19 +266,25 @@ impl Fleet {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
         let (shared, queue) = FleetShared::new(None, Some(Arc::clone(memory)), config);
         memory.join(&shared);
-        let mut tasks = vec![
-            runtime
-                .spawn(write(Arc::clone(&shared), queue))
-                .abort_handle(),
-        ];
+        Ok(Fleet::started(&runtime, shared, queue, None))
+    }
+
+    /// The fleet store's writer and budget keeper started beside `also` (the backstop, on
+    /// Redis), all stopped with the last handle.
+    fn started(
+        runtime: &tokio::runtime::Handle,
+        shared: Arc<FleetShared>,
+        queue: mpsc::Receiver<Report>,
+        also: Option<tokio::task::AbortHandle>,
+    ) -> Fleet {
+        let writer = runtime.spawn(write(Arc::clone(&shared), queue));
+        let mut tasks = vec![writer.abort_handle()];
+        tasks.extend(also);
         if let Some(budget) = shared.config.budget {
-            tasks.push(
-                runtime
-                    .spawn(budget::keep(Arc::downgrade(&shared), budget))
-                    .abort_handle(),
-            );
+            let keeper = runtime.spawn(budget::keep(Arc::downgrade(&shared), budget));
+            tasks.push(keeper.abort_handle());
         }
-        Ok(Fleet::made(shared, tasks))
+        Fleet::made(shared, tasks)
     }
 
     fn made(shared: Arc<FleetShared>, tasks: Vec<tokio::task::AbortHandle>) -> Fleet {
