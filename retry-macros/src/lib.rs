@@ -89,6 +89,7 @@ use proc_macro::TokenStream;
 /// | `quota` | path to a `static` `Quota` | none | a retry budget shared across calls |
 /// | `upstream` | path to a `static` `Upstream`, or to a `&'static Upstream` constant of the `impl` or a type parameter (`Self::MODEL`, `T::MODEL`) | none | what the calls share: a provider's pause, the outage gate |
 /// | `across` | path to a `static` `Upstreams`, or to a `&'static Upstreams` constant, as `upstream` takes | none | an ordered set of upstreams: each attempt goes to the first neither paused nor gated, a failure moves the call to the next at once; the body reads its upstream with `Upstream::current()` |
+/// | `tokens` | an expression of the arguments, a `u32` | none | what each attempt costs of the `upstream`'s key in tokens (its prompt and its `max_tokens`, say): where the provider says what the key has left, an attempt waits until the key holds it, and one that costs more than the whole limit fails at once, an answer; needs `upstream` |
 /// | `also_retry` | list of `Class` variants, like `[InvalidOutput, Timeout]` | none | classes retried on top of the policy's (`Definitive` and `Cancelled` are refused: they are never retried) |
 /// | `never_retry` | list of `Class` variants, like `[RateLimited]` | none | classes the policy retries that this call must not |
 /// | `crate` | string holding a path | `"::retry_runtime"` | where the runtime is, if the dependency is renamed |

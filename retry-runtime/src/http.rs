@@ -72,6 +72,7 @@ mod mcp;
 mod model_events;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 mod peek;
+mod rate_limits;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod resend;
@@ -101,6 +102,7 @@ pub use mcp::is_jsonrpc_response;
 pub use model_events::ModelEvents;
 #[cfg(all(feature = "sse", feature = "reqwest"))]
 pub(crate) use model_events::provider_error;
+pub use rate_limits::{rate_limits, tokens_of};
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use reqwest::ResponseExt;

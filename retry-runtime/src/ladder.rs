@@ -19,7 +19,7 @@ mod moves;
 mod why;
 
 pub(crate) use hold::TIMER_GRANULARITY;
-pub use hold::{HoldAsked, ends_before, hold, hold_allowance};
+pub use hold::{HoldAsked, ends_before, hold, hold_allowance, over_limit};
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use moves::not_resendable;
 pub use moves::{MoveAsked, cut_by_cancel, moves};

@@ -362,11 +362,16 @@ where
         if let Some(route) = self.route.as_ref() {
             (route.rewrite)(&mut request, route.route.upstream(route.set));
         }
+        let heard = self
+            .ticket
+            .as_ref()
+            .map(|ticket| (ticket.upstream(), ticket.upstream().pace_sent()));
         let sent = self.sender.send(request, resend);
         let exchange = Exchange::Sending {
             sent,
             resend,
             peek: *self.peek,
+            heard,
         };
         let attempt = self.run.attempt(exchange);
         self.step.set(Step::Sending { attempt });
@@ -429,7 +434,13 @@ pin_project_lite::pin_project! {
     /// it refuses.
     #[project = ExchangeProj]
     enum Exchange<F, Rs> {
-        Sending { #[pin] sent: F, resend: Option<ResendCount>, peek: StreamPeek },
+        Sending {
+            #[pin] sent: F,
+            resend: Option<ResendCount>,
+            peek: StreamPeek,
+            // The upstream the attempt went to, and its pacer's sends when it went.
+            heard: Option<(&'static Upstream, u32)>,
+        },
         Reading { inspecting: Inspecting<Rs> },
     }
 }
@@ -444,13 +455,21 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match self.as_mut().project() {
-                ExchangeProj::Sending { sent, resend, peek } => {
+                ExchangeProj::Sending {
+                    sent,
+                    resend,
+                    peek,
+                    heard,
+                } => {
                     // On the attempt's span, which is entered while it is polled.
                     if let Some(count) = resend.take() {
                         count.record();
                     }
                     let peek = *peek;
                     let response = ready!(sent.poll(cx))?;
+                    if let Some((upstream, seq)) = *heard {
+                        upstream.heard_headers(response.head(), seq);
+                    }
                     let inspecting = response.inspect_stream(peek);
                     self.set(Exchange::Reading { inspecting });
                 }

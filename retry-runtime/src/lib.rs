@@ -115,6 +115,7 @@ pub mod meter;
 mod nesting;
 pub mod notice;
 mod op;
+mod pace;
 mod policy;
 mod quota;
 pub mod redact;
@@ -179,6 +180,7 @@ pub use deadline::{Deadline, DurationError, parse_duration};
 pub use draw::Draw;
 pub use engine::{Retry, TimedRetry};
 pub use fallback::{AcrossRetry, Answered, Upstreams};
+pub use pace::{RateLeft, RateSaid};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
@@ -219,7 +221,7 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 pub mod __private {
     pub use crate::admission::{
         AdmissionKept, Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed, upstream_admit,
-        upstream_at_once, upstream_succeeded,
+        upstream_at_once, upstream_of, upstream_succeeded,
     };
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};

@@ -13,11 +13,13 @@
 //! | [`STREAM_COMMITS`] `retry_stream_commits_total` | counter | `op` | streams that reached their commit point |
 //! | [`STREAM_RESTARTS`] `retry_stream_restarts_total` | counter | `op` | streams restarted after it |
 //! | [`STREAM_RESUMES`] `retry_stream_resumes_total` | counter | `op` | streams resumed from their cursor |
-//! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`) | waits for an upstream (an `Upstream`) before an attempt |
+//! | [`UPSTREAM_WAITS`] `retry_upstream_waits_total` | counter | `upstream`, `kind` (`pause`, `gate`, `pace`, `budget`) | waits for an upstream (an `Upstream`) before an attempt |
 //! | [`UPSTREAM_WAIT_SECONDS`] `retry_upstream_wait_seconds` | histogram | `upstream` | how long each lasted, in seconds |
 //! | [`UPSTREAM_PAUSES`] `retry_upstream_pauses_total` | counter | `upstream` | pauses a provider's hint set or lengthened |
 //! | [`UPSTREAM_GATE`] `retry_upstream_gate_total` | counter | `upstream`, `event` (`opened`, `closed`) | the outage gate opening (an outage) and closing |
 //! | [`UPSTREAM_PROBES`] `retry_upstream_probes_total` | counter | `upstream` | probes sent through the open gate |
+//! | [`UPSTREAM_PACED`] `retry_upstream_paced_total` | counter | `upstream` | pacers turned on: the key's limits heard, or a rate learned from its refusals |
+//! | [`UPSTREAM_PACE_RATE`] `retry_upstream_pace_rate` | gauge | `upstream` | the rate the pacer holds the key to, per second |
 //! | [`UPSTREAM_MOVES`] `retry_upstream_moves_total` | counter | `from`, `to` | calls moved from one upstream of an ordered set (`Upstreams`) to the next |
 //! | [`FLEET_STORE`] `retry_fleet_store_total` | counter | `event` (`degraded`, `back`, `dropped`) | the fleet store skipping Redis after repeated failures, sharing again, and reports it dropped |
 //!
@@ -69,6 +71,12 @@ pub const UPSTREAM_PAUSES: &str = "retry_upstream_pauses_total";
 pub const UPSTREAM_GATE: &str = "retry_upstream_gate_total";
 /// Probes sent through its open gate: `retry_upstream_probes_total{upstream}`.
 pub const UPSTREAM_PROBES: &str = "retry_upstream_probes_total";
+/// Pacers turned on (an upstream heard its key's limits, or learned a rate from its
+/// refusals): `retry_upstream_paced_total{upstream}`.
+pub const UPSTREAM_PACED: &str = "retry_upstream_paced_total";
+/// The rate an upstream's pacer holds its key to, per second:
+/// `retry_upstream_pace_rate{upstream}`.
+pub const UPSTREAM_PACE_RATE: &str = "retry_upstream_pace_rate";
 
 /// Calls moved from one upstream of an ordered set to the next:
 /// `retry_upstream_moves_total{from, to}`.
@@ -83,9 +91,9 @@ pub const FLEET_STORE: &str = "retry_fleet_store_total";
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) enum UpstreamSeries {
-    /// A call waited `lasted` for the upstream, `gated` or paused.
+    /// A call waited `lasted` for the upstream: `kind` `pause`, `gate` or `pace`.
     Waited {
-        gated: bool,
+        kind: &'static str,
         lasted: std::time::Duration,
     },
     /// A provider's hint set or lengthened a pause.
@@ -96,6 +104,10 @@ pub(crate) enum UpstreamSeries {
     GateClosed,
     /// A probe went through the open gate.
     Probe,
+    /// The upstream's pacer turned on: it heard its key's limits, or learned a rate.
+    Paced,
+    /// The rate the pacer holds the key to, per second.
+    PaceRate(f64),
 }
 
 /// Record `series` of the upstream `name`.
@@ -414,14 +426,22 @@ mod record {
     }
 
     pub(super) fn upstream(name: &'static str, series: super::UpstreamSeries) {
-        use super::UpstreamSeries::{GateClosed, GateOpened, Paused, Probe, Waited};
-        use super::{UPSTREAM_GATE, UPSTREAM_PAUSES, UPSTREAM_PROBES, UPSTREAM_WAITS};
+        use super::UpstreamSeries::{
+            GateClosed, GateOpened, PaceRate, Paced, Paused, Probe, Waited,
+        };
+        use super::{
+            UPSTREAM_GATE, UPSTREAM_PACED, UPSTREAM_PAUSES, UPSTREAM_PROBES, UPSTREAM_WAITS,
+        };
         let upstream = || Label::from_static_parts("upstream", name);
+        if let PaceRate(rate) = series {
+            let key = Key::from_parts(super::UPSTREAM_PACE_RATE, vec![upstream()]);
+            metrics::with_recorder(|recorder| recorder.register_gauge(&key, &METADATA).set(rate));
+            return;
+        }
         let (metric, also) = match series {
-            Waited { gated, .. } => (
-                UPSTREAM_WAITS,
-                ("kind", if gated { "gate" } else { "pause" }),
-            ),
+            Paced => (UPSTREAM_PACED, ("", "")),
+            PaceRate(_) => return,
+            Waited { kind, .. } => (UPSTREAM_WAITS, ("kind", kind)),
             Paused => (UPSTREAM_PAUSES, ("", "")),
             GateClosed => (UPSTREAM_GATE, ("event", "closed")),
             GateOpened => (UPSTREAM_GATE, ("event", "opened")),

@@ -180,6 +180,15 @@ pub enum Action {
         /// Held by the outage gate, rather than paused.
         gated: bool,
     },
+    /// Before its next attempt, the call waits `wait` for its upstream's pacer: the key has not
+    /// what the attempt costs, as its provider last said (or as its refusals taught), and a
+    /// slot is reserved at the wait's end.
+    Paced {
+        /// The upstream's name.
+        upstream: &'static str,
+        /// The wait.
+        wait: Duration,
+    },
     /// The call moves to the next upstream of its ordered set ([`Upstreams`](crate::Upstreams))
     /// at once, with no wait: `from` failed in a way another may not.
     Move {
@@ -264,6 +273,18 @@ impl fmt::Debug for RetryEvent<'_> {
 }
 
 /// A wait for an upstream, in a person's words: what the upstream is, for whom, and how long.
+/// A wait as a person reads it: `120 ms`, `1.5 s`, `42 s`.
+fn in_words(wait: Duration) -> String {
+    let seconds = wait.as_secs_f64();
+    if wait.as_millis() < 1000 {
+        format!("{} ms", wait.as_millis())
+    } else if seconds < 10.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{seconds:.0} s")
+    }
+}
+
 fn hold(
     f: &mut fmt::Formatter<'_>,
     upstream: &str,
@@ -271,14 +292,7 @@ fn hold(
     wait: Duration,
     gated: bool,
 ) -> fmt::Result {
-    let seconds = wait.as_secs_f64();
-    let wait = if wait.as_millis() < 1000 {
-        format!("{} ms", wait.as_millis())
-    } else if seconds < 10.0 {
-        format!("{seconds:.1} s")
-    } else {
-        format!("{seconds:.0} s")
-    };
+    let wait = in_words(wait);
     match (gated, class) {
         (true, _) => write!(
             f,
@@ -309,6 +323,9 @@ impl fmt::Display for RetryEvent<'_> {
         } = self.action
         {
             return hold(f, upstream, self.class, wait, gated);
+        }
+        if let Action::Paced { upstream, wait } = self.action {
+            return write!(f, "{upstream}'s rate limit: waiting {}", in_words(wait));
         }
         if let Action::Move { from, to } = self.action {
             return write!(f, "{from} {}: using {to}", self.class.state());
@@ -368,7 +385,7 @@ impl fmt::Display for RetryEvent<'_> {
                 backoff.as_millis()
             ),
             // Told apart above, in their own words.
-            Action::Hold { .. } | Action::Move { .. } => Ok(()),
+            Action::Hold { .. } | Action::Paced { .. } | Action::Move { .. } => Ok(()),
             Action::GiveUp { reason } => write!(
                 f,
                 ": gave up after {} of {} attempts: {reason}",
@@ -486,7 +503,7 @@ fn trace(notice: &Notice<'_>) {
             resume_from = event.resume_from.unwrap_or_default(),
             "{event}"
         ),
-        Action::Hold { .. } | Action::Move { .. } => trace_upstream(event),
+        Action::Hold { .. } | Action::Paced { .. } | Action::Move { .. } => trace_upstream(event),
         Action::GiveUp { reason } => tracing::warn!(
             target: "retry",
             op = event.op,
@@ -525,6 +542,15 @@ fn trace_upstream(event: &RetryEvent<'_>) {
             to,
             class = event.class.name(),
             error = %event.error,
+            "{event}"
+        ),
+        Action::Paced { upstream, wait } => tracing::debug!(
+            target: "retry",
+            op = event.op,
+            attempt = event.attempt,
+            upstream,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            paced = true,
             "{event}"
         ),
         _ => {}

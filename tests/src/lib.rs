@@ -724,6 +724,7 @@ pub mod agent_error;
 pub mod cutting_proxy;
 pub mod event_server;
 pub mod mcp_peer;
+pub mod provider;
 pub mod redis_server;
 
 pub mod mcp_client;

@@ -88,12 +88,14 @@ fn http::is_jsonrpc_response
 struct http::ModelEvents
 struct http::NoUpstream
 fn http::parse_retry_after
+fn http::rate_limits
 trait http::Reply
 struct http::ResendCount
 trait http::ResponseExt
 fn http::retry_after
 enum http::Rule
 struct http::StreamError
+fn http::tokens_of
 type http::UpstreamChoice
 trait http::UpstreamFor
 trait ItemRules
@@ -112,8 +114,9 @@ struct ladder::HoldAsked
 fn ladder::ideal_wait
 fn ladder::jittered
 fn ladder::max_wait
-fn ladder::moves
 struct ladder::MoveAsked
+fn ladder::moves
+fn ladder::over_limit
 struct ladder::Pending
 enum ladder::Step
 enum ladder::Why
@@ -134,6 +137,8 @@ const meter::STREAM_RESTARTS
 const meter::STREAM_RESUMES
 const meter::UPSTREAM_GATE
 const meter::UPSTREAM_MOVES
+const meter::UPSTREAM_PACE_RATE
+const meter::UPSTREAM_PACED
 const meter::UPSTREAM_PAUSES
 const meter::UPSTREAM_PROBES
 const meter::UPSTREAM_WAIT_SECONDS
@@ -156,7 +161,9 @@ enum PausedBy
 struct Policy
 enum PolicyError
 struct Quota
+struct RateLeft
 enum RateLimit
+struct RateSaid
 mod redact
 fn redact::clear_rule
 struct redact::Redacted

@@ -69,6 +69,8 @@ pub(crate) struct Config {
     /// A path to the `static` `Upstream` the calls share.
     pub(crate) upstream: Option<ExprPath>,
     pub(crate) across: Option<ExprPath>,
+    /// What each attempt costs of the upstream's key in tokens.
+    pub(crate) tokens: Option<Expr>,
     /// `Class` variants the policy retries too, and those it no longer retries.
     pub(crate) also_retry: Vec<At<&'static str>>,
     pub(crate) never_retry: Vec<At<&'static str>>,
@@ -289,6 +291,7 @@ impl Config {
                 (Key::Quota, Value::Path(path)) => config.quota = Some(path),
                 (Key::Upstream, Value::Path(path)) => config.upstream = Some(path),
                 (Key::Across, Value::Path(path)) => config.across = Some(path),
+                (Key::Tokens, Value::Expr(expr)) => config.tokens = Some(*expr),
                 (Key::AlsoRetry, Value::Entries(entries)) => {
                     config.also_retry = value::class_list(given, &entries, errors);
                 }
@@ -324,6 +327,7 @@ impl Config {
             quota: None,
             upstream: None,
             across: None,
+            tokens: None,
             also_retry: Vec::new(),
             never_retry: Vec::new(),
         }
@@ -355,6 +359,17 @@ impl Config {
                     .map_or_else(Span::call_site, first_span)
             };
             errors.push_at(later, Error::new(span, message));
+        }
+        if let (Some(tokens), None) = (&self.tokens, &self.upstream) {
+            let message = if self.across.is_some() {
+                "`tokens` is what each attempt costs of one upstream's key, and works with \
+                 `upstream = ..` only; across a set, each upstream's pacer counts requests"
+            } else {
+                "`tokens` is what each attempt costs of an upstream's key: add `upstream = \
+                 PATH` (a `static` `Upstream`) for it to be paced, or remove `tokens`"
+            };
+            let at = raw.position(Key::Tokens);
+            errors.push_at(at, Error::new(first_span(tokens), message));
         }
         for class in &self.also_retry {
             let why = match class.value {
@@ -417,8 +432,16 @@ mod tests {
     #[test]
     fn every_keys_example_is_a_value_it_accepts() {
         for &key in Key::ALL {
-            if let Err(error) = parse(example(key)) {
-                panic!("`{}`: {error}", example(key));
+            // `tokens` is a cost on an upstream's key, and needs one.
+            let example = match key {
+                Key::Tokens => {
+                    let tokens = example(key);
+                    quote::quote!(upstream = crate::MODEL, #tokens)
+                }
+                _ => example(key),
+            };
+            if let Err(error) = parse(example.clone()) {
+                panic!("`{example}`: {error}");
             }
         }
     }
@@ -428,7 +451,7 @@ mod tests {
         let args = quote::quote! {
             policy = "outage", attempts = 3, base_ms = 100, cap_ms = 1000, multiplier = 1.5,
             jitter = "full", budget = "1m", timeout = "5s", name = "op", quota = crate::Q,
-            upstream = crate::MODEL,
+            upstream = crate::MODEL, tokens = 1,
             also_retry = [InvalidOutput], never_retry = RateLimited, crate = "::renamed",
         };
         let mut errors = Errors::default();

@@ -339,7 +339,7 @@ fn attempt_loop(
     let steps = if config.across.is_some() {
         across_steps(config, function, private, source, &run, &ticket, &error)
     } else {
-        upstream_steps(config, function, private, source, &run, &error)
+        upstream_steps(config, function, private, source, &run, &ticket, &error)
     };
     let Steps {
         call,
@@ -360,9 +360,11 @@ fn attempt_loop(
             #stmts
         }
     };
-    let attempt_block = match &config.across {
-        Some(_) => quote!(#private::OnUpstream::new(#ticket, #attempt_block)),
-        None => attempt_block,
+    // Polled with its upstream as `Upstream::current`: what its answer says of the key
+    // (`check_status` reads the headers) reaches the upstream's pacer.
+    let attempt_block = match config.across.is_some() || config.upstream.is_some() {
+        true => quote!(#private::OnUpstream::new(#ticket, #attempt_block)),
+        false => attempt_block,
     };
     // The attempt's output lives in a block of its own, so that nothing of it stays beside
     // the wait across the `.await`: the future holds the larger of the two, not both.

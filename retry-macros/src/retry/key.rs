@@ -63,6 +63,8 @@ keys! {
     Upstream = "upstream", takes UpstreamPath, like "crate::MODEL";
     /// An ordered set of upstreams to fall back across.
     Across = "across", takes UpstreamsPath, like "crate::MODELS";
+    /// What each attempt costs of the upstream's key in tokens, an expression of the arguments.
+    Tokens = "tokens", takes Expression, like "max_tokens + prompt.len() as u32 / 4";
     AlsoRetry = "also_retry", takes ClassList, like "[InvalidOutput]";
     NeverRetry = "never_retry", takes ClassList, like "[RateLimited]";
     /// The runtime's path, for users who rename the dependency.
@@ -96,6 +98,8 @@ pub(crate) enum Kind {
     ClassList,
     /// A path in a string.
     PathInText,
+    /// Any expression, typed where it is used.
+    Expression,
 }
 
 impl Kind {
@@ -111,6 +115,7 @@ impl Kind {
             Kind::UpstreamsPath => "a path to a `static` `Upstreams`",
             Kind::ClassList => "a list of `Class` variants",
             Kind::PathInText => "a string holding a path",
+            Kind::Expression => "an expression",
         }
     }
 }
@@ -215,6 +220,7 @@ mod tests {
                 ("quota", "a path to a `static` `Quota`"),
                 ("upstream", "a path to a `static` `Upstream`"),
                 ("across", "a path to a `static` `Upstreams`"),
+                ("tokens", "an expression"),
                 ("also_retry", classes),
                 ("never_retry", classes),
                 ("crate", "a string holding a path"),

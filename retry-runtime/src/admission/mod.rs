@@ -448,6 +448,14 @@ pub fn upstream_at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> b
     }
 }
 
+/// The upstream of the call's attempt, as its admission keeps it: what the expansion polls the
+/// attempt on, as `Upstream::current`. Not public API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn upstream_of<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> &'static Upstream {
+    call.parts().1.upstream()
+}
+
 /// The attempt the call's admission let through succeeded: for the expansion. Not public API.
 #[doc(hidden)]
 #[inline(always)]
@@ -464,6 +472,7 @@ pub fn upstream_succeeded<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) {
 pub async fn upstream_admit<R, K, E>(
     call: &mut Call<R, K>,
     hold: fn(UpstreamPaused) -> E,
+    tokens: u32,
 ) -> Result<(), E>
 where
     R: Source,
@@ -471,7 +480,7 @@ where
     E: Classify + fmt::Display,
 {
     let (run, kept) = call.parts();
-    match admit(run, kept.upstream(), hold, true).await {
+    match admit(run, kept.upstream(), hold, true, tokens).await {
         Ok(ticket) => {
             let admitted = ticket.into_admitted();
             kept.step(|into| *into = admitted);

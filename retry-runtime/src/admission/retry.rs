@@ -15,7 +15,7 @@ use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::upstream::{Upstream, UpstreamPaused};
+use crate::upstream::{OnUpstream, Upstream, UpstreamPaused};
 use crate::verdict::GaveUp;
 
 /// A retry on an upstream: [`Retry::upstream`] or [`TimedRetry::upstream`]. Its calls share
@@ -26,6 +26,7 @@ use crate::verdict::GaveUp;
 pub struct UpstreamRetry<R> {
     retry: R,
     upstream: &'static Upstream,
+    tokens: u32,
 }
 
 /// An error type that can hold an [`UpstreamPaused`], asked for by a retry on an upstream,
@@ -54,6 +55,7 @@ impl<C, P, N, Q> Retry<C, P, N, Q> {
         UpstreamRetry {
             retry: self,
             upstream,
+            tokens: 0,
         }
     }
 }
@@ -64,6 +66,7 @@ impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
         UpstreamRetry {
             retry: self,
             upstream,
+            tokens: 0,
         }
     }
 }
@@ -109,6 +112,28 @@ impl<R: Source> Source for UpstreamRetry<R> {
 }
 
 impl<R> UpstreamRetry<R> {
+    /// Each attempt costs `tokens` of the key's token limit (its prompt and its `max_tokens`,
+    /// say), as well as one request: where the provider says what its key has left, an
+    /// attempt waits until the key holds what it costs, and one that costs more than the
+    /// whole limit fails at once, an answer.
+    ///
+    /// ```
+    /// use retry_runtime::{Retry, Upstream};
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// let retry = Retry::new().upstream(&MODEL).tokens(1_200);
+    /// assert_eq!(retry.tokens_per_attempt(), 1_200);
+    /// ```
+    pub const fn tokens(mut self, tokens: u32) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// What each attempt costs of the key's tokens ([`tokens`](Self::tokens)).
+    pub const fn tokens_per_attempt(&self) -> u32 {
+        self.tokens
+    }
+
     /// The upstream.
     pub const fn upstream_ref(&self) -> &'static Upstream {
         self.upstream
@@ -123,7 +148,7 @@ impl<R> UpstreamRetry<R> {
 /// The ladder of a call on an upstream: admitted before each attempt, telling it after. The
 /// call keeps its admission beside its run, so that one drop frees a probe it holds.
 macro_rules! upstream_ladder {
-    ($run:ident, $output:expr) => {
+    ($run:ident, $tokens:expr, $output:expr) => {
         async move {
             loop {
                 // In a block of its own, so that nothing of the admission, and no second copy
@@ -134,8 +159,8 @@ macro_rules! upstream_ladder {
                         let (run, admitted) = $run.parts();
                         if !admitted.at_once_for(run.attempts() > 0) {
                             let upstream = admitted.upstream();
-                            let ticket =
-                                admit(run, upstream, HoldsUpstreamPaused::hold, true).await?;
+                            let hold = HoldsUpstreamPaused::hold;
+                            let ticket = admit(run, upstream, hold, true, $tokens).await?;
                             *admitted = ticket.into_admitted();
                         }
                         match $output {
@@ -174,10 +199,13 @@ where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
-        upstream_ladder!(run, {
+        let (upstream, tokens) = (self.upstream, self.tokens);
+        let mut run = Call::with(self.retry, Admitted::idle(upstream));
+        upstream_ladder!(run, tokens, {
             let next = run.attempts() + 1;
-            let attempted = run.attempt(operation(next)).await;
+            let attempted = run
+                .attempt(OnUpstream::new(upstream, operation(next)))
+                .await;
             run.attempted(attempted)
         })
     }
@@ -193,10 +221,13 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + HoldsUpstreamPaused,
     {
-        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
-        upstream_ladder!(run, {
+        let (upstream, tokens) = (self.upstream, self.tokens);
+        let mut run = Call::with(self.retry, Admitted::idle(upstream));
+        upstream_ladder!(run, tokens, {
             let next = run.attempts() + 1;
-            let attempted = run.attempt(operation(next)).await;
+            let attempted = run
+                .attempt(OnUpstream::new(upstream, operation(next)))
+                .await;
             run.attempted(attempted)
         })
     }
@@ -215,10 +246,13 @@ where
         F: AsyncFnMut(u32) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
     {
-        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
-        upstream_ladder!(run, {
+        let (upstream, tokens) = (self.upstream, self.tokens);
+        let mut run = Call::with(self.retry, Admitted::idle(upstream));
+        upstream_ladder!(run, tokens, {
             let next = run.attempts() + 1;
-            let attempted = run.attempt_timed(operation(next)).await;
+            let attempted = run
+                .attempt_timed(OnUpstream::new(upstream, operation(next)))
+                .await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }
@@ -234,10 +268,13 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + From<TimedOut> + HoldsUpstreamPaused,
     {
-        let mut run = Call::with(self.retry, Admitted::idle(self.upstream));
-        upstream_ladder!(run, {
+        let (upstream, tokens) = (self.upstream, self.tokens);
+        let mut run = Call::with(self.retry, Admitted::idle(upstream));
+        upstream_ladder!(run, tokens, {
             let next = run.attempts() + 1;
-            let attempted = run.attempt_timed(operation(next)).await;
+            let attempted = run
+                .attempt_timed(OnUpstream::new(upstream, operation(next)))
+                .await;
             run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
         })
     }

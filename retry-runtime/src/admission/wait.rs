@@ -17,7 +17,8 @@ use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Count, Run, Source};
 use crate::ladder;
-use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
+use crate::pace::Ask;
+use crate::upstream::{Admission, BUDGET, PausedBy, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
@@ -32,6 +33,7 @@ pub(crate) async fn admit<R, A, E>(
     upstream: &'static Upstream,
     hold: fn(UpstreamPaused) -> E,
     budgeted: bool,
+    tokens: u32,
 ) -> Result<Ticket, GaveUp<E>>
 where
     R: Source,
@@ -42,17 +44,60 @@ where
         true => Ticket::at_once_for(upstream, run.attempts() > 0),
         false => Ticket::at_once(upstream),
     };
-    if let Some(ticket) = quiet {
+    if let Some(ticket) = quiet.or_else(|| paced_at_once(upstream, run, budgeted, tokens)) {
         return Ok(ticket);
     }
     // Boxed while it waits, so that a call's future carries none of a wait's state (a
     // notification and a timer, about 200 bytes) through its first try on a quiet upstream:
     // every call moves its future, few ever wait for an upstream.
-    let mut admitting = Box::pin(match budgeted {
-        true => Admitting::new(upstream),
-        false => Admitting::routed(upstream),
-    });
+    let mut admitting = Box::pin(
+        match budgeted {
+            true => Admitting::new(upstream),
+            false => Admitting::routed(upstream),
+        }
+        .costing(tokens),
+    );
     std::future::poll_fn(|cx| admitting.as_mut().poll_admit(run, cx, hold)).await
+}
+
+/// A paced upstream with nothing else to say, whose key holds the attempt now: its ticket,
+/// with no wait made (and nothing boxed).
+fn paced_at_once<R: Source, A: Count>(
+    upstream: &'static Upstream,
+    run: &Run<R, A>,
+    budgeted: bool,
+    tokens: u32,
+) -> Option<Ticket> {
+    let seen = upstream.quiet_unpaced()?;
+    if budgeted && seen & BUDGET != 0 {
+        return None;
+    }
+    match upstream.admit_for(run.clock_now(), tokens, Ask::Try) {
+        admission @ Admission::Send { .. } => Some(Ticket::new(upstream, admission)),
+        _ => None,
+    }
+}
+
+/// A slot of an upstream's key its pacer reserved for a waiting attempt: given back if the
+/// wait ends any way but in that attempt (dropped, cancelled, another upstream taken).
+struct Reserved {
+    upstream: &'static Upstream,
+    tokens: u32,
+}
+
+impl Reserved {
+    /// The attempt asks for its slot: the pacer takes the reservation back itself.
+    fn redeemed(self) -> u32 {
+        let tokens = self.tokens;
+        std::mem::forget(self);
+        tokens
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.upstream.pace_release(self.tokens);
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -65,6 +110,9 @@ pin_project_lite::pin_project! {
         upstream: &'static Upstream,
         // A call's own attempt, which a fleet's retry budget counts or holds (not a move).
         budgeted: bool,
+        // What the attempt costs in the key's tokens, and the slot its pacer reserved.
+        tokens: u32,
+        reserved: Option<Reserved>,
         // A call across a set: the other upstreams it may go to, whose change ends the wait.
         across: Option<Box<SetWatched>>,
         // The wait so far, exactly, and what of it the call has counted against its
@@ -128,8 +176,9 @@ pin_project_lite::pin_project! {
     enum Holding<S> {
         /// The upstream is to be read.
         Read,
-        /// Paused: sleeping `wait` of `class`, since `started`.
-        Pause { #[pin] sleep: S, wait: Duration, class: Class, started: Instant },
+        /// Paused (or `paced`, until the slot its pacer reserved): sleeping `wait` of
+        /// `class`, since `started`.
+        Pause { #[pin] sleep: S, wait: Duration, class: Class, started: Instant, paced: bool },
         /// Gated: waiting for a change, up to `timer` (a probe's time, or the call's end),
         /// since `started`; or (`spent`) a retry waiting for a token of the fleet's retry
         /// budget, up to the call's end.
@@ -152,12 +201,19 @@ impl<S: Future<Output = ()>> Admitting<S> {
         Admitting {
             upstream,
             budgeted: true,
+            tokens: 0,
+            reserved: None,
             across: None,
             lasted: Duration::ZERO,
             counted: Duration::ZERO,
             changed: None,
             held: Holding::Read,
         }
+    }
+
+    /// The wait of an attempt that costs `tokens` of the key.
+    pub(crate) fn costing(self, tokens: u32) -> Self {
+        Admitting { tokens, ..self }
     }
 
     /// The wait of an attempt routed across upstreams (a move, or a round's first): no
@@ -203,33 +259,18 @@ impl<S: Future<Output = ()>> Admitting<S> {
         let mut this = self.project();
         let upstream = *this.upstream;
         loop {
-            let (class, gated, reason) = match this.held.as_mut().project() {
-                HoldingProj::Read => {
-                    // Listening before the reads: a change between them wakes this wait.
-                    this.changed.set(Some(upstream.changed()));
-                    if let Some(changed) = this.changed.as_mut().as_pin_mut() {
-                        changed.enable();
-                    }
-                    if let Some(across) = this.across.as_mut() {
-                        across.listen();
-                        if let Some(ticket) = across.pick(run.clock_now()) {
-                            return Poll::Ready(Ok(ticket));
-                        }
-                    }
-                    match read(upstream, run, *this.budgeted) {
-                        Read::Send(ticket) => return Poll::Ready(Ok(ticket)),
-                        Read::Hold(held) => {
-                            this.held.set(held);
-                            continue;
-                        }
-                        Read::Stop(class, gated, reason) => (class, gated, reason),
-                    }
-                }
+            let (class, by, reason) = match this.held.as_mut().project() {
+                HoldingProj::Read => match read_now(&mut this, run) {
+                    None => continue,
+                    Some(Ok(ticket)) => return Poll::Ready(Ok(ticket)),
+                    Some(Err(stop)) => stop,
+                },
                 HoldingProj::Pause {
                     sleep,
                     wait,
                     class,
                     started,
+                    paced,
                 } => {
                     let class = *class;
                     let (cancelled, elsewhere) = woken(run, this.across, cx);
@@ -239,9 +280,15 @@ impl<S: Future<Output = ()>> Admitting<S> {
                         (true, _) => Instant::now().saturating_duration_since(*started),
                         (false, false) => return Poll::Pending,
                     };
-                    count(this.lasted, this.counted, run, upstream, false, lasted);
+                    let (kind, by) = match *paced {
+                        true => ("pace", PausedBy::Paced),
+                        false => ("pause", PausedBy::Pause),
+                    };
+                    count(this.lasted, this.counted, run, upstream, kind, lasted);
                     if cancelled {
-                        (class, false, ladder::cut_by_cancel())
+                        // A slot the pacer reserved goes back.
+                        drop(this.reserved.take());
+                        (class, by, ladder::cut_by_cancel())
                     } else {
                         // Over, or another upstream of the set changed: read again.
                         this.held.set(Holding::Read);
@@ -267,9 +314,15 @@ impl<S: Future<Output = ()>> Admitting<S> {
                     }
                     let gated = !*spent;
                     let lasted = Instant::now().saturating_duration_since(*started);
-                    count(this.lasted, this.counted, run, upstream, gated, lasted);
+                    let kind = if gated { "gate" } else { "budget" };
+                    count(this.lasted, this.counted, run, upstream, kind, lasted);
                     if cancelled {
-                        (OUTAGE, gated, ladder::cut_by_cancel())
+                        let by = if gated {
+                            PausedBy::Gate
+                        } else {
+                            PausedBy::BudgetSpent
+                        };
+                        (OUTAGE, by, ladder::cut_by_cancel())
                     } else {
                         // A change, a probe's time, or the call's end: the read decides.
                         this.held.set(Holding::Read);
@@ -279,10 +332,54 @@ impl<S: Future<Output = ()>> Admitting<S> {
             };
             let paused = match reason {
                 StopReason::Quota => UpstreamPaused::budget_spent(upstream.name()),
-                _ => UpstreamPaused::new(upstream.name(), class, gated),
+                _ => UpstreamPaused::by(upstream.name(), class, by),
             };
             return Poll::Ready(Err(run.upstream_gave_up(to_error(paused), class, reason)));
         }
+    }
+}
+
+/// Read the upstream (and, across a set, the set) for the wait's next step: the ticket, the
+/// give-up, or (`None`) the hold set.
+fn read_now<R, A, S>(
+    this: &mut AdmittingProj<'_, S>,
+    run: &mut Run<R, A>,
+) -> Option<Result<Ticket, (Class, PausedBy, StopReason)>>
+where
+    R: Source<Clock: Clock<Sleep = S>>,
+    A: Count,
+    S: Future<Output = ()>,
+{
+    let upstream = *this.upstream;
+    // Listening before the reads: a change between them wakes this wait.
+    this.changed.set(Some(upstream.changed()));
+    if let Some(changed) = this.changed.as_mut().as_pin_mut() {
+        changed.enable();
+    }
+    if let Some(across) = this.across.as_mut() {
+        across.listen();
+        if let Some(ticket) = across.pick(run.clock_now()) {
+            // A slot reserved on the upstream waited for goes back.
+            drop(this.reserved.take());
+            return Some(Ok(ticket));
+        }
+    }
+    let ask = match this.reserved.take() {
+        Some(reserved) => (reserved.redeemed(), Ask::Redeem),
+        None => (*this.tokens, Ask::Reserve),
+    };
+    match read(upstream, run, *this.budgeted, ask) {
+        Read::Send(ticket) => Some(Ok(ticket)),
+        Read::Hold(held) => {
+            if let Holding::Pause { paced: true, .. } = held {
+                // The pacer reserved the slot this wait ends on.
+                let tokens = *this.tokens;
+                *this.reserved = Some(Reserved { upstream, tokens });
+            }
+            this.held.set(held);
+            None
+        }
+        Read::Stop(class, by, reason) => Some(Err((class, by, reason))),
     }
 }
 
@@ -308,11 +405,11 @@ fn count<R: Source, A: Count>(
     counted: &mut Duration,
     run: &mut Run<R, A>,
     upstream: &'static Upstream,
-    gated: bool,
+    kind: &'static str,
     this: Duration,
 ) {
     let add = to_count(lasted, counted, this);
-    run.upstream_waited(upstream, gated, this, add);
+    run.upstream_waited(upstream, kind, this, add);
 }
 
 /// What of `this` hold to count against the call's allowance: the whole wait so far in
@@ -331,10 +428,10 @@ fn to_count(lasted: &mut Duration, counted: &mut Duration, this: Duration) -> Du
 enum Read<S> {
     /// Send it.
     Send(Ticket),
-    /// Wait, announced.
+    /// Wait, announced (a slot reserved for it, if paced).
     Hold(Holding<S>),
-    /// Give up: with this class, by a gate or not, for this reason.
-    Stop(Class, bool, StopReason),
+    /// Give up: with this class, held by this, for this reason.
+    Stop(Class, PausedBy, StopReason),
 }
 
 /// Read `upstream` for `run`'s next attempt: send it, or the wait to hold (announced), or the
@@ -343,6 +440,7 @@ fn read<R: Source, A: Count>(
     upstream: &'static Upstream,
     run: &mut Run<R, A>,
     budgeted: bool,
+    (tokens, ask): (u32, Ask),
 ) -> Read<<R::Clock as Clock>::Sleep> {
     let now = run.clock_now();
     let retry = run.attempts() > 0;
@@ -350,9 +448,12 @@ fn read<R: Source, A: Count>(
     // taken and then dropped for want of one would wake this very wait, again and again.
     let took = budgeted && retry && upstream.is_budgeted();
     if took && !upstream.budget_admits(true) {
+        if ask == Ask::Redeem {
+            upstream.pace_release(tokens);
+        }
         return spent(upstream, run);
     }
-    let admission = upstream.admit(now);
+    let admission = upstream.admit_for(now, tokens, ask);
     if took && !matches!(admission, Admission::Send { .. }) {
         // Held back all the same: the token waits for the next retry, unannounced (a
         // notification would wake this wait at once).
@@ -367,8 +468,8 @@ fn read<R: Source, A: Count>(
         }
         Admission::Paused { until, class } => {
             let pause = until.saturating_duration_since(now);
-            match run.upstream_held(Some(pause), false) {
-                Err(reason) => Read::Stop(class, false, reason),
+            match run.upstream_held(Some(pause), false, false) {
+                Err(reason) => Read::Stop(class, PausedBy::Pause, reason),
                 Ok(wait) => {
                     let paused = UpstreamPaused::new(upstream.name(), class, false);
                     run.upstream_hold(&paused, class, upstream.name(), wait, false);
@@ -378,13 +479,20 @@ fn read<R: Source, A: Count>(
                         wait,
                         class,
                         started: Instant::now(),
+                        paced: false,
                     })
                 }
             }
         }
+        Admission::Paced { until } => {
+            paced(upstream, run, until.saturating_duration_since(now), tokens)
+        }
+        Admission::OverLimit => {
+            Read::Stop(Class::Definitive, PausedBy::OverLimit, ladder::over_limit())
+        }
         Admission::Gated { next_probe } => {
-            let bound = match run.upstream_held(None, false) {
-                Err(reason) => return Read::Stop(OUTAGE, true, reason),
+            let bound = match run.upstream_held(None, false, false) {
+                Err(reason) => return Read::Stop(OUTAGE, PausedBy::Gate, reason),
                 Ok(bound) => bound,
             };
             // Up to the next probe's time, if it comes before the call's end.
@@ -394,6 +502,40 @@ fn read<R: Source, A: Count>(
             run.upstream_hold(&paused, OUTAGE, upstream.name(), wait, true);
             run.upstream_wait_started(wait);
             Read::Hold(gate(wait, false))
+        }
+    }
+}
+
+/// The class a pacer holds a call back with: the key's limit, reached.
+const PACED_CLASS: Class = Class::RateLimited { retry_after: None };
+
+/// The pacer reserved a slot `wait` from now for `upstream`'s next attempt: the call waits for
+/// it (announced), or, where that wait does not fit the call, gives the slot back and stops.
+fn paced<R: Source, A: Count>(
+    upstream: &'static Upstream,
+    run: &mut Run<R, A>,
+    wait: Duration,
+    tokens: u32,
+) -> Read<<R::Clock as Clock>::Sleep> {
+    match run.upstream_held(Some(wait), false, true) {
+        Err(reason) => {
+            upstream.pace_release(tokens);
+            let class = Class::RateLimited {
+                retry_after: Some(wait),
+            };
+            Read::Stop(class, PausedBy::Paced, reason)
+        }
+        Ok(wait) => {
+            let paused = UpstreamPaused::by(upstream.name(), PACED_CLASS, PausedBy::Paced);
+            run.upstream_paced(&paused, upstream.name(), wait);
+            run.upstream_wait_started(wait);
+            Read::Hold(Holding::Pause {
+                sleep: run.clock_sleep(wait),
+                wait,
+                class: PACED_CLASS,
+                started: Instant::now(),
+                paced: true,
+            })
         }
     }
 }
@@ -417,8 +559,8 @@ fn spent<R: Source, A: Count>(
     upstream: &'static Upstream,
     run: &mut Run<R, A>,
 ) -> Read<<R::Clock as Clock>::Sleep> {
-    let bound = match run.upstream_held(None, true) {
-        Err(reason) => return Read::Stop(OUTAGE, false, reason),
+    let bound = match run.upstream_held(None, true, false) {
+        Err(reason) => return Read::Stop(OUTAGE, PausedBy::BudgetSpent, reason),
         Ok(bound) => bound,
     };
     let paused = UpstreamPaused::budget_spent(upstream.name());

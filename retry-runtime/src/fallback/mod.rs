@@ -285,7 +285,10 @@ impl Route {
                     self.at = at as u8;
                     return Some(Ticket::new(upstream, admission));
                 }
-                Admission::Paused { .. } => self.passed(upstream, LeftBecause::Paused),
+                // A paced key, asked without a reservation, is passed over as a paused one.
+                Admission::Paused { .. } | Admission::Paced { .. } | Admission::OverLimit => {
+                    self.passed(upstream, LeftBecause::Paused);
+                }
                 Admission::Gated { .. } => self.passed(upstream, LeftBecause::Gated),
             }
         }

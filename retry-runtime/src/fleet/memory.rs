@@ -65,6 +65,16 @@ impl FleetMemory {
         lock(&self.fleets).push(Arc::downgrade(shared));
     }
 
+    /// The fleets on this store, as the members Redis would count.
+    pub(super) fn members(&self) -> u32 {
+        let fleets = lock(&self.fleets);
+        let live = fleets
+            .iter()
+            .filter(|fleet| fleet.strong_count() > 0)
+            .count();
+        u32::try_from(live).unwrap_or(u32::MAX)
+    }
+
     /// Tell every fleet but `from` the message.
     fn publish(&self, from: u64, message: &str) {
         let fleets: Vec<_> = lock(&self.fleets)
@@ -124,6 +134,7 @@ impl FleetMemory {
                     self.publish(origin, &format!("close {origin} {upstream}"));
                 }
             }
+            Report::Paced => shared.members(self.members()),
         }
     }
 

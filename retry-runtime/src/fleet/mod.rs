@@ -206,6 +206,9 @@ struct FleetShared {
     subscribed: AtomicBool,
     /// The subscription is made: messages arrive.
     listening: AtomicBool,
+    /// Every shared upstream was read since the subscription began listening: nothing it
+    /// could have missed is left to read.
+    caught_up: AtomicBool,
     /// The subscription's task, stopped with the fleet's last handle.
     subscription: Mutex<Option<tokio::task::AbortHandle>>,
 }
@@ -234,6 +237,9 @@ pub(super) enum Report {
     },
     /// A success or an answer closed the gate here.
     Closed { upstream: &'static str },
+    /// An upstream's pacer turned on here: the processes sharing it are counted, and each
+    /// paces on its slice.
+    Paced,
 }
 
 /// How long past its next probe a prober holds the fleet's probe: a crashed prober frees it
@@ -317,6 +323,7 @@ impl FleetShared {
             breaker: Breaker::new(),
             subscribed: AtomicBool::new(false),
             listening: AtomicBool::new(false),
+            caught_up: AtomicBool::new(false),
             subscription: Mutex::new(None),
         });
         (shared, queue)
@@ -396,6 +403,10 @@ impl FleetSink for Sink {
     fn closed(&self, upstream: &'static str) {
         self.send(Report::Closed { upstream });
     }
+
+    fn paced(&self, _: &'static str) {
+        self.send(Report::Paced);
+    }
 }
 
 /// A pause's class, as the fleet's messages name it.
@@ -449,6 +460,26 @@ impl FleetShared {
     /// The key of `upstream`'s retry budget, in the upstream's slot.
     fn budget_key(&self, upstream: &str) -> String {
         format!("{{{}:{upstream}}}:budget", self.config.namespace)
+    }
+
+    /// The key of the fleet's members (a sorted set by when each was last seen), counted
+    /// while any shared upstream is paced.
+    fn members_key(&self) -> String {
+        format!("{{{}}}:members", self.config.namespace)
+    }
+
+    /// `members` processes share the fleet's upstreams: each paced one paces on its slice.
+    fn members(&self, members: u32) {
+        for upstream in lock(&self.upstreams).iter() {
+            upstream.fleet_side().members(members);
+        }
+    }
+
+    /// Whether any shared upstream is paced.
+    fn any_paced(&self) -> bool {
+        lock(&self.upstreams)
+            .iter()
+            .any(|upstream| upstream.fleet_side().is_paced())
     }
 
     fn channel(&self) -> String {

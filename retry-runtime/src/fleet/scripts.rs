@@ -130,6 +130,22 @@ return 1
     )
 });
 
+/// This process is a member of the fleet now: `KEYS[1]` the members (a sorted set by when
+/// each was last seen); `ARGV` who (`origin`) and how long a member counts unseen. Returns the
+/// members counted.
+pub(super) static MEMBERS: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+",
+    )
+});
+
 /// The fleet's retry budget for an upstream: `KEYS[1]` its bucket (thousandths of a token, and
 /// when it was last kept); `ARGV` the requests a process hands in, the percent of them that
 /// may be retried, the floor a second, the bucket's cap in tokens, and the tokens the process

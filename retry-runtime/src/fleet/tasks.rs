@@ -103,6 +103,11 @@ async fn run(
                 .arg(lease);
             invocation.invoke_async::<i64>(redis).await.map(drop)
         }
+        Report::Paced => {
+            let members = members(shared, redis).await?;
+            shared.members(members);
+            Ok(())
+        }
         Report::Closed { upstream } => {
             let (outages, gate) = shared.gate_keys(upstream);
             let mut invocation = scripts::CLOSE.prepare_invoke();
@@ -119,6 +124,20 @@ async fn run(
 
 /// The backstop, every second: the subscription started again if it ended, and every shared
 /// upstream's pause read. Ends with the fleet store.
+/// This process is counted among the fleet's members, and the members counted: how many
+/// processes share the key a paced upstream's headers speak for.
+async fn members(shared: &FleetShared, redis: &mut ConnectionManager) -> redis::RedisResult<u32> {
+    let mut invocation = scripts::MEMBERS.prepare_invoke();
+    invocation
+        .key(shared.members_key())
+        .arg(shared.origin)
+        .arg(millis(MEMBER_UNSEEN));
+    invocation.invoke_async::<u32>(redis).await
+}
+
+/// How long a process that stopped counting still counts as a member: three backstop ticks.
+const MEMBER_UNSEEN: Duration = Duration::from_secs(3);
+
 pub(super) async fn backstop(shared: std::sync::Weak<FleetShared>) {
     let every = match shared.upgrade() {
         Some(shared) => shared.config.backstop,
@@ -140,15 +159,98 @@ pub(super) async fn backstop(shared: std::sync::Weak<FleetShared>) {
         if !shared.breaker.allows() {
             continue;
         }
+        // At rest (nothing held, nothing paced, the subscription listening and caught up)
+        // Redis hears nothing from this task: its load grows with what changes, not with time
+        // or the number of upstreams.
+        let listening = shared.listening.load(Ordering::Acquire);
+        let caught_up = listening && shared.caught_up.load(Ordering::Acquire);
+        let held = lock(&shared.upstreams)
+            .iter()
+            .any(|upstream| upstream.fleet_side().is_held());
+        let paced = shared.any_paced();
+        if caught_up && !held && !paced {
+            continue;
+        }
         let Some(redis) = shared.reach(&mut connection).await else {
             continue;
         };
-        read_all(&shared, redis).await;
+        if paced {
+            let counted =
+                tokio::time::timeout(shared.config.timeout, members(&shared, redis)).await;
+            match counted {
+                Ok(Ok(members)) => shared.members(members),
+                Ok(Err(_)) => shared.failed("a count of the members failed"),
+                Err(_) => shared.failed("a count of the members timed out"),
+            }
+        }
+        if held {
+            read_all(&shared, redis).await;
+        } else if !caught_up {
+            // Two commands, whatever the number of upstreams: what a joining process, or one
+            // whose subscription was down, may have missed.
+            let read = catch_up(&shared, redis).await;
+            if read && listening {
+                shared.caught_up.store(true, Ordering::Release);
+            }
+        }
     }
 }
 
 /// Read every shared upstream's pause, and hold it here.
-async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) {
+/// Read every shared upstream's pause and gate at once (one `MGET`, and Redis's `TIME`); an
+/// upstream found paused or gated is read again by its own scripts, which take a crashed
+/// prober's probe over. `true` if the reads succeeded. On a Redis Cluster, whose `MGET` cannot
+/// span slots, each upstream is read by its own scripts.
+async fn catch_up(shared: &FleetShared, redis: &mut ConnectionManager) -> bool {
+    let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
+    if upstreams.is_empty() {
+        return true;
+    }
+    let mut keys = Vec::with_capacity(upstreams.len() * 2);
+    for upstream in &upstreams {
+        keys.push(shared.key(upstream.name()));
+        keys.push(shared.gate_keys(upstream.name()).1);
+    }
+    let read = async {
+        let values: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query_async(redis).await?;
+        let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(redis).await?;
+        Ok::<_, redis::RedisError>((values, seconds * 1_000 + micros / 1_000))
+    };
+    let (values, now_ms) = match tokio::time::timeout(shared.config.timeout, read).await {
+        Ok(Ok(read)) => read,
+        Ok(Err(error)) if error.code() == Some("CROSSSLOT") => {
+            return read_all(shared, redis).await;
+        }
+        Ok(Err(_)) => {
+            shared.failed("a read failed");
+            return false;
+        }
+        Err(_) => {
+            shared.failed("a read timed out");
+            return false;
+        }
+    };
+    shared.breaker.succeeded();
+    let mut held = false;
+    for (upstream, pair) in upstreams.iter().zip(values.chunks(2)) {
+        if let Some(pause) = &pair[0] {
+            let mut parts = pause.split(' ');
+            let ends = parts.next().and_then(|ends| ends.parse::<u64>().ok());
+            if let (Some(ends), Some(kind)) = (ends, parts.next())
+                && ends > now_ms
+            {
+                let left = Duration::from_millis(ends - now_ms);
+                upstream.fleet_side().paused(left, class_of(kind, left));
+            }
+        }
+        held |= pair[1].is_some();
+    }
+    // A gate open somewhere: its prober and lease are read, and taken over, by its script.
+    !held || read_all(shared, redis).await
+}
+
+/// Read every shared upstream's pause and gate; `true` if every read succeeded.
+async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) -> bool {
     let upstreams: Vec<&'static Upstream> = lock(&shared.upstreams).clone();
     for upstream in upstreams {
         let mut invocation = scripts::READ.prepare_invoke();
@@ -164,14 +266,22 @@ async fn read_all(shared: &FleetShared, redis: &mut ConnectionManager) {
                 upstream.fleet_side().paused(left, class_of(&kind, left));
             }
             Ok(Ok(None)) => {}
-            Ok(Err(_)) => return shared.failed("a read failed"),
-            Err(_) => return shared.failed("a read timed out"),
+            Ok(Err(_)) => {
+                shared.failed("a read failed");
+                return false;
+            }
+            Err(_) => {
+                shared.failed("a read timed out");
+                return false;
+            }
         }
         if let Err(why) = read_gate(shared, upstream, redis).await {
-            return shared.failed(why);
+            shared.failed(why);
+            return false;
         }
         shared.breaker.succeeded();
     }
+    true
 }
 
 /// Read `upstream`'s gate across the fleet, taking its probe over if its prober's lease ran
@@ -219,6 +329,8 @@ async fn subscribe(shared: Arc<FleetShared>) {
             return;
         }
     };
+    // What was missed before now is read by the backstop's next tick.
+    shared.caught_up.store(false, Ordering::Release);
     shared.listening.store(true, Ordering::Release);
     let mut messages = pubsub.into_on_message();
     while let Some(message) = messages.next().await {

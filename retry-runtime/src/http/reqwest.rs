@@ -84,6 +84,8 @@ pub trait ResponseExt: Sized + sealed::Sealed {
 
 impl ResponseExt for reqwest::Response {
     async fn check_status(mut self) -> Result<Self, HttpError> {
+        // What the answer says of the key reaches the attempt's upstream, a success's too.
+        crate::upstream::heard(|| super::rate_limits(self.headers(), std::time::SystemTime::now()));
         let status = self.status();
         if !status.is_client_error() && !status.is_server_error() {
             return Ok(self);

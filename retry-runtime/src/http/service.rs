@@ -59,6 +59,9 @@ mod read {
         /// `text/event-stream` `reqwest::Response` (features `reqwest` and `sse`) is read up
         /// to its commit point, as `peek` says.
         fn inspect_stream(self, peek: StreamPeek) -> Inspecting<Self>;
+
+        /// The reply's headers: what it says of the key reaches the upstream's pacer.
+        fn head(&self) -> &::http::HeaderMap;
     }
 
     /// [`ReadToCommit::inspect_stream`]'s future, named so that a layer's future can hold it:
@@ -100,6 +103,10 @@ impl Reply for reqwest::Response {
 
 #[cfg(feature = "reqwest")]
 impl read::ReadToCommit for reqwest::Response {
+    fn head(&self) -> &::http::HeaderMap {
+        self.headers()
+    }
+
     fn inspect_stream(self, peek: StreamPeek) -> Inspecting<Self> {
         // A success that is not a stream to peek is decided from its head, with no read.
         #[cfg(feature = "sse")]
@@ -141,6 +148,10 @@ fn judged<B>(
 }
 
 impl<B: Send> read::ReadToCommit for ::http::Response<B> {
+    fn head(&self) -> &::http::HeaderMap {
+        self.headers()
+    }
+
     /// Its body cannot be put back in general (hyper's `Incoming` cannot be rebuilt), so a
     /// stream is never read: only `reqwest::Response` is peeked. Decided from the head.
     fn inspect_stream(self, _: StreamPeek) -> Inspecting<Self> {

@@ -137,3 +137,14 @@ pub const fn hold(policy: &Policy, held: HoldAsked, draw: Draw) -> Result<Durati
     }
     Ok(wait)
 }
+
+/// An attempt that costs more than its key's whole limit (its tokens past the limit the
+/// provider said): an answer, never waited for, since no wait would make room for it.
+///
+/// ```
+/// use retry_runtime::{ladder, StopReason};
+/// assert_eq!(ladder::over_limit(), StopReason::Definitive);
+/// ```
+pub const fn over_limit() -> StopReason {
+    StopReason::Definitive
+}

@@ -347,7 +347,14 @@ where
     where
         F: TryFuture<Ok = Inner<O>, Error = Error<O>>,
     {
-        let failure = match nesting::enter(&mut self.core.frame, || future.try_poll(cx)) {
+        // Polled with its upstream as the current one, so that what the opening response says
+        // of the key (`check_status` reads it) reaches the upstream's pacer.
+        let upstream = self.core.ticket.as_ref().map(Ticket::upstream);
+        let poll = || match upstream {
+            Some(upstream) => crate::upstream::on(upstream, || future.try_poll(cx)),
+            None => future.try_poll(cx),
+        };
+        let failure = match nesting::enter(&mut self.core.frame, poll) {
             Poll::Ready(Ok(stream)) => {
                 // A resume of a stream that had delivered goes on delivering.
                 let flow = if self.carry.resume.is_resumed() && self.core.committed() {

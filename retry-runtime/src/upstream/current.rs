@@ -8,10 +8,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::Upstream;
+use crate::pace::RateSaid;
 
 thread_local! {
     /// The upstream of the attempt being polled on this thread, if it has one.
-    static CURRENT: Cell<Option<&'static Upstream>> = const { Cell::new(None) };
+    /// The upstream of the attempt being polled on this thread, if it has one, and its
+    /// pacer's sends when the attempt began (handed back with the answer's headers).
+    static CURRENT: Cell<Option<(&'static Upstream, u32)>> = const { Cell::new(None) };
 }
 
 impl Upstream {
@@ -41,7 +44,41 @@ impl Upstream {
     /// # }
     /// ```
     pub fn current() -> Option<&'static Upstream> {
-        CURRENT.get()
+        CURRENT.get().map(|(upstream, _)| upstream)
+    }
+}
+
+impl Upstream {
+    /// Tell the upstream's pacer what an answer said of its key: for a client whose answers
+    /// the library does not read itself (`check_status` and the layers do). Inside the
+    /// attempt the answer answers, what was sent since is counted out of it.
+    ///
+    /// ```
+    /// use retry_runtime::{RateLeft, RateSaid, Upstream};
+    /// use std::time::Duration;
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// let left = RateLeft { limit: Some(10), remaining: 0, reset: Some(Duration::from_secs(1)) };
+    /// MODEL.heard_limits(RateSaid { requests: Some(left), tokens: None });
+    /// // Its calls are paced from now on: the next waits for the key's next slot.
+    /// assert!(format!("{MODEL:?}").contains("paced: true"));
+    /// # MODEL.reset();
+    /// ```
+    pub fn heard_limits(&'static self, said: RateSaid) {
+        let seq = match CURRENT.get() {
+            Some((upstream, seq)) if std::ptr::eq(upstream, self) => seq,
+            _ => self.pace_sent(),
+        };
+        self.said(Some(said), seq);
+    }
+}
+
+/// What an answer to the attempt being polled said of its key: told to its upstream's pacer,
+/// if the attempt has an upstream. `said` is read only then.
+#[cfg(feature = "reqwest")]
+pub(crate) fn heard(said: impl FnOnce() -> Option<RateSaid>) {
+    if let Some((upstream, seq)) = CURRENT.get() {
+        upstream.said(said(), seq);
     }
 }
 
@@ -49,7 +86,7 @@ impl Upstream {
 /// its route chose.
 #[cfg_attr(not(feature = "stream"), allow(dead_code))]
 pub(crate) fn on<T>(upstream: &'static Upstream, f: impl FnOnce() -> T) -> T {
-    let previous = CURRENT.replace(Some(upstream));
+    let previous = CURRENT.replace(Some((upstream, upstream.pace_sent())));
     let made = f();
     CURRENT.set(previous);
     made
@@ -62,6 +99,7 @@ pin_project_lite::pin_project! {
     #[derive(Debug)]
     pub struct OnUpstream<F> {
         upstream: &'static Upstream,
+        sent: u32,
         #[pin]
         future: F,
     }
@@ -71,7 +109,11 @@ impl<F> OnUpstream<F> {
     /// `future`, an attempt on `upstream`.
     #[inline]
     pub fn new(upstream: &'static Upstream, future: F) -> OnUpstream<F> {
-        OnUpstream { upstream, future }
+        OnUpstream {
+            upstream,
+            sent: upstream.pace_sent(),
+            future,
+        }
     }
 }
 
@@ -80,7 +122,7 @@ impl<F: Future> Future for OnUpstream<F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        struct Restore(Option<&'static Upstream>);
+        struct Restore(Option<(&'static Upstream, u32)>);
         impl Drop for Restore {
             #[inline(always)]
             fn drop(&mut self) {
@@ -90,7 +132,7 @@ impl<F: Future> Future for OnUpstream<F> {
         let this = self.project();
         // Restored on the way out, a panic included: a nested call across another set sees
         // its own, and its caller its own again after.
-        let _restore = Restore(CURRENT.replace(Some(*this.upstream)));
+        let _restore = Restore(CURRENT.replace(Some((*this.upstream, *this.sent))));
         this.future.poll(cx)
     }
 }

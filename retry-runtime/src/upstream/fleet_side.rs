@@ -161,4 +161,29 @@ impl FleetSide<'_> {
         self.0.live().leased.fetch_add(tokens, Ordering::AcqRel);
         self.0.live().changed.notify_waiters();
     }
+
+    /// The processes sharing the upstream, `members` in all: its pacer paces on its slice.
+    pub(crate) fn members(self, members: u32) {
+        self.0.live().pacer.share_among(members);
+    }
+
+    /// Whether its pacer is on: the fleet keeps its membership counted while any is.
+    pub(crate) fn is_paced(self) -> bool {
+        self.0
+            .live()
+            .word
+            .load(std::sync::atomic::Ordering::Acquire)
+            & super::PACED
+            != 0
+    }
+
+    /// Whether it is held by a pause or a gate: the backstop keeps reading while any is.
+    pub(crate) fn is_held(self) -> bool {
+        let word = self
+            .0
+            .live()
+            .word
+            .load(std::sync::atomic::Ordering::Acquire);
+        word & (super::PAUSED | super::GATED) != 0
+    }
 }

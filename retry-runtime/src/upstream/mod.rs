@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use crate::class::Class;
 use crate::ladder;
 use crate::meter::{self, UpstreamSeries};
+use crate::pace::Pacer;
 use crate::policy::Policy;
 
 mod current;
@@ -26,6 +27,8 @@ mod paused;
 mod store;
 
 pub use current::OnUpstream;
+#[cfg(feature = "reqwest")]
+pub(crate) use current::heard;
 #[cfg_attr(not(feature = "stream"), allow(unused_imports))]
 pub(crate) use current::on;
 pub use paused::{PausedBy, UpstreamPaused};
@@ -40,6 +43,10 @@ const COUNTING: u32 = 1 << 2;
 /// request, and each retry takes a token the fleet leased to this process. Not something the
 /// upstream says of an attempt: a quiet upstream with a budget is still quiet.
 pub(crate) const BUDGET: u32 = 1 << 3;
+/// The word's bit for a pacer that holds attempts to what the key has left: it heard the
+/// provider's rate-limit headers, or learned a rate from its refusals. An upstream that never
+/// did costs a first try what it cost before: one atomic read.
+pub(crate) const PACED: u32 = 1 << 4;
 
 /// The outage gate's defaults: opened by three outage failures within ten seconds with no
 /// success between, so one caller's broken connection does not close an upstream to everyone.
@@ -141,6 +148,7 @@ pub(crate) struct UpstreamLive {
     leased: AtomicU32,
     requests: AtomicU32,
     wanting: AtomicBool,
+    pacer: Pacer,
 }
 
 impl Default for UpstreamLive {
@@ -158,6 +166,7 @@ impl UpstreamLive {
             leased: AtomicU32::new(0),
             requests: AtomicU32::new(0),
             wanting: AtomicBool::new(false),
+            pacer: Pacer::new(),
         }
     }
 }
@@ -211,6 +220,8 @@ pub(crate) trait FleetSink: Send + Sync {
     fn probe_failed(&self, upstream: &'static str, next: Duration);
     /// A success or an answer closed the gate here.
     fn closed(&self, upstream: &'static str);
+    /// The upstream's pacer turned on: its key's limits are to be shared among the processes.
+    fn paced(&self, upstream: &'static str);
 }
 
 /// An upstream's state, behind its lock: read only when its word says there is something.
@@ -227,6 +238,8 @@ struct State {
     epoch: u32,
     /// A fleet's retry budget holds retries here (the fleet store is up).
     budgeted: bool,
+    /// Its pacer holds attempts to what the key has left.
+    paced: bool,
 }
 
 /// The outage gate.
@@ -251,6 +264,7 @@ impl State {
             gate: Gate::Closed,
             epoch: 0,
             budgeted: false,
+            paced: false,
         }
     }
 
@@ -268,6 +282,9 @@ impl State {
         }
         if self.budgeted {
             word |= BUDGET;
+        }
+        if self.paced {
+            word |= PACED;
         }
         word
     }
@@ -296,6 +313,14 @@ pub enum Admission {
         /// When the next probe may go, if one is scheduled (none while a probe is out).
         next_probe: Option<Instant>,
     },
+    /// The key has not what the attempt costs, as its provider last said it (or as its
+    /// refusals taught): what it costs is reserved, and it goes then.
+    Paced {
+        /// When the key holds it.
+        until: Instant,
+    },
+    /// The attempt costs more than the key's whole limit: it can never be sent.
+    OverLimit,
 }
 
 /// What a failure tells an upstream ([`Upstream::effect_of`]).
@@ -461,6 +486,7 @@ impl Upstream {
         state.budgeted = budgeted;
         self.live().leased.store(0, Ordering::Release);
         self.live().requests.store(0, Ordering::Relaxed);
+        self.live().pacer.reset();
         self.store(&state);
         drop(state);
         self.live().changed.notify_waiters();
@@ -518,12 +544,19 @@ impl Upstream {
     #[inline]
     pub(crate) fn quiet(&self) -> Option<u32> {
         let seen = self.live().word.load(Ordering::Acquire);
-        (seen & (PAUSED | GATED) == 0).then_some(seen)
+        (seen & (PAUSED | GATED | PACED) == 0).then_some(seen)
     }
 
     /// [`quiet`](Self::quiet), and no fleet's retry budget to count the attempt toward: the
     /// word says at most that outage failures are being counted (`Ok`). The attribute's fast
     /// path, one test of the word; `Err`: the word, for [`is_quiet`](Self::is_quiet).
+    /// The word, if the upstream's pacer is all it has to say (no pause, no gate).
+    #[inline]
+    pub(crate) fn quiet_unpaced(&self) -> Option<u32> {
+        let seen = self.live().word.load(Ordering::Acquire);
+        (seen & (PAUSED | GATED | PACED) == PACED).then_some(seen)
+    }
+
     #[inline(always)]
     pub(crate) fn quiet_alone(&self) -> Result<u32, u32> {
         let seen = self.live().word.load(Ordering::Acquire);
@@ -538,7 +571,7 @@ impl Upstream {
     /// attempts.
     #[inline(always)]
     pub(crate) const fn is_budgeted_quiet(seen: u32) -> bool {
-        seen & (PAUSED | GATED | BUDGET) == BUDGET
+        seen & (PAUSED | GATED | PACED | BUDGET) == BUDGET
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -607,6 +640,10 @@ impl fmt::Debug for Upstream {
                 &(self.live().word.load(Ordering::Relaxed) & PAUSED != 0),
             )
             .field("gated", &self.is_gated())
+            .field(
+                "paced",
+                &(self.live().word.load(Ordering::Relaxed) & PACED != 0),
+            )
             .finish_non_exhaustive()
     }
 }

@@ -47,6 +47,11 @@ pub enum PausedBy {
     Gate,
     /// The fleet's retry budget for the upstream is spent.
     BudgetSpent,
+    /// The upstream's pacer: the key has not what the attempt costs, as its provider last
+    /// said, and the wait for it does not fit the call.
+    Paced,
+    /// The attempt costs more than the key's whole limit: an answer, never waited for.
+    OverLimit,
 }
 
 impl UpstreamPaused {
@@ -61,6 +66,22 @@ impl UpstreamPaused {
             } else {
                 PausedBy::Pause
             },
+        }
+    }
+
+    /// An attempt held by `by`, with `class`: what a hold that ends the call says.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Classify, PausedBy, UpstreamPaused};
+    ///
+    /// let paced = UpstreamPaused::by("model", Class::RateLimited { retry_after: None }, PausedBy::Paced);
+    /// assert_eq!(paced.to_string(), "model's rate limit leaves nothing for this call in time");
+    /// ```
+    pub const fn by(upstream: &'static str, class: Class, by: PausedBy) -> UpstreamPaused {
+        UpstreamPaused {
+            upstream,
+            class,
+            reason: by,
         }
     }
 
@@ -123,6 +144,16 @@ impl fmt::Display for UpstreamPaused {
                 write!(f, "{name}'s retry budget across the fleet is spent")
             }
             (PausedBy::Gate, _) => write!(f, "{name} is unavailable: another call is checking"),
+            (PausedBy::Paced, _) => {
+                write!(
+                    f,
+                    "{name}'s rate limit leaves nothing for this call in time"
+                )
+            }
+            (PausedBy::OverLimit, _) => write!(
+                f,
+                "the call costs more than {name}'s whole rate limit: make it smaller or raise the limit"
+            ),
             (PausedBy::Pause, Class::RateLimited { .. }) => {
                 write!(f, "{name} is rate-limited for every call")
             }

@@ -7,65 +7,44 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Admission, BUDGET, Gate, Upstream, UpstreamEffect, UpstreamStore, later, probe_wait};
+use super::{
+    Admission, BUDGET, Gate, PACED, Upstream, UpstreamEffect, UpstreamStore, later, probe_wait,
+};
 use crate::class::Class;
+use crate::clock::{Clock, TokioClock};
 use crate::meter::{self, UpstreamSeries};
+use crate::pace::{Ask, Paces, RateSaid};
 use crate::policy::Policy;
 
 impl UpstreamStore for Upstream {
     #[inline]
     fn admit(&self, now: Instant) -> Admission {
-        if let Some(seen) = self.quiet() {
-            return Admission::Send { probe: None, seen };
-        }
-        let seen = self.live().word.load(Ordering::Acquire);
-        let mut probed = None;
-        let mut state = self.lock();
-        if let Some((until, class)) = state.paused_until {
-            if until > now {
-                return Admission::Paused { until, class };
-            }
-            state.paused_until = None;
-        }
-        let admission = match state.gate {
-            Gate::Closed => Admission::Send { probe: None, seen },
-            Gate::Waiting { next, failed } if next <= now => {
-                state.gate = Gate::Probing { failed };
-                probed = Some(failed);
-                Admission::Send {
-                    probe: Some(state.epoch),
-                    seen,
-                }
-            }
-            Gate::Waiting { next, .. } => Admission::Gated {
-                next_probe: Some(next),
-            },
-            Gate::Probing { .. } | Gate::Remote => Admission::Gated { next_probe: None },
-        };
-        self.store(&state);
-        drop(state);
-        // Told after the lock is released.
-        if let Some(failed) = probed {
-            meter::upstream(self.name, UpstreamSeries::Probe);
-            tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
-        }
-        admission
+        self.admit_for(now, 0, Ask::Try)
     }
 
     #[inline]
     fn succeeded(&self, admitted: Admission) {
         // Nothing was said when the attempt was admitted: nothing to clear (a failure
         // reported meanwhile by a call that started later is left to count).
-        if let Admission::Send { probe: None, seen } = admitted
-            && seen & !BUDGET == 0
-        {
-            return;
+        if let Admission::Send { probe: None, seen } = admitted {
+            if seen & PACED != 0 {
+                // A rate learned from refusals climbs back on each success.
+                self.live().pacer.succeeded(TokioClock.now());
+            }
+            if seen & !(BUDGET | PACED) == 0 {
+                return;
+            }
         }
         self.cleared(admitted);
     }
 
     fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
         let effect = self.effect_of(class, policy);
+        if let Class::RateLimited { retry_after: None } = class {
+            // A refusal that said nothing (no hint; its headers, if any, already told the
+            // pacer): a rate is learned from it.
+            self.refused_unsaid(now);
+        }
         if effect == UpstreamEffect::Clears {
             // An answer: the upstream is up.
             self.cleared(admitted);
@@ -145,6 +124,66 @@ impl UpstreamStore for Upstream {
 }
 
 /// What a failure changed in an upstream, decided under its lock and told after.
+impl Upstream {
+    /// What the upstream says of an attempt of `tokens` about to be made at `now`: its pause
+    /// and gate first, then its pacer, asked as `ask` says (a redeemed reservation the
+    /// attempt cannot use now is given back).
+    pub(crate) fn admit_for(&self, now: Instant, tokens: u32, ask: Ask) -> Admission {
+        let admission = self.admit_held(now);
+        let paced = matches!(admission, Admission::Send { probe: None, seen } if seen & PACED != 0);
+        if !paced {
+            if ask == Ask::Redeem {
+                self.live().pacer.release(tokens);
+            }
+            return admission;
+        }
+        match self.live().pacer.take(now, tokens, ask) {
+            Paces::Go => admission,
+            Paces::Wait(until) => Admission::Paced { until },
+            Paces::Never => Admission::OverLimit,
+        }
+    }
+
+    /// What the upstream's pause and gate say of an attempt about to be made at `now`.
+    fn admit_held(&self, now: Instant) -> Admission {
+        if let Some(seen) = self.quiet() {
+            return Admission::Send { probe: None, seen };
+        }
+        let seen = self.live().word.load(Ordering::Acquire);
+        let mut probed = None;
+        let mut state = self.lock();
+        if let Some((until, class)) = state.paused_until {
+            if until > now {
+                return Admission::Paused { until, class };
+            }
+            state.paused_until = None;
+        }
+        let admission = match state.gate {
+            Gate::Closed => Admission::Send { probe: None, seen },
+            Gate::Waiting { next, failed } if next <= now => {
+                state.gate = Gate::Probing { failed };
+                probed = Some(failed);
+                Admission::Send {
+                    probe: Some(state.epoch),
+                    seen,
+                }
+            }
+            Gate::Waiting { next, .. } => Admission::Gated {
+                next_probe: Some(next),
+            },
+            Gate::Probing { .. } | Gate::Remote => Admission::Gated { next_probe: None },
+        };
+        self.store(&state);
+        drop(state);
+        // Told after the lock is released.
+        if let Some(failed) = probed {
+            meter::upstream(self.name, UpstreamSeries::Probe);
+            tracing::debug!(target: "retry", upstream = self.name, failed, "{} is probed", self.name);
+        }
+        admission
+    }
+}
+
 #[derive(Debug, Default)]
 struct Told {
     /// Paused this long.
@@ -198,5 +237,71 @@ impl Upstream {
         if told.paused.is_some() || told.opened.is_some() || told.probe_failed.is_some() {
             self.live().changed.notify_waiters();
         }
+    }
+}
+
+impl Upstream {
+    /// An answer to the send numbered `seq` said this of the key: the pacer takes it, and the
+    /// upstream's word says it paces from the first one on.
+    /// An answer that said nothing of the key is counted, for a rate learned from refusals.
+    pub(crate) fn said(&self, said: Option<RateSaid>, seq: u32) {
+        // On the calls' clock: a testing scope's skipped waits included.
+        let now = TokioClock.now();
+        let Some(said) = said.filter(|said| !said.is_empty()) else {
+            self.live().pacer.answered(now);
+            return;
+        };
+        if self.live().pacer.said(said, seq, now) {
+            self.pacing("heard its rate limits");
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(rate) = self.live().pacer.rate() {
+            meter::upstream(self.name, UpstreamSeries::PaceRate(rate));
+        }
+    }
+
+    /// A waiting attempt gives back the slot of `tokens` its pacer reserved.
+    pub(crate) fn pace_release(&self, tokens: u32) {
+        self.live().pacer.release(tokens);
+    }
+
+    /// Sends so far by its pacer: what an attempt's wrapper hands back with the answer.
+    #[inline]
+    pub(crate) fn pace_sent(&self) -> u32 {
+        self.live().pacer.sent()
+    }
+
+    /// What an answer's `headers` say of the key, to the send numbered `seq`.
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    pub(crate) fn heard_headers(&self, headers: &http::HeaderMap, seq: u32) {
+        self.said(
+            crate::http::rate_limits(headers, std::time::SystemTime::now()),
+            seq,
+        );
+    }
+
+    /// A refusal with nothing said, at `now`: a rate is learned from it.
+    fn refused_unsaid(&self, now: Instant) {
+        if self.live().pacer.refused(now) {
+            self.pacing("refused without saying its limits: learning a rate");
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(rate) = self.live().pacer.rate() {
+            meter::upstream(self.name, UpstreamSeries::PaceRate(rate));
+        }
+    }
+
+    /// The pacer is on: the word says so, told after the lock is released.
+    #[cold]
+    fn pacing(&self, why: &'static str) {
+        let mut state = self.lock();
+        state.paced = true;
+        self.store(&state);
+        drop(state);
+        if let Some(shared) = self.sink() {
+            shared.paced(self.name);
+        }
+        meter::upstream(self.name, UpstreamSeries::Paced);
+        tracing::info!(target: "retry", upstream = self.name, "{} {why}: its calls are paced", self.name);
     }
 }

@@ -23,6 +23,8 @@ pub(super) enum Value {
     Text(LitStr),
     /// [`Kind::ClassList`]: its entries, each unchecked.
     Entries(Vec<Expr>),
+    /// [`Kind::Expression`].
+    Expr(Box<Expr>),
 }
 
 /// The value of `given`, read as its key's kind.
@@ -37,6 +39,7 @@ pub(super) fn read(given: &Given) -> syn::Result<Value> {
         Kind::QuotaPath => quota_path(given).map(Value::Path),
         Kind::UpstreamPath | Kind::UpstreamsPath => static_path(given).map(Value::Path),
         Kind::ClassList => entries(given).map(Value::Entries),
+        Kind::Expression => given.expr().map(|expr| Value::Expr(Box::new(expr))),
     }
 }
 

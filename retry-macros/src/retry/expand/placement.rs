@@ -41,6 +41,7 @@ pub(super) fn upstream_steps(
     private: &TokenStream,
     source: &TokenStream,
     run: &Ident,
+    ticket: &Ident,
     error: &Ident,
 ) -> Steps {
     let Some(upstream) = &config.upstream else {
@@ -84,15 +85,27 @@ pub(super) fn upstream_steps(
     };
     // A quiet upstream admits at once, with no future made for a wait (a retry takes a token
     // of a fleet's retry budget there, if one holds the upstream).
+    // What each attempt costs of the key's tokens, typed at the user's expression; read only
+    // where the upstream has something to say (its pacer among it).
+    let tokens = match &config.tokens {
+        Some(tokens) => {
+            let at = first_span(tokens);
+            let named = Ident::new("__retry_tokens", Span::mixed_site());
+            quote_spanned!(at=> { let #named: u32 = #tokens; #named })
+        }
+        None => quote!(0),
+    };
     let admit = quote_spanned! {span=>
         if !#private::upstream_at_once(&mut #run) {
             let #hold = #at_upstream::HoldsUpstreamPaused::hold;
             if let #private::core::result::Result::Err(#error) =
-                #private::upstream_admit(&mut #run, #hold).await
+                #private::upstream_admit(&mut #run, #hold, #tokens).await
             {
                 return #private::core::result::Result::Err(#error);
             }
         }
+        // The attempt is polled with its upstream as the current one.
+        let #ticket = #private::upstream_of(&mut #run);
     };
     // The upstream is told by the ladder's step, which classifies the failure once.
     let succeeded = quote!(#private::upstream_succeeded(&mut #run););

@@ -24,11 +24,13 @@ impl<R: Source, A: Count> Run<R, A> {
     /// How long the call waits for its upstream before its next attempt (`pause`: a
     /// provider's pause this much longer; `None`: an open gate), or why it stops now: the
     /// ladder's decision on a hold ([`ladder::hold`]), from the call's turn, budget and waits
-    /// so far. A cancelled turn cannot wait at all.
+    /// so far. A cancelled turn cannot wait at all. `paced`: the pause is the upstream's
+    /// pacer's, a slot reserved at its end, never spread.
     pub(crate) fn upstream_held(
         &mut self,
         pause: Option<Duration>,
         budget_spent: bool,
+        paced: bool,
     ) -> Result<Duration, StopReason> {
         // The budget runs from the call's start, which a first try held back has had.
         self.start_once();
@@ -43,8 +45,8 @@ impl<R: Source, A: Count> Run<R, A> {
             budget_spent,
         };
         let draw = match pause {
-            Some(_) => self.source.clock().draw(),
-            None => Draw::IDEAL,
+            Some(_) if !paced => self.source.clock().draw(),
+            _ => Draw::IDEAL,
         };
         ladder::hold(self.source.policy(), held, draw)
     }
@@ -96,6 +98,26 @@ impl<R: Source, A: Count> Run<R, A> {
         self.notify(why, class, action, Reached::Nothing, None);
     }
 
+    /// The call waits `wait` for `upstream`'s pacer, a slot of its key reserved: told as a
+    /// notice.
+    pub(crate) fn upstream_paced(
+        &self,
+        why: &dyn fmt::Display,
+        upstream: &'static str,
+        wait: Duration,
+    ) {
+        let class = Class::RateLimited {
+            retry_after: Some(wait),
+        };
+        self.notify(
+            why,
+            class,
+            Action::Paced { upstream, wait },
+            Reached::Nothing,
+            None,
+        );
+    }
+
     /// The wait for the upstream starts: counted as waiting in the call's turn.
     pub(crate) fn upstream_wait_started(&mut self, wait: Duration) {
         let now = self.source.clock().now();
@@ -110,7 +132,7 @@ impl<R: Source, A: Count> Run<R, A> {
     pub(crate) fn upstream_waited(
         &mut self,
         upstream: &'static Upstream,
-        gated: bool,
+        kind: &'static str,
         lasted: Duration,
         counted: Duration,
     ) {
@@ -118,7 +140,7 @@ impl<R: Source, A: Count> Run<R, A> {
             flight.upstream_wait_ended(lasted);
         }
         self.add_waited(counted);
-        meter::upstream(upstream.name(), UpstreamSeries::Waited { gated, lasted });
+        meter::upstream(upstream.name(), UpstreamSeries::Waited { kind, lasted });
     }
 
     /// The call moves from the upstream `from` to `to` after a `class` failure, at once, with

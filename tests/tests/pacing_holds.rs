@@ -1,0 +1,172 @@
+//! A pacer's wait is a hold like any other, against a provider of our own counting on the
+//! server: bounded by the turn (a wait past it ends the call at once, never sent), told as a
+//! notice, recorded by a testing scope; and a waiting call dropped gives its slot back.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::notice::Action;
+use retry_runtime::turn::TurnOutcome;
+use retry_runtime::{
+    Class, Classify, PausedBy, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused, testing,
+};
+use retry_tests::provider::{HeaderForm, Key, Provider};
+
+#[derive(Debug, thiserror::Error)]
+enum CallFailed {
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error(transparent)]
+    Transport(#[from] reqwest::Error),
+    #[error(transparent)]
+    Paused(#[from] UpstreamPaused),
+}
+
+impl Classify for CallFailed {
+    fn classify(&self) -> Class {
+        match self {
+            CallFailed::Http(error) => error.classify(),
+            CallFailed::Transport(error) => error.classify(),
+            CallFailed::Paused(paused) => paused.classify(),
+        }
+    }
+}
+
+/// A key of `rate` requests a second and a burst of one, in OpenAI's form.
+async fn one_at_a_time(rate: f64) -> Provider {
+    Provider::start(Key {
+        requests_per_second: rate,
+        request_burst: 1.0,
+        tokens: None,
+        form: HeaderForm::OpenAi,
+        retry_after: Some(Duration::from_secs(1)),
+        latency: Duration::ZERO,
+    })
+    .await
+}
+
+async fn call(
+    upstream: &'static Upstream,
+    http: &reqwest::Client,
+    url: &str,
+) -> Result<String, retry_runtime::GaveUp<CallFailed>> {
+    Retry::new(&Policy::AVAILABILITY)
+        .upstream(upstream)
+        .run(async |_| {
+            let response = http.post(url).send().await?;
+            Ok(response.check_status().await?.text().await?)
+        })
+        .await
+}
+
+static PAST_TURN: Upstream = Upstream::new("past-the-turn");
+
+/// The key's one slot is spent and the next comes in a second: a call in a turn of 200 ms
+/// ends at once (`Budget`, undetermined), and the server never sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pacing_wait_past_the_turn_ends_the_call_at_once() {
+    let provider = one_at_a_time(1.0).await;
+    let http = reqwest::Client::new();
+    call(&PAST_TURN, &http, &provider.url())
+        .await
+        .expect("the key's one slot");
+    let (outcome, _) = Turn::new(Duration::from_millis(200))
+        .run(call(&PAST_TURN, &http, &provider.url()))
+        .await;
+    let TurnOutcome::Finished(Err(gave_up)) = outcome else {
+        panic!("the call ends itself, before the turn: {outcome:?}");
+    };
+    assert!(
+        matches!(gave_up.reason(), StopReason::Budget { .. }),
+        "{gave_up:?}"
+    );
+    assert!(gave_up.is_undetermined());
+    let CallFailed::Paused(paused) = gave_up.error() else {
+        panic!("{gave_up:?}");
+    };
+    assert_eq!(paused.reason(), PausedBy::Paced);
+    assert_eq!(provider.seen().requests, 1, "never sent");
+}
+
+static DROPPED: Upstream = Upstream::new("dropped-waiter");
+
+/// The waits the notices announce for `upstream`'s pacer, while `run` runs in a turn.
+async fn paced_waits<F: std::future::Future>(run: F) -> (F::Output, Vec<Duration>) {
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&waits);
+    let turn = Turn::new(Duration::from_secs(60)).on_notice(move |notice| {
+        if let Some(Action::Paced { wait, .. }) = notice.retry().map(|event| event.action) {
+            sink.lock().unwrap().push(wait);
+        }
+    });
+    let (outcome, _) = turn.run(run).await;
+    let TurnOutcome::Finished(output) = outcome else {
+        panic!("the turn ended first");
+    };
+    let waits = waits.lock().unwrap().clone();
+    (output, waits)
+}
+
+/// A key of 2 a second, its one slot spent: a call waits for the next (reserved, 500 ms on)
+/// and is dropped; the next call's wait is for that same slot, not the one after it (which a
+/// slot kept by the dropped call would make about 1 s). The server sees two requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_waiting_call_gives_its_slot_back() {
+    let provider = one_at_a_time(2.0).await;
+    let http = reqwest::Client::new();
+    let url = provider.url();
+    call(&DROPPED, &http, &url)
+        .await
+        .expect("the key's one slot");
+    let waiting = tokio::time::timeout(
+        Duration::from_millis(50),
+        paced_waits(call(&DROPPED, &http, &url)),
+    );
+    assert!(waiting.await.is_err(), "dropped while it waits");
+    let (next, waits) = paced_waits(call(&DROPPED, &http, &provider.url())).await;
+    next.expect("the slot the dropped call gave back");
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!(waits[0] <= Duration::from_millis(500), "{waits:?}");
+    assert_eq!(provider.seen().requests, 2);
+    assert_eq!(provider.seen().refused, 0);
+}
+
+static SCOPED: Upstream = Upstream::new("scoped-pacer");
+
+/// In a testing scope, a pacing wait is recorded, not slept, and the scope's clock moves on by
+/// it: the call goes at its slot on that clock, and the notice says the wait in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_testing_scope_records_a_pacing_wait() {
+    let provider = one_at_a_time(1.0).await;
+    let http = reqwest::Client::new();
+    let said = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&said);
+    let turn = Turn::new(Duration::from_secs(60)).on_notice(move |notice| {
+        if let Some(event) = notice.retry() {
+            sink.lock().unwrap().push(event.to_string());
+        }
+    });
+    let ((outcome, _), recorded) = testing::scope(turn.run(async {
+        call(&SCOPED, &http, &provider.url())
+            .await
+            .expect("the key's one slot");
+        // The scope's clock skips the wait: this call is sent at once, and refused.
+        call(&SCOPED, &http, &provider.url()).await
+    }))
+    .await;
+    let TurnOutcome::Finished(_) = outcome else {
+        panic!("the turn ended first");
+    };
+    let waits = recorded.waits();
+    assert!(!waits.is_empty(), "{waits:?}");
+    assert!(
+        waits[0] > Duration::from_millis(500) && waits[0] <= Duration::from_secs(1),
+        "{waits:?}"
+    );
+    let said = said.lock().unwrap();
+    assert!(
+        said[0].starts_with("scoped-pacer's rate limit: waiting "),
+        "{said:?}"
+    );
+}
