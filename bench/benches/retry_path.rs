@@ -80,6 +80,7 @@ fn median(runs: &[Duration]) -> f64 {
 
 fn main() {
     share_with_a_fleet();
+    heard_a_roomy_key();
     let paused = paused_runtime();
     let real = real_runtime();
     let mut contenders = [
@@ -172,6 +173,14 @@ fn main() {
             false,
             explicit_same_error,
             explicit_same_error_parked
+        ),
+        contender!(
+            &paused,
+            &real,
+            "`#[retry]` on an upstream that paces, capacity to spare",
+            false,
+            annotated_paced,
+            annotated_upstream_parked
         ),
     ];
     // One read of one contender, for an instruction count:

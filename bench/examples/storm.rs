@@ -5,7 +5,9 @@
 //! jitter, with and without a shared AWS-standard quota; then many calls on one upstream; then
 //! a primary outage with a secondary to fall back to, by hand and across the two; then 1,000
 //! clients over 1, 4, 16 and 64 processes, each process's upstream its own or shared through
-//! the fleet store (its in-memory fake).
+//! the fleet store (its in-memory fake). With `--pacing-svg PATH`, it draws the picture of the
+//! guide's pacing chapter instead: `cargo run --release -p retry-bench --example storm --
+//! --pacing-svg retry-runtime/src/guide/pacing.svg`.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,13 @@ use retry_bench::storm::{Fallback, Storm, simulate, simulate_fallback, simulate_
 use retry_runtime::{Jitter, Policy};
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--pacing-svg") {
+        let path = args.get(at + 1).map_or("bench/pacing.svg", String::as_str);
+        pacing_svg(path).expect("the picture is drawn");
+        println!("drew {path}");
+        return;
+    }
     println!(
         "| clients | jitter | quota | attempts per call in the outage | peak attempts/s | backlog cleared after recovery |"
     );
@@ -138,4 +147,70 @@ fn main() {
         }
     }
     eprintln!("simulated in {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// `--pacing-svg PATH`: the picture of [`retry_bench::pacing`], requests and refusals per
+/// 100 ms for each way of sharing the key.
+fn pacing_svg(path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    use retry_bench::pacing::{Pacing, simulate_pacing};
+    let modes = [Pacing::Alone, Pacing::SharedPause, Pacing::Paced];
+    let runs: Vec<_> = modes
+        .iter()
+        .map(|mode| (*mode, simulate_pacing(*mode)))
+        .collect();
+    let slots = runs
+        .iter()
+        .map(|(_, seen)| seen.per_100ms.len())
+        .max()
+        .unwrap_or(1);
+    let top = runs
+        .iter()
+        .flat_map(|(_, seen)| seen.per_100ms.iter().map(|(requests, _)| *requests))
+        .max()
+        .unwrap_or(1);
+    let root = SVGBackend::new(path, (900, 660)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let panels = root.split_evenly((3, 1));
+    for ((mode, seen), panel) in runs.iter().zip(panels.iter()) {
+        let caption = format!(
+            "{}: {} requests, {} refused, {} calls failed",
+            mode.name(),
+            seen.requests(),
+            seen.refused(),
+            seen.failed
+        );
+        let mut chart = ChartBuilder::on(panel)
+            .caption(caption, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0f64..slots as f64 / 10.0, 0u32..top + 1)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("per 100 ms")
+            .draw()?;
+        let line = |pick: fn(&(u32, u32)) -> u32| {
+            seen.per_100ms
+                .iter()
+                .enumerate()
+                .map(move |(slot, counts)| (slot as f64 / 10.0, pick(counts)))
+        };
+        chart
+            .draw_series(LineSeries::new(line(|(requests, _)| *requests), &BLUE))?
+            .label("requests")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
+        chart
+            .draw_series(LineSeries::new(line(|(_, refused)| *refused), &RED))?
+            .label("refused (429)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
 }

@@ -4,4 +4,8 @@
 //! - [`storm`]: a retry storm in virtual time; print its table with
 //!   `cargo run --release -p retry-bench --example storm`.
 
+//! - [`pacing`]: 120 callers at twice a key's limit, alone, sharing its pause, and paced; its
+//!   picture with `cargo run --release -p retry-bench --example storm -- --pacing-svg PATH`.
+
+pub mod pacing;
 pub mod storm;

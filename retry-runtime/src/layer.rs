@@ -136,19 +136,27 @@ pub(crate) trait Sender<Rq> {
 
     /// Send `request`, the `resend`th resend of the call (`None`: its first send).
     fn send(&mut self, request: Rq, resend: Option<ResendCount>) -> Self::Future;
+
+    /// What `request` costs of a paced key's tokens, read from its body where it can be.
+    fn tokens(&self, request: &Rq) -> u32 {
+        let _ = request;
+        0
+    }
 }
 
 /// A [`Sender`] of two functions: the middleware's.
 #[cfg(feature = "reqwest-middleware")]
-pub(crate) struct FnSender<Cp, Sd> {
+pub(crate) struct FnSender<Cp, Sd, Tk> {
     pub(crate) copy: Cp,
     pub(crate) send: Sd,
+    pub(crate) tokens: Tk,
 }
 
 #[cfg(feature = "reqwest-middleware")]
-impl<Rq, Cp, Sd, Fut, Rs, E> Sender<Rq> for FnSender<Cp, Sd>
+impl<Rq, Cp, Sd, Tk, Fut, Rs, E> Sender<Rq> for FnSender<Cp, Sd, Tk>
 where
     Cp: FnMut(&Rq) -> Option<Rq>,
+    Tk: Fn(&Rq) -> u32,
     Sd: FnMut(Rq, Option<ResendCount>) -> Fut,
     Fut: Future<Output = Result<Rs, E>>,
     Rs: Reply,
@@ -164,6 +172,10 @@ where
 
     fn send(&mut self, request: Rq, resend: Option<ResendCount>) -> Fut {
         (self.send)(request, resend)
+    }
+
+    fn tokens(&self, request: &Rq) -> u32 {
+        (self.tokens)(request)
     }
 }
 
@@ -349,7 +361,11 @@ where
             match Ticket::at_once_for(upstream, self.run.attempts() > 0) {
                 Some(ticket) => *self.ticket = Some(ticket),
                 None => {
-                    let admitting = Admitting::new(upstream);
+                    let tokens = self
+                        .next
+                        .as_ref()
+                        .map_or(0, |next| self.sender.tokens(next));
+                    let admitting = Admitting::new(upstream).costing(tokens);
                     self.step.set(Step::Admitting { admitting });
                     return;
                 }

@@ -193,6 +193,12 @@ where
                 FnSender {
                     copy: reqwest::Request::try_clone,
                     send,
+                    // An OpenAI or Anthropic JSON body says what the call costs in tokens.
+                    tokens: |request: &reqwest::Request| {
+                        let body = request.body().and_then(reqwest::Body::as_bytes);
+                        let tokens = body.and_then(crate::http::tokens_of).unwrap_or(0);
+                        u32::try_from(tokens).unwrap_or(u32::MAX)
+                    },
                 },
             )
             .await;

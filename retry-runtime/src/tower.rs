@@ -106,6 +106,14 @@ pub trait CloneRequest<Request> {
     fn mark_resend(&self, request: &mut Request, count: ResendCount) {
         let _ = (request, count);
     }
+
+    /// What `request` costs of a paced key's tokens (its `max_tokens` and its prompt, say:
+    /// [`tokens_of`](crate::http::tokens_of) reads them from a JSON body). By default, none:
+    /// only its request is paced.
+    fn tokens(&self, request: &Request) -> u32 {
+        let _ = request;
+        0
+    }
 }
 
 /// Each attempt sends a `clone()` of the request: the default.
@@ -467,6 +475,10 @@ where
 
     fn copy(&mut self, request: &Request) -> Option<Request> {
         self.requests.clone_request(request)
+    }
+
+    fn tokens(&self, request: &Request) -> u32 {
+        self.requests.tokens(request)
     }
 
     fn send(&mut self, mut request: Request, resend: Option<ResendCount>) -> Readied<S, Request> {

@@ -38,6 +38,7 @@ fn key() -> Key {
 /// now; `step` runs on a thread `at` from now. What the provider saw, and each worker's report.
 async fn paced_fleet(
     redis: &str,
+    upstreams: u32,
     calls: u32,
     every: Duration,
     at: Duration,
@@ -51,6 +52,7 @@ async fn paced_fleet(
             Command::new(env!("CARGO_BIN_EXE_pace_worker"))
                 .env("PACE_PROVIDER", provider.url())
                 .env("PACE_REDIS", redis)
+                .env("PACE_UPSTREAMS", upstreams.to_string())
                 .env("PACE_START_MS", start.as_millis().to_string())
                 .env("PACE_INDEX", index.to_string())
                 .env("PACE_WORKERS", WORKERS.to_string())
@@ -100,22 +102,44 @@ fn failed(report: &str) -> u32 {
         .expect("a count")
 }
 
-/// 120 calls at 20 a second across four processes, twice the key's limit: at most four
-/// refusals (each process, before it has heard the key), the key kept busy, no call failed.
+/// 120 calls at 20 a second across four processes, twice the key's limit, each process
+/// sharing 1, 4 or 16 upstreams: at most four refusals (each process, before it has heard the
+/// key), the key kept busy, no call failed; and Redis's load while paced, counted with
+/// `INFO commandstats`, the same whatever the number of upstreams (the members counted once a
+/// second, one script).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_processes_pace_one_key_through_redis() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let redis = RedisServer::start();
-    let every = Duration::from_millis(50);
-    let (seen, reports) = paced_fleet(&redis.url(), 30, every, Duration::ZERO, || {}).await;
-    eprintln!("paced fleet: {reports:?} {}", summary(&seen));
-    assert!(
-        reports.iter().all(|report| failed(report) == 0),
-        "{reports:?}"
-    );
-    assert!(seen.refused <= 4, "{}", summary(&seen));
-    let throughput = seen.throughput(&key());
-    assert!(throughput >= 0.85, "{throughput}: {}", summary(&seen));
+    for upstreams in [1, 4, 16] {
+        let redis = Arc::new(RedisServer::start());
+        let every = Duration::from_millis(50);
+        // Counted from the first call on.
+        let counted = Arc::clone(&redis);
+        let reset = move || assert_eq!(counted.command(&["CONFIG", "RESETSTAT"]), "+OK");
+        let began = std::time::Instant::now();
+        let (seen, reports) =
+            paced_fleet(&redis.url(), upstreams, 30, every, Duration::ZERO, reset).await;
+        let seconds = began.elapsed().as_secs_f64() - 1.5;
+        let stats = redis.info_commandstats();
+        let commands: u64 = stats
+            .iter()
+            .filter(|(name, _)| name != "config|resetstat")
+            .map(|(_, n)| n)
+            .sum();
+        let per_process = commands as f64 / seconds / f64::from(WORKERS);
+        eprintln!(
+            "paced fleet, {upstreams} upstreams: {reports:?} {}; Redis {per_process:.1} commands a second each: {stats:?}",
+            summary(&seen)
+        );
+        assert!(
+            reports.iter().all(|report| failed(report) == 0),
+            "{reports:?}"
+        );
+        assert!(seen.refused <= 4, "{}", summary(&seen));
+        let throughput = seen.throughput(&key());
+        assert!(throughput >= 0.85, "{throughput}: {}", summary(&seen));
+        assert!(per_process <= 10.0, "{upstreams} upstreams: {stats:?}");
+    }
 }
 
 /// Redis paused for 3 s, then killed, mid-run: the processes pace on what they last knew
@@ -133,7 +157,7 @@ async fn redis_paused_then_killed_mid_run_fails_no_paced_call() {
         chaos.lock().unwrap().kill();
     };
     let every = Duration::from_millis(50);
-    let (seen, reports) = paced_fleet(&url, 30, every, Duration::from_secs(1), step).await;
+    let (seen, reports) = paced_fleet(&url, 1, 30, every, Duration::from_secs(1), step).await;
     eprintln!(
         "Redis paused and killed mid-run: {reports:?} {}",
         summary(&seen)

@@ -170,3 +170,45 @@ async fn a_testing_scope_records_a_pacing_wait() {
         "{said:?}"
     );
 }
+
+static SCRIPTED: Upstream = Upstream::new("scripted");
+static SCRIPTED_ANTHROPIC: Upstream = Upstream::new("scripted-anthropic");
+
+/// A fault script says the key's limits in each provider's form, and the pacer reads them:
+/// after an answer that says none of 10 is left until 2 s on, the next call waits for the
+/// next slot (recorded by the scope, not slept), and the server saw each call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_scripts_limits_in_each_form_pace_the_next_call() {
+    use retry_runtime::testing::{Act, FaultServer, Script};
+    for (upstream, first) in [
+        (
+            &SCRIPTED,
+            Act::ok("one").with_openai_limits(10, 0, Duration::from_secs(2)),
+        ),
+        (
+            &SCRIPTED_ANTHROPIC,
+            Act::ok("one").with_anthropic_limits(10, 0, Duration::from_secs(2)),
+        ),
+    ] {
+        let server = FaultServer::start(Script::new([first, Act::ok("two")]))
+            .await
+            .expect("a fault server");
+        let http = reqwest::Client::new();
+        let ((one, two), recorded) = testing::scope(async {
+            let one = call(upstream, &http, &server.url()).await;
+            let two = call(upstream, &http, &server.url()).await;
+            (one, two)
+        })
+        .await;
+        assert_eq!(one.unwrap(), "one");
+        assert_eq!(two.unwrap(), "two");
+        let waits = recorded.waits();
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        // None of 10 left, whole in 2 s: 5 a second, the next slot a fifth of a second on.
+        assert!(
+            waits[0] > Duration::from_millis(150) && waits[0] <= Duration::from_millis(200),
+            "{waits:?}"
+        );
+        assert_eq!(server.script().requests(), 2);
+    }
+}

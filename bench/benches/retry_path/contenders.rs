@@ -225,6 +225,29 @@ pub(crate) fn explicit_same_error_parked() -> impl Future<Output = Result<u64, G
     Retry::new(&PARKED).run(async |_| Ok(op().await?))
 }
 
+/// An upstream whose pacer heard its key's limits, with room to spare: every attempt asks the
+/// pacer, and none waits.
+pub(crate) static PACED_UPSTREAM: retry_runtime::Upstream =
+    retry_runtime::Upstream::new("bench-paced");
+
+#[retry(policy = ZERO, upstream = PACED_UPSTREAM)]
+pub(crate) async fn annotated_paced() -> Result<u64, OnUpstream> {
+    Ok(op().await?)
+}
+
+/// Tell [`PACED_UPSTREAM`] a key of a trillion requests, all left.
+pub(crate) fn heard_a_roomy_key() {
+    let left = retry_runtime::RateLeft {
+        limit: Some(1_000_000_000_000),
+        remaining: 1_000_000_000_000,
+        reset: Some(std::time::Duration::from_secs(1)),
+    };
+    PACED_UPSTREAM.heard_limits(retry_runtime::RateSaid {
+        requests: Some(left),
+        tokens: None,
+    });
+}
+
 /// An upstream shared with a fleet store (`fleet::Fleet`), on the Redis at
 /// `RETRY_BENCH_REDIS` (or none: degraded, which the attempt's path does not see either).
 pub(crate) static FLEET_UPSTREAM: retry_runtime::Upstream =

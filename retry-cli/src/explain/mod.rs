@@ -15,10 +15,10 @@ use std::time::Duration;
 use clap::Args;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use retry_runtime::grpc::{self, Pushback};
-use retry_runtime::http::{HintSource, HttpError, Rule};
+use retry_runtime::http::{HintSource, HttpError, Rule, rate_limits};
 use retry_runtime::ladder::{self, Decision, Failure, Step, Why};
 use retry_runtime::{
-    Class, Classify, Draw, Policy, StopReason, Upstream, UpstreamEffect, Upstreams,
+    Class, Classify, Draw, Policy, RateSaid, StopReason, Upstream, UpstreamEffect, Upstreams,
 };
 
 use crate::error::CliError;
@@ -55,8 +55,15 @@ pub(crate) struct Explain {
     /// The call is on an `Upstream` its retry shares with other calls: say what this response
     /// tells it (a pause of every call on it, an outage failure toward its gate, or an answer
     /// that opens it), from the library's own `Upstream::effect_of`.
+    ///
+    /// With rate-limit headers (OpenAI's `x-ratelimit-*`, Anthropic's
+    /// `anthropic-ratelimit-*`), on a success or a failure, it also says what the key has left
+    /// and how long the next attempt would wait for it, from the upstream's own pacer.
     #[arg(long)]
     upstream: bool,
+    /// With `--upstream`, what the next attempt costs in tokens, for a key's token limit.
+    #[arg(long, default_value_t = 0, requires = "upstream")]
+    tokens: u32,
     /// The call goes across an ordered set of upstreams (`Upstreams`), named in order, like
     /// `--across claude,gpt`: say where its next attempt goes after this response from the one
     /// `--from` names (default: the first), by the library's own `Upstreams::moves`.
@@ -91,7 +98,9 @@ pub(crate) struct Explain {
     /// (`move`: the next attempt goes to `next_upstream` at once, with no wait; `ladder`: every
     /// upstream has failed in this round, so the call waits as above and starts again from the
     /// first; `stays`: a failure that does not move, decided as above; `answered`: a success)
-    /// and `next_upstream` (null unless it moves).
+    /// and `next_upstream` (null unless it moves). With `--upstream` and rate-limit headers,
+    /// also `requests_remaining`, `tokens_remaining` (null where not said) and `pace_wait_ms`
+    /// (what the next attempt waits for the key; null if it costs more than the whole limit).
     #[arg(long)]
     json: bool,
 }
@@ -167,6 +176,9 @@ struct Explanation {
     upstream: Option<UpstreamEffect>,
     /// Where the next attempt goes across an ordered set, with `--across`.
     across: Option<Route>,
+    /// With `--upstream`, what the headers said of the key, and the next attempt's wait for it
+    /// (`None`: it costs more than the whole limit).
+    paced: Option<(RateSaid, Option<Duration>)>,
 }
 
 /// Where the next attempt of a call across an ordered set goes after the response.
@@ -238,7 +250,27 @@ impl Explain {
             .upstream
             .then(|| upstream_effect(answer.class(), &policy));
         let across = self.route(answer.class(), &policy)?;
+        let paced = match &answer {
+            Answer::Http(error) if self.upstream => {
+                rate_limits(error.headers(), std::time::SystemTime::now())
+            }
+            _ => None,
+        }
+        .map(|said| {
+            // By the library's own pacer, on an upstream that heard only these headers.
+            let explained: &'static Upstream = Box::leak(Box::new(Upstream::new("explained")));
+            explained.heard_limits(said);
+            // On whole milliseconds, rounded up, as a timer fires (what passed since the
+            // headers were heard, microseconds, is not the provider's).
+            let whole = |wait: Duration| {
+                Duration::from_millis(
+                    u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
+                )
+            };
+            (said, explained.pace_wait(self.tokens).map(whole))
+        });
         Ok(Explanation {
+            paced,
             answer,
             failed,
             upstream,

@@ -103,6 +103,12 @@ impl Explanation {
             json["upstream_rule"] = serde_json::json!(rule);
             json["upstream_pause_ms"] = serde_json::json!(pause);
         }
+        if let Some((said, wait)) = &self.paced {
+            json["requests_remaining"] =
+                serde_json::json!(said.requests.map(|left| left.remaining));
+            json["tokens_remaining"] = serde_json::json!(said.tokens.map(|left| left.remaining));
+            json["pace_wait_ms"] = serde_json::json!(wait.map(json_ms));
+        }
         if let Some(route) = &self.across {
             json["across_rule"] = serde_json::json!(route.rule);
             json["next_upstream"] = serde_json::json!(route.next);
@@ -122,13 +128,15 @@ impl Explanation {
         let Some(failed) = &self.failed else {
             writeln!(out, "class: none: a success")?;
             writeln!(out, "class decided by: {}", self.success_text())?;
-            return writeln!(
+            writeln!(
                 out,
                 "policy {}, attempt {} of {}: nothing to retry",
                 self.policy.name(),
                 self.attempt,
                 self.policy.attempts()
-            );
+            )?;
+            // A success's headers still tell a paced upstream what the key has left.
+            return self.write_paced(out);
         };
         writeln!(out, "class: {}", failed.class)?;
         writeln!(out, "class decided by: {}", self.class_rule_text())?;
@@ -185,8 +193,40 @@ impl Explanation {
         }
     }
 
+    /// With `--upstream` and rate-limit headers, what the key has left and the next wait.
+    fn write_paced(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let Some((said, wait)) = &self.paced else {
+            return Ok(());
+        };
+        let left = |kind: &str, left: Option<retry_runtime::RateLeft>| {
+            left.map(|left| match left.limit {
+                Some(limit) => format!("{} of {limit} {kind}", left.remaining),
+                None => format!("{} {kind}", left.remaining),
+            })
+        };
+        let said: Vec<String> = [left("requests", said.requests), left("tokens", said.tokens)]
+            .into_iter()
+            .flatten()
+            .collect();
+        let next = match wait {
+            Some(wait) if wait.is_zero() => "the next attempt goes at once".to_owned(),
+            Some(wait) => format!(
+                "the next attempt waits {} s for it",
+                format_wait(*wait, false)
+            ),
+            None => "the next attempt costs more than the whole limit: it fails at once, an answer"
+                .to_owned(),
+        };
+        writeln!(
+            out,
+            "on an upstream: the key has {} left; {next} (rule: upstream_pace)",
+            said.join(" and ")
+        )
+    }
+
     /// With `--upstream`, what the response tells the call's upstream.
     fn write_upstream(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.write_paced(out)?;
         let Some(effect) = self.upstream else {
             return Ok(());
         };

@@ -118,10 +118,10 @@ impl<R> UpstreamRetry<R> {
     /// whole limit fails at once, an answer.
     ///
     /// ```
-    /// use retry_runtime::{Retry, Upstream};
+    /// use retry_runtime::{Policy, Retry, Upstream};
     ///
     /// static MODEL: Upstream = Upstream::new("model");
-    /// let retry = Retry::new().upstream(&MODEL).tokens(1_200);
+    /// let retry = Retry::new(&Policy::AVAILABILITY).upstream(&MODEL).tokens(1_200);
     /// assert_eq!(retry.tokens_per_attempt(), 1_200);
     /// ```
     pub const fn tokens(mut self, tokens: u32) -> Self {

@@ -60,6 +60,14 @@ pub mod fallback {
     #![doc = include_str!("fallback.md")]
 }
 
+#[cfg(any(doc, feature = "reqwest"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod pacing {
+    #![doc = include_str!("pacing.md")]
+    // The picture, inline: an SVG the storm example draws (`--pacing-svg`).
+    #![doc = include_str!("pacing.svg")]
+}
+
 #[cfg(any(doc, feature = "fleet"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
 pub mod fleets {

@@ -83,6 +83,11 @@ impl Bucket {
         }
     }
 
+    /// What it holds at `now` that no waiting call reserved (infinite while unknown).
+    pub(super) fn room(&self, now: Instant) -> f64 {
+        self.level_at(now) - self.reserved
+    }
+
     /// Whether `cost` is more than the whole limit: it could never be sent.
     pub(super) fn exceeds_limit(&self, cost: f64) -> bool {
         self.is_known() && self.limit.is_finite() && cost > self.limit + EPSILON
@@ -108,9 +113,9 @@ impl Bucket {
         }
     }
 
-    /// Take `cost` at `now`.
+    /// Take `cost` at `now` (a negative one gives back).
     pub(super) fn debit(&mut self, now: Instant, cost: f64) {
-        if self.is_known() && cost > 0.0 {
+        if self.is_known() && cost != 0.0 {
             self.level = self.level_at(now) - cost;
             self.at = Some(now);
         }

@@ -32,6 +32,10 @@ pub(crate) struct Pacer {
     /// Sends so far, wrapping: read with no lock by an attempt's wrapper, which hands it back
     /// with the answer's headers.
     sent: AtomicU32,
+    /// Sends the key has room for, granted (and taken from the requests' bucket) under the
+    /// lock: an attempt takes one with no lock and no clock. Only while the key's tokens are
+    /// not paced and no rate is learned.
+    credit: AtomicU32,
     state: Mutex<Paced>,
 }
 
@@ -60,6 +64,8 @@ pub(crate) enum Ask {
     /// The attempt waited for a reservation made earlier, which is given back first and goes
     /// before anyone still waiting.
     Redeem,
+    /// Only say what an attempt would be told: take nothing, reserve nothing.
+    Peek,
 }
 
 /// What the pacer says of an attempt about to be made.
@@ -77,6 +83,7 @@ impl Pacer {
     pub(crate) const fn new() -> Pacer {
         Pacer {
             sent: AtomicU32::new(0),
+            credit: AtomicU32::new(0),
             state: Mutex::new(Paced {
                 requests: Bucket::new(),
                 tokens: Bucket::new(),
@@ -91,6 +98,41 @@ impl Pacer {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Paced> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One send on the credit granted, if any is left: one atomic step.
+    #[inline]
+    pub(crate) fn take_credit(&self) -> bool {
+        let took = self
+            .credit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok();
+        if took {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        took
+    }
+
+    /// Grant again what the key has room for at `now`: half of what is left and not
+    /// reserved, taken from the bucket now. `reported`: the bucket was just set from an
+    /// answer, which knows nothing of the credit left unspent (never sent); otherwise that
+    /// goes back to the bucket first.
+    fn grant(&self, paced: &mut Paced, now: Instant, reported: bool) {
+        let unspent = self.credit.swap(0, Ordering::Relaxed);
+        if !reported {
+            paced.requests.debit(now, -f64::from(unspent));
+        }
+        if !paced.requests.is_known() || paced.tokens.is_known() || paced.learner.is_on() {
+            return;
+        }
+        let room = paced.requests.room(now);
+        let grant = (room / 2.0).floor().clamp(0.0, 1_024.0);
+        if grant >= 1.0 {
+            paced.requests.debit(now, grant);
+            self.credit.store(grant as u32, Ordering::Relaxed);
+        }
     }
 
     /// Sends so far: what an attempt's wrapper keeps, to hand back with its answer.
@@ -120,6 +162,9 @@ impl Pacer {
         .into_iter()
         .max()
         .unwrap_or(Duration::ZERO);
+        if wait.is_zero() && ask == Ask::Peek {
+            return Paces::Go;
+        }
         if wait.is_zero() {
             paced.requests.debit(now, 1.0);
             paced.tokens.debit(now, tokens);
@@ -128,10 +173,11 @@ impl Pacer {
             let seq = self.sent.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
             let at = paced.sent_tokens;
             paced.tokens_at[seq as usize % KEPT] = at;
+            self.grant(&mut paced, now, false);
             return Paces::Go;
         }
         let until = crate::upstream::later(now, wait);
-        if ask == Ask::Try {
+        if matches!(ask, Ask::Try | Ask::Peek) {
             return Paces::Wait(until);
         }
         paced.requests.reserve(1.0);
@@ -174,6 +220,7 @@ impl Pacer {
         }
         // The headers are the truth: a rate learned from refusals gives way to them.
         paced.learner.off();
+        self.grant(&mut paced, now, true);
         !was_on && !said.is_empty()
     }
 
@@ -190,7 +237,10 @@ impl Pacer {
         if paced.requests.is_known() || paced.tokens.is_known() {
             return false;
         }
-        paced.learner.throttled(now)
+        let was_off = paced.learner.throttled(now);
+        // A learned rate is one send at a time: no credit.
+        self.grant(&mut paced, now, false);
+        was_off
     }
 
     /// An attempt succeeded at `now`: a learned rate climbs back.
@@ -300,6 +350,23 @@ mod tests {
         assert!(matches!(pacer.take(now, 0, Ask::Reserve), Paces::Wait(_)));
         // The answer to the first send again (late, reordered): not applied.
         assert!(!pacer.said(requests(10, 9, 100), 0, now));
+    }
+
+    /// A roomy key grants credit: half of what is left goes with no lock, then the lock's
+    /// path grants again from what is left; never more than the key has.
+    #[test]
+    fn credit_is_half_of_the_room_and_never_more_than_the_key_has() {
+        let pacer = Pacer::new();
+        let now = Instant::now();
+        pacer.said(requests(100, 100, 1_000), 0, now);
+        let on_credit = (0..100).take_while(|_| pacer.take_credit()).count();
+        assert_eq!(on_credit, 50);
+        let mut sent = on_credit;
+        while pacer.take(now, 0, Ask::Reserve) == Paces::Go {
+            sent += 1 + (0..100).take_while(|_| pacer.take_credit()).count();
+        }
+        assert_eq!(sent, 100, "the key's hundred, and not one more");
+        assert_eq!(pacer.sent(), 100);
     }
 
     /// Tokens: a call costs its tokens and waits for them; one larger than the limit never goes.

@@ -102,6 +102,8 @@ mod fault_layer;
 #[cfg(feature = "reqwest-middleware")]
 mod fault_middleware;
 #[cfg(feature = "http")]
+mod limits;
+#[cfg(feature = "http")]
 mod script;
 #[cfg(feature = "test-server")]
 mod server;

@@ -6,6 +6,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use super::Upstream;
 use crate::pace::RateSaid;
@@ -70,6 +71,35 @@ impl Upstream {
             _ => self.pace_sent(),
         };
         self.said(Some(said), seq);
+    }
+}
+
+impl Upstream {
+    /// How long an attempt of `tokens` would wait for the key now, as the upstream's pacer
+    /// holds it (nothing reserved): zero where it would go at once or nothing paces it;
+    /// `None` where it costs more than the key's whole limit and could never be sent.
+    /// `backoff explain --upstream` says it of a response's headers.
+    ///
+    /// ```
+    /// use retry_runtime::{RateLeft, RateSaid, Upstream};
+    /// use std::time::Duration;
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// assert_eq!(MODEL.pace_wait(0), Some(Duration::ZERO));
+    /// let left = RateLeft { limit: Some(10), remaining: 0, reset: Some(Duration::from_secs(1)) };
+    /// MODEL.heard_limits(RateSaid { requests: Some(left), tokens: None });
+    /// let wait = MODEL.pace_wait(0).unwrap();
+    /// assert!(wait > Duration::from_millis(90) && wait <= Duration::from_millis(100));
+    /// # MODEL.reset();
+    /// ```
+    pub fn pace_wait(&self, tokens: u32) -> Option<Duration> {
+        use crate::clock::{Clock, TokioClock};
+        let now = TokioClock.now();
+        match self.pacer().take(now, tokens, crate::pace::Ask::Peek) {
+            crate::pace::Paces::Go => Some(Duration::ZERO),
+            crate::pace::Paces::Wait(until) => Some(until.saturating_duration_since(now)),
+            crate::pace::Paces::Never => None,
+        }
     }
 }
 

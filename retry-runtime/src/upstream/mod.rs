@@ -544,7 +544,19 @@ impl Upstream {
     #[inline]
     pub(crate) fn quiet(&self) -> Option<u32> {
         let seen = self.live().word.load(Ordering::Acquire);
-        (seen & (PAUSED | GATED | PACED) == 0).then_some(seen)
+        if seen & (PAUSED | GATED | PACED) == 0 {
+            return Some(seen);
+        }
+        self.on_credit(seen)
+    }
+
+    /// A paced upstream with nothing else to say admits an attempt at once on its pacer's
+    /// credit (one atomic step, no lock, no clock), its word then saying nothing of the pacer:
+    /// the send is counted, and nothing is told after.
+    #[inline(never)]
+    fn on_credit(&self, seen: u32) -> Option<u32> {
+        (seen & (PAUSED | GATED | PACED) == PACED && self.live().pacer.take_credit())
+            .then_some(seen & !PACED)
     }
 
     /// [`quiet`](Self::quiet), and no fleet's retry budget to count the attempt toward: the
@@ -562,6 +574,8 @@ impl Upstream {
         let seen = self.live().word.load(Ordering::Acquire);
         if seen & !COUNTING == 0 {
             Ok(seen)
+        } else if seen & !COUNTING == PACED {
+            self.on_credit(seen).ok_or(seen)
         } else {
             Err(seen)
         }

@@ -260,6 +260,11 @@ impl Upstream {
         }
     }
 
+    /// The upstream's pacer.
+    pub(crate) fn pacer(&self) -> &crate::pace::Pacer {
+        &self.live().pacer
+    }
+
     /// A waiting attempt gives back the slot of `tokens` its pacer reserved.
     pub(crate) fn pace_release(&self, tokens: u32) {
         self.live().pacer.release(tokens);

@@ -74,11 +74,12 @@ async fn main() {
     let redis = env("PACE_REDIS");
     let fleet = Fleet::connect(&redis, FleetConfig::new("pace-test")).expect("a fleet");
     fleet.share(&KEY);
+    let upstreams: usize =
+        std::env::var("PACE_UPSTREAMS").map_or(1, |n| n.parse().expect("a count"));
+    for upstream in IDLE.iter().take(upstreams.saturating_sub(1)) {
+        fleet.share(upstream);
+    }
     if let Ok(idle) = std::env::var("PACE_IDLE_MS") {
-        let upstreams: usize = env("PACE_UPSTREAMS").parse().expect("a count");
-        for upstream in IDLE.iter().take(upstreams.saturating_sub(1)) {
-            fleet.share(upstream);
-        }
         tokio::time::sleep(Duration::from_millis(idle.parse().expect("a time"))).await;
         println!("ok 0 gave_up 0");
         return;
