@@ -1645,3 +1645,46 @@ fn explain_across_upstreams_says_where_the_next_attempt_goes() {
     assert!(!wrong.status.success());
     assert!(stderr(&wrong).contains("`--from x` is not in `--across claude,gpt`"));
 }
+
+/// With `--upstream`, a response's rate-limit headers (a success's too) say what the key has
+/// left and what the next attempt waits for it, by the library's own pacer
+/// (`Upstream::pace_wait`): none of 10 left, whole in 1 s, is a tenth of a second; a call of
+/// more tokens than the whole limit fails at once.
+#[test]
+fn explain_upstream_reads_the_rate_limit_headers() {
+    let none_left = [
+        "explain",
+        "--status",
+        "200",
+        "--header",
+        "x-ratelimit-limit-requests: 10",
+        "--header",
+        "x-ratelimit-remaining-requests: 0",
+        "--header",
+        "x-ratelimit-reset-requests: 1s",
+        "--upstream",
+    ];
+    let said = json(&backoff(&[&none_left[..], &["--json"]].concat()));
+    assert_eq!(said["requests_remaining"], 0);
+    assert_eq!(said["pace_wait_ms"], 100);
+    let text = stdout(&backoff(&none_left));
+    assert!(
+        text.contains("on an upstream: the key has 0 of 10 requests left; the next attempt waits 0.100 s for it (rule: upstream_pace)"),
+        "{text}"
+    );
+    let too_large = json(&backoff(&[
+        "explain",
+        "--status",
+        "429",
+        "--header",
+        "anthropic-ratelimit-tokens-limit: 1000",
+        "--header",
+        "anthropic-ratelimit-tokens-remaining: 1000",
+        "--upstream",
+        "--tokens",
+        "5000",
+        "--json",
+    ]));
+    assert_eq!(too_large["tokens_remaining"], 1000);
+    assert!(too_large["pace_wait_ms"].is_null(), "{too_large}");
+}

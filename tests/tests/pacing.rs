@@ -6,29 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use retry_runtime::http::{HttpError, ResponseExt};
-use retry_runtime::{Class, Classify, PausedBy, Upstream, UpstreamPaused, retry};
+use retry_runtime::http::ResponseExt;
+use retry_runtime::{Class, Classify, PausedBy, Upstream, retry};
 use retry_tests::provider::{HeaderForm, Key, Provider};
-
-#[derive(Debug, thiserror::Error)]
-enum CallFailed {
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Transport(#[from] reqwest::Error),
-    #[error(transparent)]
-    Paused(#[from] UpstreamPaused),
-}
-
-impl Classify for CallFailed {
-    fn classify(&self) -> Class {
-        match self {
-            CallFailed::Http(error) => error.classify(),
-            CallFailed::Transport(error) => error.classify(),
-            CallFailed::Paused(paused) => paused.classify(),
-        }
-    }
-}
+use retry_tests::upstream_headline::ModelError;
 
 /// A key of 10 requests a second, a burst of 5.
 fn key(form: HeaderForm) -> Key {
@@ -63,7 +44,7 @@ where
 static OPENAI: Upstream = Upstream::new("openai-key");
 
 #[retry(policy = "availability", attempts = 12, upstream = OPENAI)]
-async fn on_openai(http: &reqwest::Client, url: &str) -> Result<String, CallFailed> {
+async fn on_openai(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
     let response = http.post(url).body("{\"max_tokens\":1}").send().await?;
     Ok(response.check_status().await?.text().await?)
 }
@@ -91,7 +72,7 @@ async fn openai_headers_pace_calls_to_the_keys_limit() {
 static ANTHROPIC: Upstream = Upstream::new("anthropic-key");
 
 #[retry(policy = "availability", attempts = 12, upstream = ANTHROPIC)]
-async fn on_anthropic(http: &reqwest::Client, url: &str) -> Result<String, CallFailed> {
+async fn on_anthropic(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
     let response = http.post(url).body("{\"max_tokens\":1}").send().await?;
     Ok(response.check_status().await?.text().await?)
 }
@@ -124,7 +105,7 @@ async fn with_tokens(
     http: &reqwest::Client,
     url: &str,
     max_tokens: u32,
-) -> Result<String, CallFailed> {
+) -> Result<String, ModelError> {
     let body = format!("{{\"max_tokens\":{max_tokens}}}");
     let response = http.post(url).body(body).send().await?;
     Ok(response.check_status().await?.text().await?)
@@ -180,7 +161,7 @@ async fn a_call_larger_than_the_limit_fails_at_once_as_an_answer() {
         .unwrap_err();
     assert_eq!(provider.seen().requests, before, "never sent");
     assert_eq!(failed.classify(), Class::Definitive);
-    let CallFailed::Paused(paused) = &failed else {
+    let ModelError::Paused(paused) = &failed else {
         panic!("{failed:?}");
     };
     assert_eq!(paused.reason(), PausedBy::OverLimit);
@@ -192,7 +173,7 @@ async fn a_call_larger_than_the_limit_fails_at_once_as_an_answer() {
 static SILENT: Upstream = Upstream::new("silent-key");
 
 #[retry(policy = "availability", attempts = 12, upstream = SILENT)]
-async fn on_silent(http: &reqwest::Client, url: &str) -> Result<String, CallFailed> {
+async fn on_silent(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
     let response = http.post(url).body("{\"max_tokens\":1}").send().await?;
     Ok(response.check_status().await?.text().await?)
 }

@@ -10,29 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use retry_runtime::http::{HttpError, ResponseExt};
-use retry_runtime::{Class, Classify, Policy, Retry, Upstream, UpstreamPaused};
+use retry_runtime::http::ResponseExt;
+use retry_runtime::{Policy, Retry, Upstream};
 use retry_tests::provider::{HeaderForm, Key, Provider, Seen};
-
-#[derive(Debug, thiserror::Error)]
-enum CallFailed {
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Transport(#[from] reqwest::Error),
-    #[error(transparent)]
-    Paused(#[from] UpstreamPaused),
-}
-
-impl Classify for CallFailed {
-    fn classify(&self) -> Class {
-        match self {
-            CallFailed::Http(error) => error.classify(),
-            CallFailed::Transport(error) => error.classify(),
-            CallFailed::Paused(paused) => paused.classify(),
-        }
-    }
-}
+use retry_tests::upstream_headline::ModelError;
 
 fn key(form: HeaderForm, retry_after: bool) -> Key {
     Key {
@@ -57,7 +38,7 @@ async fn one(
         let (http, url, body) = (http.clone(), url.clone(), body.clone());
         async move {
             let response = http.post(&url).body(body).send().await?;
-            Ok::<_, CallFailed>(response.check_status().await?.text().await?)
+            Ok::<_, ModelError>(response.check_status().await?.text().await?)
         }
     };
     let retry = Retry::new(&Policy::AVAILABILITY);

@@ -5,33 +5,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use retry_runtime::http::{HttpError, ResponseExt};
+use retry_runtime::http::ResponseExt;
 use retry_runtime::notice::Action;
 use retry_runtime::turn::TurnOutcome;
-use retry_runtime::{
-    Class, Classify, PausedBy, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused, testing,
-};
+use retry_runtime::{PausedBy, Policy, Retry, StopReason, Turn, Upstream, testing};
 use retry_tests::provider::{HeaderForm, Key, Provider};
-
-#[derive(Debug, thiserror::Error)]
-enum CallFailed {
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Transport(#[from] reqwest::Error),
-    #[error(transparent)]
-    Paused(#[from] UpstreamPaused),
-}
-
-impl Classify for CallFailed {
-    fn classify(&self) -> Class {
-        match self {
-            CallFailed::Http(error) => error.classify(),
-            CallFailed::Transport(error) => error.classify(),
-            CallFailed::Paused(paused) => paused.classify(),
-        }
-    }
-}
+use retry_tests::upstream_headline::ModelError;
 
 /// A key of `rate` requests a second and a burst of one, in OpenAI's form.
 async fn one_at_a_time(rate: f64) -> Provider {
@@ -50,7 +29,7 @@ async fn call(
     upstream: &'static Upstream,
     http: &reqwest::Client,
     url: &str,
-) -> Result<String, retry_runtime::GaveUp<CallFailed>> {
+) -> Result<String, retry_runtime::GaveUp<ModelError>> {
     Retry::new(&Policy::AVAILABILITY)
         .upstream(upstream)
         .run(async |_| {
@@ -82,7 +61,7 @@ async fn a_pacing_wait_past_the_turn_ends_the_call_at_once() {
         "{gave_up:?}"
     );
     assert!(gave_up.is_undetermined());
-    let CallFailed::Paused(paused) = gave_up.error() else {
+    let ModelError::Paused(paused) = gave_up.error() else {
         panic!("{gave_up:?}");
     };
     assert_eq!(paused.reason(), PausedBy::Paced);

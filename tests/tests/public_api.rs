@@ -66,6 +66,7 @@ mod guide::google_grpc
 mod guide::http
 mod guide::layers
 mod guide::lint
+mod guide::pacing
 mod guide::policies
 mod guide::quota
 mod guide::resume

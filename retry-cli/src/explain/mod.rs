@@ -258,8 +258,9 @@ impl Explain {
         }
         .map(|said| {
             // By the library's own pacer, on an upstream that heard only these headers.
-            let explained: &'static Upstream = Box::leak(Box::new(Upstream::new("explained")));
-            explained.heard_limits(said);
+            static EXPLAINED: Upstream = Upstream::new("explained");
+            EXPLAINED.heard_limits(said);
+            let explained = &EXPLAINED;
             // On whole milliseconds, rounded up, as a timer fires (what passed since the
             // headers were heard, microseconds, is not the provider's).
             let whole = |wait: Duration| {

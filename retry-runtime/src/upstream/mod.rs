@@ -74,6 +74,10 @@ const GATE_WINDOW: Duration = Duration::from_secs(10);
 ///   what its ladder could still wait, its turn or its budget ends (`StopReason::Held`),
 ///   undetermined: outages delay, never fail fast. A probe dropped mid-attempt frees the probe
 ///   at once.
+/// - **The pacer.** Every answer's rate-limit headers (OpenAI's, Anthropic's), a success's
+///   too, tell the upstream what its key has left; each attempt, first tries included, then
+///   waits until the key holds what it costs. A key that says nothing is paced on a rate
+///   learned from its refusals. See [the guide's pacing chapter](crate::guide::pacing).
 ///
 /// ```
 /// use retry_runtime::{testing, Class, Policy, Retry, Upstream, UpstreamPaused};

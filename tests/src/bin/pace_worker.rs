@@ -8,8 +8,9 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use retry_runtime::fleet::{Fleet, FleetConfig};
-use retry_runtime::http::{HttpError, ResponseExt};
-use retry_runtime::{Class, Classify, Upstream, UpstreamPaused, retry};
+use retry_runtime::http::ResponseExt;
+use retry_runtime::{Upstream, retry};
+use retry_tests::upstream_headline::ModelError;
 
 static KEY: Upstream = Upstream::new("paced-key");
 
@@ -33,28 +34,8 @@ static IDLE: [Upstream; 16] = [
     Upstream::new("idle-15"),
 ];
 
-#[derive(Debug, thiserror::Error)]
-enum CallFailed {
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Transport(#[from] reqwest::Error),
-    #[error(transparent)]
-    Paused(#[from] UpstreamPaused),
-}
-
-impl Classify for CallFailed {
-    fn classify(&self) -> Class {
-        match self {
-            CallFailed::Http(error) => error.classify(),
-            CallFailed::Transport(error) => error.classify(),
-            CallFailed::Paused(paused) => paused.classify(),
-        }
-    }
-}
-
 #[retry(policy = "availability", attempts = 12, upstream = KEY)]
-async fn complete(http: &reqwest::Client, url: &str) -> Result<String, CallFailed> {
+async fn complete(http: &reqwest::Client, url: &str) -> Result<String, ModelError> {
     let response = http.post(url).body("{\"max_tokens\":1}").send().await?;
     Ok(response.check_status().await?.text().await?)
 }
