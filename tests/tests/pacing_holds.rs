@@ -191,3 +191,59 @@ async fn a_fault_scripts_limits_in_each_form_pace_the_next_call() {
         assert_eq!(server.script().requests(), 2);
     }
 }
+
+static STREAMED: Upstream = Upstream::new("streamed");
+
+/// A stream's opening response says the key's limits too: after a stream opened on an answer
+/// that says none of 10 is left until 2 s on, the next stream on the upstream waits for the
+/// key's next slot (recorded by the scope), and both deliver their events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streams_opening_response_paces_the_next_stream() {
+    use futures_util::StreamExt;
+    use retry_runtime::http::CallError;
+    use retry_runtime::testing::{Act, FaultServer, Script, ScriptedEvent};
+    // A stream's head says the limits: an answer whose body is the events.
+    let wire: String = ScriptedEvent::numbered(2)
+        .iter()
+        .map(ScriptedEvent::to_wire)
+        .collect();
+    let events = || Act::ok(&wire).with_header("content-type", "text/event-stream");
+    let first = events().with_openai_limits(10, 0, Duration::from_secs(2));
+    let server = FaultServer::start(Script::new([first, events()]))
+        .await
+        .expect("a fault server");
+    let http = reqwest::Client::new();
+    let stream_once = || {
+        let (http, url) = (http.clone(), server.url());
+        async move {
+            let open = |_| {
+                let (http, url) = (http.clone(), url.clone());
+                async move {
+                    let response = http.post(&url).send().await?;
+                    Ok::<_, CallError>(response.check_status().await?.events())
+                }
+            };
+            let stream = Retry::new(&Policy::AVAILABILITY)
+                .upstream(&STREAMED)
+                .stream(open)
+                .commit_when(retry_runtime::sse::is_content);
+            let mut stream = std::pin::pin!(stream);
+            let mut count = 0;
+            while let Some(event) = stream.next().await {
+                event.expect("an event");
+                count += 1;
+            }
+            count
+        }
+    };
+    let ((one, two), recorded) =
+        testing::scope(async { (stream_once().await, stream_once().await) }).await;
+    assert_eq!((one, two), (2, 2));
+    let waits = recorded.waits();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!(
+        waits[0] > Duration::from_millis(150) && waits[0] <= Duration::from_millis(200),
+        "{waits:?}"
+    );
+    assert_eq!(server.script().requests(), 2);
+}
