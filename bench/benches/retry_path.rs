@@ -182,6 +182,14 @@ fn main() {
             annotated_paced,
             annotated_upstream_parked
         ),
+        contender!(
+            &paused,
+            &real,
+            "tokio-retry 0.3, the engine's per-retry work by hand",
+            false,
+            tokio_retry_same_work,
+            tokio_retry_same_work_parked
+        ),
     ];
     // One read of one contender, for an instruction count:
     // `RETRY_PATH_ONCE=2 valgrind --tool=callgrind target/release/deps/retry_path-*`; with

@@ -387,6 +387,39 @@ pub(crate) fn tokio_retry_parked() -> impl Future<Output = Result<u64, io::Error
     tokio_retry_waiting(10_000)
 }
 
+/// tokio-retry doing by hand the per-retry work the engine does (issue 57): its condition
+/// classifies the error, checks the class against the policy's retried set, counts the
+/// attempt, checks the attempt limit and a deadline, and emits one `tracing` event with the
+/// attempt, the wait and the class.
+fn tokio_retry_same_work_waiting(millis: u64) -> impl Future<Output = Result<u64, io::Error>> {
+    use retry_runtime::Classify;
+    use tokio_retry::strategy::FixedInterval;
+    // No budget, as the engine's rows have none: the clock is read only where a deadline is.
+    let deadline: Option<tokio::time::Instant> = black_box(None);
+    let wait = Duration::from_millis(millis);
+    let mut attempt = 0_u32;
+    let condition = move |error: &io::Error| {
+        let class = error.classify();
+        attempt += 1;
+        let retried = ZERO.retries(&class)
+            && attempt < ZERO.attempts()
+            && deadline.is_none_or(|deadline| tokio::time::Instant::now() + wait < deadline);
+        if retried {
+            tracing::info!(target: "retry", attempt, wait_ms = millis, class = class.name(), "retrying");
+        }
+        retried
+    };
+    tokio_retry::RetryIf::start(FixedInterval::from_millis(millis).take(3), op, condition)
+}
+
+pub(crate) fn tokio_retry_same_work() -> impl Future<Output = Result<u64, io::Error>> {
+    tokio_retry_same_work_waiting(0)
+}
+
+pub(crate) fn tokio_retry_same_work_parked() -> impl Future<Output = Result<u64, io::Error>> {
+    tokio_retry_same_work_waiting(10_000)
+}
+
 fn backon_waiting(wait: Duration) -> impl Future<Output = Result<u64, io::Error>> {
     use backon::{ConstantBuilder, Retryable};
     (|| op()).retry(

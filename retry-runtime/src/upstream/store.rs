@@ -242,8 +242,8 @@ impl Upstream {
 
 impl Upstream {
     /// An answer to the send numbered `seq` said this of the key: the pacer takes it, and the
-    /// upstream's word says it paces from the first one on.
-    /// An answer that said nothing of the key is counted, for a rate learned from refusals.
+    /// upstream's word says it paces from the first one on. An answer that said nothing of
+    /// the key is counted, for the rate a key that refuses without saying why is learned at.
     pub(crate) fn said(&self, said: Option<RateSaid>, seq: u32) {
         // On the calls' clock: a testing scope's skipped waits included.
         let now = TokioClock.now();
