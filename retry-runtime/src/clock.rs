@@ -148,3 +148,11 @@ fn jitter_bits() -> u32 {
         ((z ^ (z >> 31)) >> 32) as u32
     })
 }
+
+/// `after` from `now`; a wait with no end (a hint of `Duration::MAX` under an uncapped
+/// `max_pause`, a pacer's rate near zero) ends in about thirty years, tokio's own far future,
+/// rather than overflow.
+pub(crate) fn later(now: Instant, after: Duration) -> Instant {
+    now.checked_add(after)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+}

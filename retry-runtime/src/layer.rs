@@ -484,7 +484,8 @@ where
                     let peek = *peek;
                     let response = ready!(sent.poll(cx))?;
                     if let Some((upstream, seq)) = *heard {
-                        upstream.heard_headers(response.head(), seq);
+                        let now = std::time::SystemTime::now();
+                        upstream.said(crate::http::rate_limits(response.head(), now), seq);
                     }
                     let inspecting = response.inspect_stream(peek);
                     self.set(Exchange::Reading { inspecting });

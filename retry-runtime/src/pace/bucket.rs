@@ -142,7 +142,7 @@ impl Bucket {
         if let Some(rate) = left.rate_per_second() {
             self.rate = rate * share;
         }
-        self.whole_at = left.reset.map(|reset| crate::upstream::later(now, reset));
+        self.whole_at = left.reset.map(|reset| crate::clock::later(now, reset));
         self.at = Some(now);
     }
 }

@@ -176,7 +176,7 @@ impl Pacer {
             self.grant(&mut paced, now, false);
             return Paces::Go;
         }
-        let until = crate::upstream::later(now, wait);
+        let until = crate::clock::later(now, wait);
         if matches!(ask, Ask::Try | Ask::Peek) {
             return Paces::Wait(until);
         }

@@ -636,12 +636,7 @@ impl Upstream {
     }
 }
 
-/// `after` from `now`; a pause with no end (a hint of `Duration::MAX` under an uncapped
-/// `max_pause`) ends in about thirty years, tokio's own far future, rather than overflow.
-pub(crate) fn later(now: Instant, after: Duration) -> Instant {
-    now.checked_add(after)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
-}
+pub(crate) use crate::clock::later;
 
 /// The wait before the gate's next probe after `failed` failed probes: the policy's ladder,
 /// without jitter (one call probes, so nothing to spread).

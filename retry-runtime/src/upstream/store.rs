@@ -276,15 +276,6 @@ impl Upstream {
         self.live().pacer.sent()
     }
 
-    /// What an answer's `headers` say of the key, to the send numbered `seq`.
-    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-    pub(crate) fn heard_headers(&self, headers: &http::HeaderMap, seq: u32) {
-        self.said(
-            crate::http::rate_limits(headers, std::time::SystemTime::now()),
-            seq,
-        );
-    }
-
     /// A refusal with nothing said, at `now`: a rate is learned from it.
     fn refused_unsaid(&self, now: Instant) {
         if self.live().pacer.refused(now) {
