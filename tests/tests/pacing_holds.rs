@@ -247,3 +247,44 @@ async fn a_streams_opening_response_paces_the_next_stream() {
     );
     assert_eq!(server.script().requests(), 2);
 }
+
+static LAYERED: Upstream = Upstream::new("layered");
+
+/// The tower layer reads each answer's rate-limit headers itself: after an answer that says
+/// none of 10 is left until 2 s on, the next call through the layer waits for the key's next
+/// slot (recorded by the scope), and the server sees each call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tower_layer_hears_the_headers_and_paces_the_next_call() {
+    use retry_runtime::testing::{Act, FaultServer, Script};
+    use tower::{BoxError, Layer, Service, ServiceExt};
+    let first = Act::ok("one").with_openai_limits(10, 0, Duration::from_secs(2));
+    let server = FaultServer::start(Script::new([first, Act::ok("two")]))
+        .await
+        .expect("a fault server");
+    let client = reqwest::Client::new();
+    let inner = tower::service_fn(move |url: String| {
+        let client = client.clone();
+        async move { Ok::<_, BoxError>(client.get(url).send().await?) }
+    });
+    let layer =
+        retry_runtime::tower::RetryLayer::new(Retry::new(&Policy::AVAILABILITY)).upstream(&LAYERED);
+    let mut service = layer.layer(inner);
+    let (texts, recorded) = testing::scope(async {
+        let mut texts = Vec::new();
+        for _ in 0..2 {
+            let ready = service.ready().await.expect("the layer is ready");
+            let response = ready.call(server.url()).await.expect("an answer");
+            texts.push(response.text().await.expect("a body"));
+        }
+        texts
+    })
+    .await;
+    assert_eq!(texts, ["one", "two"]);
+    let waits = recorded.waits();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!(
+        waits[0] > Duration::from_millis(150) && waits[0] <= Duration::from_millis(200),
+        "{waits:?}"
+    );
+    assert_eq!(server.script().requests(), 2);
+}
