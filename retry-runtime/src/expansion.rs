@@ -11,8 +11,9 @@ use std::time::Duration;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Call, Held, Source, Waiting};
-use crate::fallback::{Next, Routed, UpstreamsKept, routed_failed};
+use crate::fallback::Next;
 use crate::policy::{Policy, PolicyError};
+use crate::route::Place;
 
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
@@ -78,14 +79,12 @@ where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
-    // Classified once: here, or by the route that told its upstream (`class`). What the
-    // call keeps (its upstream's admission) is told, then the ladder decides.
+    // Classified once: here, or by the placement that told its upstream (`class`); then the
+    // ladder decides.
     let class = match class {
         Some(class) => class,
         None => classify(&error),
     };
-    let (inner, held) = run.parts();
-    held.failed(class, inner);
     let judged = Judged {
         error,
         classify,
@@ -123,12 +122,13 @@ where
     }
 }
 
-/// An attempt of `#[retry(across = ..)]` failed: its upstream is told, and the call moves
-/// to the next upstream at once (`Ok(None)`), or leaves the failure to its ladder with the
-/// class the route gave it (`Ok(Some((error, class)))`), or gives up with it (`Err(error)`).
+/// An attempt of `#[retry(upstream = ..)]` or `#[retry(across = ..)]` failed: classified
+/// once, its placement told ([`Place::failed`]), and the call moves to the next upstream at
+/// once (`Ok(None)`), or leaves the failure to its ladder with its class
+/// (`Ok(Some((error, class)))`), or gives up with it (`Err(error)`).
 #[inline]
-pub fn across_failed<R: Source, K: UpstreamsKept, E, C, D>(
-    call: &mut Call<R, Routed<K>>,
+pub fn placed_failed<R: Source, K: Place, E, C, D>(
+    call: &mut Call<R, K>,
     error: E,
     classify: C,
     display: D,
@@ -137,12 +137,13 @@ where
     C: Fn(&E) -> Class,
     D: Fn(&E, &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result,
 {
+    let class = classify(&error);
     let judged = Judged {
         error,
         classify,
         display,
     };
-    match routed_failed(call, judged) {
+    match Place::failed(call, judged, class) {
         Next::Moved => Ok(None),
         Next::Ladder(judged, class) => Ok(Some((judged.error, class))),
         Next::GaveUp(gave_up) => Err(gave_up.into_error().error),

@@ -122,6 +122,7 @@ pub mod redact;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod reqwest_middleware;
+mod route;
 #[cfg_attr(not(feature = "spans"), allow(dead_code))]
 mod span;
 #[cfg(feature = "sse")]
@@ -173,18 +174,18 @@ mod wait;
 #[doc(inline)]
 pub use retry_macros::retry;
 
-pub use admission::UpstreamRetry;
 pub use class::{Class, ClassSet, Classify, RetryAfter};
 pub use clock::{BoxSleep, Clock, TokioClock, TokioSleep};
 pub use deadline::{Deadline, DurationError, parse_duration};
 pub use draw::Draw;
 pub use engine::{Retry, TimedRetry};
-pub use fallback::{AcrossRetry, Answered, Upstreams};
+pub use fallback::{Answered, Upstreams};
 pub use pace::{RateLeft, RateSaid};
 pub use policy::{Jitter, Policy, PolicyError, RateLimit};
 pub use quota::Quota;
 #[doc(inline)]
 pub use retry_macros::Classify;
+pub use route::{AcrossUpstreams, NoUpstream, OneUpstream, Placement};
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 pub use stream::{
@@ -204,6 +205,8 @@ pub use timeout::HoldsTimedOut;
 // Named by rustc's message about a retry on an upstream, likewise.
 #[doc(hidden)]
 pub use admission::HoldsUpstreamPaused;
+#[doc(hidden)]
+pub use route::HeldBack;
 // Named by rustc's messages about a stream's rules and timeouts, likewise.
 #[cfg(feature = "stream")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
@@ -219,21 +222,16 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::admission::{
-        AdmissionKept, Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed, upstream_admit,
-        upstream_at_once, upstream_of, upstream_succeeded,
-    };
+    pub use crate::admission::{Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed};
     pub use crate::attempt::{Attempt, Attempted};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
     pub use crate::engine::{Call, Clocked, Count, Held, Retry, Run, Source, TimedRetry, Waiting};
     pub use crate::expansion::*;
-    pub use crate::fallback::{
-        Routed, Upstreams, UpstreamsKept, UpstreamsNamed, across_admit, across_at_once,
-        across_succeeded, across_waited,
-    };
+    pub use crate::fallback::{Routed, Upstreams, UpstreamsNamed};
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
+    pub use crate::route::Place;
     pub use crate::timeout::HoldsTimedOut;
     pub use crate::upstream::{OnUpstream, Upstream};
     pub use ::core;

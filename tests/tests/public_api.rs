@@ -21,7 +21,7 @@ use serde_json::Value;
 /// Every public item at module level, one a line: its kind and its path below the crate root.
 /// Hidden items (`#[doc(hidden)]`, such as `__private`) are not public API and are not named.
 const SURFACE: &str = "
-struct AcrossRetry
+struct AcrossUpstreams
 enum Admission
 struct Answered
 type BoxSleep
@@ -155,10 +155,13 @@ struct notice::RetryEvent
 fn notice::set_process_hook
 enum notice::TurnEnd
 struct notice::TurnEnded
+struct NoUpstream
+struct OneUpstream
 trait OpenAttempt
 struct OpenOnUpstream
 fn parse_duration
 enum PausedBy
+trait Placement
 struct Policy
 enum PolicyError
 struct Quota
@@ -239,7 +242,6 @@ enum UpstreamEffect
 struct UpstreamLeft
 struct UpstreamPaused
 struct UpstreamRef
-struct UpstreamRetry
 struct Upstreams
 trait UpstreamStore
 ";

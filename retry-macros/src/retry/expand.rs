@@ -335,11 +335,10 @@ fn attempt_loop(
         |#error, #formatter| #at_error::Reportable::report(#error, #formatter)
     );
     let (start, take) = start_and_take(config, private, &run, &attempted);
-    let ticket = Ident::new("__retry_ticket", Span::mixed_site());
     let steps = if config.across.is_some() {
-        across_steps(config, function, private, source, &run, &ticket, &error)
+        across_steps(config, function, private, source, &run, &error)
     } else {
-        upstream_steps(config, function, private, source, &run, &ticket, &error)
+        upstream_steps(config, function, private, source, &run, &error)
     };
     let Steps {
         call,
@@ -360,12 +359,9 @@ fn attempt_loop(
             #stmts
         }
     };
-    // Polled with its upstream as `Upstream::current`: what its answer says of the key
-    // (`check_status` reads the headers) reaches the upstream's pacer.
-    let attempt_block = match config.across.is_some() || config.upstream.is_some() {
-        true => quote!(#private::OnUpstream::new(#ticket, #attempt_block)),
-        false => attempt_block,
-    };
+    // Polled with its upstream as `Upstream::current`, where it has one: what its answer says
+    // of the key (`check_status` reads the headers) reaches the upstream's pacer.
+    let polled = Ident::new("__retry_polled", Span::mixed_site());
     // The attempt's output lives in a block of its own, so that nothing of it stays beside
     // the wait across the `.await`: the future holds the larger of the two, not both.
     let retry_loop = quote_spanned! {body_span=>
@@ -373,7 +369,8 @@ fn attempt_loop(
             // The failure, and its class where the route gave it one already.
             let (#error, #class) = {
                 #admit
-                let #attempted = #run.#start(#attempt_block).await;
+                let #polled = #private::Place::polled(&#run, #attempt_block);
+                let #attempted = #run.#start(#polled).await;
                 let #output: #ret = #take;
                 match #output {
                     #err_pattern => #on_failure,

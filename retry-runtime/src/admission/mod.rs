@@ -1,18 +1,16 @@
 //! Admission: before each attempt of a call on an [`Upstream`], what the upstream says
 //! ([`admit`]), the wait for its pause or gate, and the [`Ticket`] that tells the upstream how
-//! the attempt ended; and the retry on an upstream that runs its calls so ([`UpstreamRetry`]).
-//! Above the engine and the upstream's state, which know nothing of it.
+//! the attempt ended. What a call on one upstream keeps of its admission ([`Admitted`],
+//! [`AdmittedOn`]), whose steps are [`route`](crate::route)'s. Above the engine and the
+//! upstream's state, which know nothing of it.
 
-mod retry;
 mod wait;
 
-pub use retry::{HoldsUpstreamPaused, UpstreamRetry};
 pub(crate) use wait::{Admitting, admit};
 
-use std::fmt;
 use std::marker::PhantomData;
 
-use crate::class::{Class, Classify};
+use crate::class::Class;
 use crate::engine::{Call, Held, Run, Source};
 use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
 
@@ -78,12 +76,6 @@ impl Admitted {
     #[inline(always)]
     pub(crate) const fn parts(&self) -> (u32, u32) {
         (self.epoch, self.flags)
-    }
-
-    /// The upstream that admitted the attempt.
-    #[inline]
-    pub(crate) fn upstream(&self) -> &'static Upstream {
-        self.upstream
     }
 
     /// The flags of an admission that read `seen` from a quiet upstream.
@@ -214,12 +206,6 @@ impl Held for Admitted {
             self.release();
         }
     }
-
-    /// The upstream is told.
-    #[inline]
-    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
-        Admitted::failed(self, class, run);
-    }
 }
 
 impl Admitted {
@@ -289,6 +275,10 @@ impl Ticket {
 
     /// The attempt succeeded.
     #[inline]
+    #[cfg_attr(
+        not(any(feature = "tower", feature = "reqwest-middleware", feature = "stream")),
+        allow(dead_code)
+    )]
     pub(crate) fn succeeded(mut self) {
         self.0.succeeded();
     }
@@ -416,19 +406,12 @@ impl<U: UpstreamNamed> Held for AdmittedOn<U> {
             AdmissionKept::step(self, Held::let_go);
         }
     }
-
-    /// The upstream is told.
-    #[inline]
-    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
-        AdmissionKept::step(self, |admitted| Admitted::failed(admitted, class, run));
-    }
 }
 
-/// The fast path of `#[retry(upstream = ..)]`'s expansion: the call's next attempt admitted at
-/// once (`true`) if its upstream has nothing to say, one atomic read. Not public API.
-#[doc(hidden)]
+/// The fast path of a call on one upstream: the call's next attempt admitted at once (`true`)
+/// if its upstream has nothing to say, one atomic read.
 #[inline(always)]
-pub fn upstream_at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> bool {
+pub(crate) fn at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> bool {
     let (run, kept) = call.parts();
     let upstream = kept.upstream();
     match upstream.quiet_alone() {
@@ -448,44 +431,21 @@ pub fn upstream_at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> b
     }
 }
 
-/// The upstream of the call's attempt, as its admission keeps it: what the expansion polls the
-/// attempt on, as `Upstream::current`. Not public API.
+/// An error type that can hold an [`UpstreamPaused`], asked for by a retry on an upstream,
+/// so a missing `From` is reported with the fix. Not public API.
 #[doc(hidden)]
-#[inline(always)]
-pub fn upstream_of<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> &'static Upstream {
-    call.parts().1.upstream()
+#[diagnostic::on_unimplemented(
+    message = "a retry on an upstream needs an error type that can hold a `retry_runtime::UpstreamPaused`, and `{Self}` cannot",
+    label = "`{Self}` does not implement `From<retry_runtime::UpstreamPaused>`",
+    note = "add a variant for it to `{Self}` (with thiserror: `#[error(transparent)] Paused(#[from] retry_runtime::UpstreamPaused)`), or `impl From<retry_runtime::UpstreamPaused> for {Self}`: an attempt held back past the call's end by the upstream's pause or outage gate becomes one"
+)]
+pub trait HoldsUpstreamPaused {
+    /// The error of an attempt the upstream held back.
+    fn hold(paused: UpstreamPaused) -> Self;
 }
 
-/// The attempt the call's admission let through succeeded: for the expansion. Not public API.
-#[doc(hidden)]
-#[inline(always)]
-pub fn upstream_succeeded<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) {
-    let kept = call.parts().1;
-    if Admitted::to_tell(kept.flags()) {
-        kept.step(Admitted::succeeded);
-    }
-}
-
-/// [`admit`] for `#[retry(upstream = ..)]`'s expansion, where the fast path did not admit the
-/// attempt: the call keeps its admission, or gives up with the caller's error. Not public API.
-#[doc(hidden)]
-pub async fn upstream_admit<R, K, E>(
-    call: &mut Call<R, K>,
-    hold: fn(UpstreamPaused) -> E,
-    tokens: u32,
-) -> Result<(), E>
-where
-    R: Source,
-    K: AdmissionKept,
-    E: Classify + fmt::Display,
-{
-    let (run, kept) = call.parts();
-    match admit(run, kept.upstream(), hold, true, tokens).await {
-        Ok(ticket) => {
-            let admitted = ticket.into_admitted();
-            kept.step(|into| *into = admitted);
-            Ok(())
-        }
-        Err(gave_up) => Err(gave_up.into_error()),
+impl<E: From<UpstreamPaused>> HoldsUpstreamPaused for E {
+    fn hold(paused: UpstreamPaused) -> Self {
+        E::from(paused)
     }
 }

@@ -4,7 +4,6 @@
 
 use super::run::Run;
 use super::source::Source;
-use crate::class::Class;
 
 /// A [`Run`] that reports itself when dropped unfinished: what the attribute's expansion and
 /// [`Retry::run`](super::Retry::run) hold. Beside it, what the call keeps between its steps
@@ -20,13 +19,6 @@ pub struct Call<R: Source, H: Held = ()>(Run<R>, H);
 pub trait Held {
     /// The call is dropped.
     fn let_go(&mut self);
-
-    /// The call's attempt failed with `class` (classified once, by the caller): what it keeps
-    /// is told (an upstream's admission tells its upstream). Nothing, by default.
-    #[inline(always)]
-    fn failed<R: Source>(&mut self, class: Class, run: &Run<R>) {
-        let _ = (class, run);
-    }
 }
 
 impl Held for () {
@@ -47,6 +39,12 @@ impl<R: Source, H: Held> Call<R, H> {
     #[inline]
     pub const fn with(source: R, held: H) -> Self {
         Call(Run::new(source), held)
+    }
+
+    /// What the call keeps beside its run.
+    #[inline(always)]
+    pub fn kept(&self) -> &H {
+        &self.1
     }
 
     /// The run and what the call keeps beside it, apart.

@@ -30,6 +30,7 @@ use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpLiteral, OpName};
+use crate::route::{HeldBack, NoUpstream, Place, Placement, placed_ladder};
 pub use call::{Call, Held};
 pub use count::Count;
 pub use run::Run;
@@ -37,28 +38,6 @@ pub use run::Run;
 pub(crate) use run::facts::{Resuming, StreamFacts};
 pub use source::{Clocked, Source};
 pub use waiting::Waiting;
-
-/// The future every `run` returns: make an attempt (`$output`, the attempt's result), and
-/// return on a success or a give-up, or wait and go on. The four `run`s differ only in their
-/// bounds and in how an attempt starts.
-macro_rules! ladder {
-    ($run:ident, $output:expr) => {
-        async move {
-            loop {
-                let error = match $output {
-                    Ok(value) => {
-                        $run.succeeded();
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                // The wait is held in place, and is all that lives across the `.await`
-                // besides the run: a retry allocates nothing.
-                $run.failed(error).await?;
-            }
-        }
-    };
-}
 
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a
 /// clock. Build it in `const` context and reuse it; [`run`](Self::run) drives the loop.
@@ -80,12 +59,20 @@ macro_rules! ladder {
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Retry<C = TokioClock, P = &'static Policy, N = OpLiteral, Q = &'static Quota> {
+pub struct Retry<
+    C = TokioClock,
+    P = &'static Policy,
+    N = OpLiteral,
+    Q = &'static Quota,
+    L = NoUpstream,
+> {
     policy: P,
     op: N,
     budget: Deadline,
     quota: Option<Q>,
     clock: C,
+    /// Where its attempts go: no bytes without an upstream.
+    place: L,
 }
 
 impl<P: AsRef<Policy>> Retry<TokioClock, P> {
@@ -118,11 +105,12 @@ impl<P: AsRef<Policy>> Retry<TokioClock, P> {
             budget: Deadline::Turn,
             quota: None,
             clock: TokioClock,
+            place: NoUpstream,
         }
     }
 }
 
-impl<C, P, Q> Retry<C, P, OpLiteral, Q> {
+impl<C, P, Q, L> Retry<C, P, OpLiteral, Q, L> {
     /// Name the operation in notices and reports (`#[retry]` uses the function's path): a
     /// literal, at no cost per call, in `const` context too. For a name made at run time, see
     /// [`named_owned`](Self::named_owned).
@@ -143,12 +131,13 @@ impl<C, P, Q> Retry<C, P, OpLiteral, Q> {
     /// let named = Retry::new(&Policy::AVAILABILITY).named_owned(Arc::<str>::from(format!("model:{tenant}")));
     /// assert_eq!(named.op(), "model:acme");
     /// ```
-    pub fn named_owned<M: AsRef<str>>(self, op: M) -> Retry<C, P, M, Q> {
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> Retry<C, P, M, Q, L> {
         let Retry {
             policy,
             budget,
             quota,
             clock,
+            place,
             ..
         } = self;
         Retry {
@@ -157,11 +146,12 @@ impl<C, P, Q> Retry<C, P, OpLiteral, Q> {
             budget,
             quota,
             clock,
+            place,
         }
     }
 }
 
-impl<C, P, N> Retry<C, P, N> {
+impl<C, P, N, L> Retry<C, P, N, &'static Quota, L> {
     /// Draw retries from a cross-call [`Quota`], a `static` one.
     pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
         self.quota = Some(quota);
@@ -182,12 +172,13 @@ impl<C, P, N> Retry<C, P, N> {
     pub fn with_shared_quota(
         self,
         quota: std::sync::Arc<Quota>,
-    ) -> Retry<C, P, N, std::sync::Arc<Quota>> {
+    ) -> Retry<C, P, N, std::sync::Arc<Quota>, L> {
         let Retry {
             policy,
             op,
             budget,
             clock,
+            place,
             ..
         } = self;
         Retry {
@@ -196,11 +187,12 @@ impl<C, P, N> Retry<C, P, N> {
             budget,
             quota: Some(quota),
             clock,
+            place,
         }
     }
 }
 
-impl<C, P, N, Q> Retry<C, P, N, Q> {
+impl<C, P, N, Q, L> Retry<C, P, N, Q, L> {
     /// Bound the ladder by `budget`.
     pub const fn within(mut self, budget: Deadline) -> Self {
         self.budget = budget;
@@ -208,13 +200,14 @@ impl<C, P, N, Q> Retry<C, P, N, Q> {
     }
 
     /// Use `clock` for time, sleep and jitter.
-    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D, P, N, Q> {
+    pub fn with_clock<D: Clock>(self, clock: D) -> Retry<D, P, N, Q, L> {
         Retry {
             policy: self.policy,
             op: self.op,
             budget: self.budget,
             quota: self.quota,
             clock,
+            place: self.place,
         }
     }
 
@@ -257,11 +250,36 @@ impl<C, P, N, Q> Retry<C, P, N, Q> {
     /// assert_eq!(timed_out.ran(), Duration::from_secs(2));
     /// # }
     /// ```
-    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C, P, N, Q> {
+    pub const fn timeout(self, timeout: Duration) -> TimedRetry<C, P, N, Q, L> {
         TimedRetry {
             retry: self,
             timeout,
         }
+    }
+
+    /// The same retry, its attempts going where `place` says (see [`crate::route`]).
+    pub(crate) fn placed<M: Placement>(self, place: M) -> Retry<C, P, N, Q, M> {
+        let Retry {
+            policy,
+            op,
+            budget,
+            quota,
+            clock,
+            ..
+        } = self;
+        Retry {
+            policy,
+            op,
+            budget,
+            quota,
+            clock,
+            place,
+        }
+    }
+
+    /// Where its attempts go.
+    pub(crate) const fn place(&self) -> &L {
+        &self.place
     }
 
     /// The policy.
@@ -311,14 +329,16 @@ const fn fits(policy: &Policy, budget: Deadline) -> bool {
     }
 }
 
-impl<C, P, N, Q> Retry<C, P, N, Q>
+impl<C, P, N, Q, L> Retry<C, P, N, Q, L>
 where
     C: Clock,
     P: AsRef<Policy>,
     N: OpName,
     Q: AsRef<Quota>,
+    L: Placement,
 {
-    /// Run `operation` (given the attempt number, from 1) until it succeeds or the ladder
+    /// Run `operation` (given the attempt number, from 1; across upstreams, the upstream the
+    /// attempt goes to) until it succeeds or the ladder
     /// stops. The error is returned unchanged inside [`GaveUp`], with the reason.
     ///
     /// Takes the `Retry` by value (it is `Copy` with the default clock), so the returned future
@@ -329,19 +349,23 @@ where
     /// an `async` closure whose future borrows what the closure captured once it is nested in
     /// another such closure ("implementation of `Send` is not general enough"); where a spawn
     /// reports that, use [`run_fn`](Self::run_fn).
-    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    pub fn run<T, E, F>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<L::Answer<T>, GaveUp<E>>>
     where
-        F: AsyncFnMut(u32) -> Result<T, E>,
-        E: Classify + fmt::Display,
+        F: AsyncFnMut(L::Given) -> Result<T, E>,
+        E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
         // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
-        let mut run = Call::new(self);
-        ladder!(run, {
-            let next = run.attempts() + 1;
-            let attempted = run.attempt(operation(next)).await;
-            run.attempted(attempted)
+        let (tokens, kept) = (self.place.tokens(), self.place.kept());
+        let mut call = Call::with(self, kept);
+        placed_ladder!(call, L, tokens, {
+            let polled = Place::polled(&call, operation(L::given(&call)));
+            let attempted = call.attempt(polled).await;
+            call.attempted(attempted)
         })
     }
 
@@ -397,17 +421,18 @@ where
     pub fn run_fn<T, E, F, Fut>(
         self,
         mut operation: F,
-    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    ) -> impl Future<Output = Result<L::Answer<T>, GaveUp<E>>>
     where
-        F: FnMut(u32) -> Fut,
+        F: FnMut(L::Given) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: Classify + fmt::Display,
+        E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let mut run = Call::new(self);
-        ladder!(run, {
-            let next = run.attempts() + 1;
-            let attempted = run.attempt(operation(next)).await;
-            run.attempted(attempted)
+        let (tokens, kept) = (self.place.tokens(), self.place.kept());
+        let mut call = Call::with(self, kept);
+        placed_ladder!(call, L, tokens, {
+            let polled = Place::polled(&call, operation(L::given(&call)));
+            let attempted = call.attempt(polled).await;
+            call.attempted(attempted)
         })
     }
 }
@@ -423,14 +448,20 @@ where
 /// assert_eq!(FETCH.attempt_timeout(), Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, Copy)]
-pub struct TimedRetry<C = TokioClock, P = &'static Policy, N = OpLiteral, Q = &'static Quota> {
-    retry: Retry<C, P, N, Q>,
+pub struct TimedRetry<
+    C = TokioClock,
+    P = &'static Policy,
+    N = OpLiteral,
+    Q = &'static Quota,
+    L = NoUpstream,
+> {
+    retry: Retry<C, P, N, Q, L>,
     /// Kept here, not in [`Retry`]: only this type's `run` can turn a [`TimedOut`] into the
     /// error, and a plain `Retry` stays small.
     timeout: Duration,
 }
 
-impl<C, P, Q> TimedRetry<C, P, OpLiteral, Q> {
+impl<C, P, Q, L> TimedRetry<C, P, OpLiteral, Q, L> {
     /// Name the operation in notices and reports.
     pub const fn named(mut self, op: &'static str) -> Self {
         self.retry.op = OpLiteral::new(op);
@@ -438,7 +469,7 @@ impl<C, P, Q> TimedRetry<C, P, OpLiteral, Q> {
     }
 
     /// Name the operation with a name made at run time.
-    pub fn named_owned<M: AsRef<str>>(self, op: M) -> TimedRetry<C, P, M, Q> {
+    pub fn named_owned<M: AsRef<str>>(self, op: M) -> TimedRetry<C, P, M, Q, L> {
         TimedRetry {
             retry: self.retry.named_owned(op),
             timeout: self.timeout,
@@ -446,7 +477,7 @@ impl<C, P, Q> TimedRetry<C, P, OpLiteral, Q> {
     }
 }
 
-impl<C, P, N> TimedRetry<C, P, N> {
+impl<C, P, N, L> TimedRetry<C, P, N, &'static Quota, L> {
     /// Draw retries from a cross-call [`Quota`], a `static` one.
     pub const fn with_quota(mut self, quota: &'static Quota) -> Self {
         self.retry.quota = Some(quota);
@@ -457,7 +488,7 @@ impl<C, P, N> TimedRetry<C, P, N> {
     pub fn with_shared_quota(
         self,
         quota: std::sync::Arc<Quota>,
-    ) -> TimedRetry<C, P, N, std::sync::Arc<Quota>> {
+    ) -> TimedRetry<C, P, N, std::sync::Arc<Quota>, L> {
         TimedRetry {
             retry: self.retry.with_shared_quota(quota),
             timeout: self.timeout,
@@ -465,7 +496,7 @@ impl<C, P, N> TimedRetry<C, P, N> {
     }
 }
 
-impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
+impl<C, P, N, Q, L> TimedRetry<C, P, N, Q, L> {
     /// Bound the ladder by `budget`.
     pub const fn within(mut self, budget: Deadline) -> Self {
         self.retry.budget = budget;
@@ -474,7 +505,7 @@ impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
 
     /// Use `clock` for time, the ladder's waits and jitter (the attempt timer stays on tokio's
     /// time).
-    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D, P, N, Q> {
+    pub fn with_clock<D: Clock>(self, clock: D) -> TimedRetry<D, P, N, Q, L> {
         TimedRetry {
             retry: self.retry.with_clock(clock),
             timeout: self.timeout,
@@ -486,31 +517,46 @@ impl<C, P, N, Q> TimedRetry<C, P, N, Q> {
         self.timeout
     }
 
+    /// The same timed retry, its attempts going where `place` says.
+    pub(crate) fn placed<M: Placement>(self, place: M) -> TimedRetry<C, P, N, Q, M> {
+        let TimedRetry { retry, timeout } = self;
+        TimedRetry {
+            retry: retry.placed(place),
+            timeout,
+        }
+    }
+
     /// The rest of the configuration: policy, name, budget.
-    pub const fn retry(&self) -> &Retry<C, P, N, Q> {
+    pub const fn retry(&self) -> &Retry<C, P, N, Q, L> {
         &self.retry
     }
 }
 
-impl<C, P, N, Q> TimedRetry<C, P, N, Q>
+impl<C, P, N, Q, L> TimedRetry<C, P, N, Q, L>
 where
     C: Clock,
     P: AsRef<Policy>,
     N: OpName,
     Q: AsRef<Quota>,
+    L: Placement,
 {
     /// Like [`Retry::run`], with each attempt dropped when its time runs out; its error is
     /// then `E::from(TimedOut)`, decided on like any other.
-    pub fn run<T, E, F>(self, mut operation: F) -> impl Future<Output = Result<T, GaveUp<E>>>
+    pub fn run<T, E, F>(
+        self,
+        mut operation: F,
+    ) -> impl Future<Output = Result<L::Answer<T>, GaveUp<E>>>
     where
-        F: AsyncFnMut(u32) -> Result<T, E>,
-        E: Classify + fmt::Display + From<TimedOut>,
+        F: AsyncFnMut(L::Given) -> Result<T, E>,
+        E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let mut run = Call::new(self);
-        ladder!(run, {
-            let next = run.attempts() + 1;
-            let attempted = run.attempt_timed(operation(next)).await;
-            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        let (tokens, kept) = (self.retry.place.tokens(), self.retry.place.kept());
+        let mut call = Call::with(self, kept);
+        placed_ladder!(call, L, tokens, {
+            let polled = Place::polled(&call, operation(L::given(&call)));
+            let attempted = call.attempt_timed(polled).await;
+            call.attempted(attempted)
+                .unwrap_or_else(|t| Err(E::from(t)))
         })
     }
 
@@ -534,31 +580,34 @@ where
     pub fn run_fn<T, E, F, Fut>(
         self,
         mut operation: F,
-    ) -> impl Future<Output = Result<T, GaveUp<E>>>
+    ) -> impl Future<Output = Result<L::Answer<T>, GaveUp<E>>>
     where
-        F: FnMut(u32) -> Fut,
+        F: FnMut(L::Given) -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: Classify + fmt::Display + From<TimedOut>,
+        E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let mut run = Call::new(self);
-        ladder!(run, {
-            let next = run.attempts() + 1;
-            let attempted = run.attempt_timed(operation(next)).await;
-            run.attempted(attempted).unwrap_or_else(|t| Err(E::from(t)))
+        let (tokens, kept) = (self.retry.place.tokens(), self.retry.place.kept());
+        let mut call = Call::with(self, kept);
+        placed_ladder!(call, L, tokens, {
+            let polled = Place::polled(&call, operation(L::given(&call)));
+            let attempted = call.attempt_timed(polled).await;
+            call.attempted(attempted)
+                .unwrap_or_else(|t| Err(E::from(t)))
         })
     }
 }
 
-impl<C: Clock, P, N, Q> Clocked for Retry<C, P, N, Q> {
+impl<C: Clock, P, N, Q, L> Clocked for Retry<C, P, N, Q, L> {
     type Clock = C;
 }
 
-impl<C, P, N, Q> Source for Retry<C, P, N, Q>
+impl<C, P, N, Q, L> Source for Retry<C, P, N, Q, L>
 where
     C: Clock,
     P: AsRef<Policy>,
     N: OpName,
     Q: AsRef<Quota>,
+    L: Placement,
 {
     #[inline]
     fn policy(&self) -> &Policy {
@@ -584,18 +633,23 @@ where
     fn clock(&self) -> &C {
         &self.clock
     }
+    #[inline]
+    fn upstream(&self) -> Option<&'static crate::upstream::Upstream> {
+        self.place.upstream()
+    }
 }
 
-impl<C: Clock, P, N, Q> Clocked for TimedRetry<C, P, N, Q> {
+impl<C: Clock, P, N, Q, L> Clocked for TimedRetry<C, P, N, Q, L> {
     type Clock = C;
 }
 
-impl<C, P, N, Q> Source for TimedRetry<C, P, N, Q>
+impl<C, P, N, Q, L> Source for TimedRetry<C, P, N, Q, L>
 where
     C: Clock,
     P: AsRef<Policy>,
     N: OpName,
     Q: AsRef<Quota>,
+    L: Placement,
 {
     #[inline]
     fn policy(&self) -> &Policy {
@@ -624,5 +678,9 @@ where
     #[inline]
     fn timeout(&self) -> Option<Duration> {
         Some(self.timeout)
+    }
+    #[inline]
+    fn upstream(&self) -> Option<&'static crate::upstream::Upstream> {
+        self.retry.place.upstream()
     }
 }

@@ -32,7 +32,7 @@ pub trait Source: Clocked {
     fn timeout(&self) -> Option<Duration> {
         None
     }
-    /// The upstream its calls share: only an [`UpstreamRetry`](crate::UpstreamRetry) has one.
+    /// The upstream its calls share: only a retry placed on one ([`Retry::upstream`](crate::Retry::upstream)) has one.
     #[inline]
     fn upstream(&self) -> Option<&'static Upstream> {
         None

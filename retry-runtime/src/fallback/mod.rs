@@ -4,10 +4,6 @@
 //! has failed in it or is held. The rules are one decision, [`Route`]'s, over what each
 //! [`Upstream`] says; above admission, which it drives, and the engine, whose ladder it keeps.
 
-mod retry;
-
-pub use retry::AcrossRetry;
-
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -207,9 +203,9 @@ pub(crate) struct Route {
 #[derive(Default)]
 struct Lefts(Vec<UpstreamLeft>);
 
-/// What follows a failed attempt on a route.
+/// What follows a failed attempt: a move, or the ladder's turn (or a give-up). Not public API.
 #[doc(hidden)]
-pub(crate) enum Next<E> {
+pub enum Next<E> {
     /// Moved to the next upstream: make the attempt.
     Moved,
     /// No other upstream is available: the ladder decides (its wait, or its give-up), on the
@@ -372,6 +368,10 @@ impl Route {
     /// The attempt `ticket` admitted failed with `error`: the upstream is told; the call moves
     /// to the next available upstream of `set` at once where the failure moves it, or leaves
     /// the wait (or the give-up) to its ladder.
+    #[cfg_attr(
+        not(any(feature = "tower", feature = "reqwest-middleware", feature = "stream")),
+        allow(dead_code)
+    )]
     pub(crate) fn failed<R, A, E>(
         &mut self,
         set: &'static Upstreams,
@@ -385,6 +385,23 @@ impl Route {
         E: Classify + fmt::Display,
     {
         let class = error.classify();
+        self.failed_as(set, ticket, run, error, class)
+    }
+
+    /// [`failed`](Self::failed), the error classified already (`class`).
+    pub(crate) fn failed_as<R, A, E>(
+        &mut self,
+        set: &'static Upstreams,
+        ticket: Ticket,
+        run: &mut Run<R, A>,
+        error: E,
+        class: Class,
+    ) -> Next<E>
+    where
+        R: Source,
+        A: Count,
+        E: Classify + fmt::Display,
+    {
         ticket.failed(class, run);
         let from = self.upstream(set);
         self.tried |= 1 << self.at;
@@ -578,49 +595,73 @@ impl<K: UpstreamsKept> Held for Routed<K> {
     }
 }
 
-/// The fast path of `#[retry(across = ..)]`'s expansion: the upstream the next attempt goes
-/// to, admitted at once by the admission a move took, or by the first upstream of the set not
-/// failed in this round if it has nothing to say (one atomic read). `None`: ask
-/// [`across_admit`]. Not public API.
-#[doc(hidden)]
+impl<K: UpstreamsKept> Routed<K> {
+    /// The upstream of the attempt in progress.
+    #[inline(always)]
+    pub(crate) fn upstream(&self) -> &'static Upstream {
+        self.route.upstream(self.set.set())
+    }
+
+    /// [`at_once`] after a failure in this round.
+    #[cold]
+    #[inline(never)]
+    fn moved_or_next(&mut self) -> bool {
+        let Some(ticket) = self.route.after_failure(self.set.set()) else {
+            return false;
+        };
+        let admitted = ticket.into_admitted();
+        self.step(|_, kept| *kept = admitted);
+        true
+    }
+
+    /// The attempt succeeded: its upstream is told, where it has anything to hear.
+    #[inline(always)]
+    pub(crate) fn succeeded(&mut self) {
+        if Admitted::to_tell(self.flags) {
+            self.step(|_, admitted| admitted.succeeded());
+        }
+    }
+
+    /// The ladder's wait is over: a new round, from the first upstream.
+    #[inline(always)]
+    pub(crate) fn waited(&mut self) {
+        self.route.waited();
+    }
+
+    /// The call gives up with `gave_up`: with how it left each upstream, where it keeps that.
+    #[inline]
+    pub(crate) fn gave_up<E>(&mut self, gave_up: GaveUp<E>, failed: bool) -> GaveUp<E> {
+        self.route.gave_up(self.set.set(), gave_up, failed)
+    }
+}
+
+/// The fast path of a call across a set: the next attempt admitted at once by the admission a
+/// move took, or by the first upstream of the set not failed in this round if it has nothing
+/// to say (one atomic read). `false`: ask [`admit_routed`].
 #[inline(always)]
-pub fn across_at_once<R: Source, K: UpstreamsKept>(
-    call: &mut Call<R, Routed<K>>,
-) -> Option<&'static Upstream> {
+pub(crate) fn at_once<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>) -> bool {
     let routed = call.parts().1;
     // A first try, or one after a wait: the set's first upstream (nothing failed in this
     // round, so no move is pending either).
     if routed.route.tried == 0 {
         debug_assert!(!routed.route.moved, "a move follows a failure in its round");
         let first = routed.set.set().upstreams[0];
-        let seen = first.quiet()?;
+        let Some(seen) = first.quiet() else {
+            return false;
+        };
         routed.route.at = 0;
         routed.flags = Admitted::seen(seen);
-        return Some(first);
+        return true;
     }
     routed.moved_or_next()
 }
 
-impl<K: UpstreamsKept> Routed<K> {
-    /// [`across_at_once`] after a failure in this round.
-    #[cold]
-    #[inline(never)]
-    fn moved_or_next(&mut self) -> Option<&'static Upstream> {
-        let ticket = self.route.after_failure(self.set.set())?;
-        let upstream = ticket.upstream();
-        let admitted = ticket.into_admitted();
-        self.step(|_, kept| *kept = admitted);
-        Some(upstream)
-    }
-}
-
-/// [`Route::admit`] for the expansion: the upstream the next attempt goes to, whose admission
-/// the call keeps; or the give-up. Not public API.
-#[doc(hidden)]
-pub async fn across_admit<R, K, E>(
+/// [`Route::admit`] on the call's own route: the admission of the upstream the next attempt
+/// goes to, which the call keeps; or the give-up.
+pub(crate) async fn admit_routed<R, K, E>(
     call: &mut Call<R, Routed<K>>,
     hold: fn(UpstreamPaused) -> E,
-) -> Result<&'static Upstream, GaveUp<E>>
+) -> Result<(), GaveUp<E>>
 where
     R: Source,
     K: UpstreamsKept,
@@ -628,32 +669,17 @@ where
 {
     let (run, routed) = call.parts();
     let ticket = routed.route.admit(routed.set.set(), run, hold).await?;
-    let upstream = ticket.upstream();
     let admitted = ticket.into_admitted();
     routed.step(|_, kept| *kept = admitted);
-    Ok(upstream)
+    Ok(())
 }
 
-/// The call's attempt succeeded: for the expansion. Not public API.
-#[doc(hidden)]
-#[inline(always)]
-pub fn across_succeeded<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>) {
-    let routed = call.parts().1;
-    if Admitted::to_tell(routed.flags) {
-        routed.step(|_, admitted| admitted.succeeded());
-    }
-}
-
-/// The ladder's wait is over: a new round, from the first upstream. For the expansion. Not
-/// public API.
-#[doc(hidden)]
-#[inline(always)]
-pub fn across_waited<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>) {
-    call.parts().1.route.waited();
-}
-
-/// [`Route::failed`] for the expansion, on the call's own route and admission.
-pub(crate) fn routed_failed<R, K, E>(call: &mut Call<R, Routed<K>>, error: E) -> Next<E>
+/// [`Route::failed_as`] on the call's own route and admission.
+pub(crate) fn routed_failed<R, K, E>(
+    call: &mut Call<R, Routed<K>>,
+    error: E,
+    class: Class,
+) -> Next<E>
 where
     R: Source,
     K: UpstreamsKept,
@@ -661,7 +687,9 @@ where
 {
     let (run, routed) = call.parts();
     let ticket = routed.step(|_, admitted| admitted.take_ticket());
-    routed.route.failed(routed.set.set(), ticket, run, error)
+    routed
+        .route
+        .failed_as(routed.set.set(), ticket, run, error, class)
 }
 
 impl fmt::Debug for Route {

@@ -27,16 +27,17 @@ use std::future::Future;
 
 use futures_core::TryStream;
 
-use crate::admission::{HoldsUpstreamPaused, UpstreamRetry};
+use std::convert::Infallible;
+
 use crate::class::Classify;
 use crate::clock::Clock;
-use crate::engine::{Retry, TimedRetry};
-use crate::fallback::AcrossRetry;
+use crate::engine::{Retry, Source, TimedRetry};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::route::{AcrossUpstreams, HeldBack, NoUpstream, OneUpstream, Place, Placement};
 use crate::timeout::TimedOut;
-use crate::upstream::UpstreamRef;
+use crate::upstream::{UpstreamPaused, UpstreamRef};
 
 pub use ended::{EndedEarly, Ending, HoldsEndedEarly};
 #[cfg(all(feature = "sse", feature = "reqwest"))]
@@ -50,12 +51,13 @@ pub use retry_stream::RetryStream;
 pub use rules::{ItemRules, StreamRules};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-impl<C, P, N, Q> Retry<C, P, N, Q>
+impl<C, P, N, Q, L> Retry<C, P, N, Q, L>
 where
     C: Clock,
     P: AsRef<Policy>,
     N: OpName,
     Q: AsRef<Quota>,
+    L: Streamed,
 {
     /// Open a stream with `open` (given the attempt number, from 1) and retry it until its
     /// commit point: the first item [`commit_when`](RetryStream::commit_when) says is content
@@ -96,69 +98,10 @@ where
     /// assert_eq!(recorded.waits().len(), 1);
     /// # }
     /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
-    where
-        O: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<S, E>>,
-        S: TryStream,
-        S::Error: Into<E>,
-        E: Classify + fmt::Display,
-    {
-        RetryStream::new(self, open, None)
-    }
-}
-
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-impl<C, P, N, Q> TimedRetry<C, P, N, Q>
-where
-    C: Clock,
-    P: AsRef<Policy>,
-    N: OpName,
-    Q: AsRef<Quota>,
-{
-    /// Like [`Retry::stream`], with each attempt's timeout bounding it up to its commit
-    /// point only: a 30 s timeout does not cut a long generation. Its error is then
-    /// `E::from(TimedOut)`, decided on like any other.
     ///
-    /// ```
-    /// use retry_runtime::{testing, Policy, Retry, TimedOut};
-    /// use std::time::Duration;
-    ///
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
-    /// let stream = timed.stream(|attempt| async move {
-    ///     if attempt == 1 { std::future::pending::<()>().await }
-    ///     Ok::<_, TimedOut>(testing::stream_of(vec![Ok::<_, TimedOut>(attempt)]))
-    /// });
-    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
-    /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
-    /// assert_eq!(items, [2]);
-    /// assert_eq!(recorded.waits().len(), 1);
-    /// # }
-    /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
-    where
-        O: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<S, E>>,
-        S: TryStream,
-        S::Error: Into<E>,
-        E: Classify + fmt::Display + From<TimedOut>,
-    {
-        RetryStream::new(self, open, Some(E::from))
-    }
-}
-
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-impl<C, P, N, Q> UpstreamRetry<Retry<C, P, N, Q>>
-where
-    C: Clock,
-    P: AsRef<Policy>,
-    N: OpName,
-    Q: AsRef<Quota>,
-{
-    /// Like [`Retry::stream`], each attempt (an open, or a resume) admitted by the upstream
-    /// first; the commit point is the attempt's success, as the upstream counts it.
+    /// **On an upstream** ([`Retry::upstream`]) each attempt (an open, or a resume) is admitted
+    /// by the upstream first; the commit point is the attempt's success, as the upstream counts
+    /// it.
     ///
     /// ```
     /// use retry_runtime::{testing, Class, Policy, Retry, Upstream};
@@ -182,30 +125,11 @@ where
     /// # MODEL.reset();
     /// # }
     /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, O>
-    where
-        O: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<S, E>>,
-        S: TryStream,
-        S::Error: Into<E>,
-        E: Classify + fmt::Display + HoldsUpstreamPaused,
-    {
-        RetryStream::new(self, open, None).held_back_as(E::hold)
-    }
-}
-
-#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
-impl<C, P, N, Q> AcrossRetry<Retry<C, P, N, Q>>
-where
-    C: Clock,
-    P: AsRef<Policy>,
-    N: OpName,
-    Q: AsRef<Quota>,
-{
-    /// Like [`Retry::stream`], across the ordered set: `open` is given the upstream each
-    /// attempt goes to. **Before its commit point** (its first content) a failure moves the
-    /// stream to the next upstream at once, as a call's does; after it, the stream stays on the
-    /// upstream that delivered, and today's rules hold there (committed, resumed, restarted).
+    ///
+    /// **Across an ordered set** ([`Retry::across`]) `open` is given the upstream each attempt
+    /// goes to. Before its commit point (its first content) a failure moves the stream to the
+    /// next upstream at once, as a call's does; after it, the stream stays on the upstream that
+    /// delivered, and the rules above hold there (committed, resumed, restarted).
     ///
     /// ```
     /// use retry_runtime::{testing, Class, Policy, Retry, Upstream, Upstreams};
@@ -230,18 +154,150 @@ where
     /// # CLAUDE.reset();
     /// # }
     /// ```
-    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Retry<C, P, N, Q>, OpenOnUpstream<O>>
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, L::Open<O>>
     where
-        O: FnMut(UpstreamRef) -> Fut,
+        O: FnMut(L::Opened) -> Fut,
         Fut: Future<Output = Result<S, E>>,
         S: TryStream,
         S::Error: Into<E>,
-        E: Classify + fmt::Display + HoldsUpstreamPaused,
+        E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
+        L::Open<O>: OpenAttempt<u32, Future = Fut>,
     {
-        let (retry, set) = self.into_parts();
-        let open = OpenOnUpstream::new(open, set.upstreams()[0]);
-        RetryStream::new(retry, open, None)
-            .held_back_as(E::hold)
-            .routed(set)
+        let place = *self.place();
+        place.streamed(RetryStream::new(self, place.open(open), None), E::held_back)
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+impl<C, P, N, Q, L> TimedRetry<C, P, N, Q, L>
+where
+    C: Clock,
+    P: AsRef<Policy>,
+    N: OpName,
+    Q: AsRef<Quota>,
+    L: Streamed,
+{
+    /// Like [`Retry::stream`], with each attempt's timeout bounding it up to its commit
+    /// point only: a 30 s timeout does not cut a long generation. Its error is then
+    /// `E::from(TimedOut)`, decided on like any other.
+    ///
+    /// ```
+    /// use retry_runtime::{testing, Policy, Retry, TimedOut};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let timed = Retry::new(&Policy::TRANSIENT).timeout(Duration::from_secs(1));
+    /// let stream = timed.stream(|attempt| async move {
+    ///     if attempt == 1 { std::future::pending::<()>().await }
+    ///     Ok::<_, TimedOut>(testing::stream_of(vec![Ok::<_, TimedOut>(attempt)]))
+    /// });
+    /// let (items, recorded) = testing::scope(testing::collect(stream)).await;
+    /// let items: Vec<_> = items.into_iter().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(items, [2]);
+    /// assert_eq!(recorded.waits().len(), 1);
+    /// # }
+    /// ```
+    pub fn stream<O, Fut, S, E>(self, open: O) -> RetryStream<Self, L::Open<O>>
+    where
+        O: FnMut(L::Opened) -> Fut,
+        Fut: Future<Output = Result<S, E>>,
+        S: TryStream,
+        S::Error: Into<E>,
+        E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
+        L::Open<O>: OpenAttempt<u32, Future = Fut>,
+    {
+        let place = *self.retry().place();
+        let stream = RetryStream::new(self, place.open(open), Some(E::from));
+        place.streamed(stream, E::held_back)
+    }
+}
+
+/// A placement's part in a stream: what `open` is given (the attempt's number, or the
+/// upstream it goes to), and the stream on its upstream or across its set. Not public API.
+#[doc(hidden)]
+pub trait Streamed: Placement {
+    /// What `open` is given.
+    type Opened;
+    /// `open`, as the stream calls it.
+    type Open<O>;
+    /// `open`, as the stream calls it.
+    fn open<O>(self, open: O) -> Self::Open<O>;
+    /// The stream, on its placement: an attempt held back past the call's end is the error
+    /// `held_back` makes.
+    fn streamed<R, O>(
+        self,
+        stream: RetryStream<R, O>,
+        held_back: fn(<Self::Kept as Place>::Paused) -> state::Error<O>,
+    ) -> RetryStream<R, O>
+    where
+        R: Source,
+        O: OpenAttempt<u32>,
+        state::Inner<O>: TryStream;
+}
+
+impl Streamed for NoUpstream {
+    type Opened = u32;
+    type Open<O> = O;
+    #[inline]
+    fn open<O>(self, open: O) -> O {
+        open
+    }
+    #[inline]
+    fn streamed<R, O>(
+        self,
+        stream: RetryStream<R, O>,
+        _: fn(Infallible) -> state::Error<O>,
+    ) -> RetryStream<R, O>
+    where
+        R: Source,
+        O: OpenAttempt<u32>,
+        state::Inner<O>: TryStream,
+    {
+        stream
+    }
+}
+
+impl Streamed for OneUpstream {
+    type Opened = u32;
+    type Open<O> = O;
+    #[inline]
+    fn open<O>(self, open: O) -> O {
+        open
+    }
+    #[inline]
+    fn streamed<R, O>(
+        self,
+        stream: RetryStream<R, O>,
+        held_back: fn(UpstreamPaused) -> state::Error<O>,
+    ) -> RetryStream<R, O>
+    where
+        R: Source,
+        O: OpenAttempt<u32>,
+        state::Inner<O>: TryStream,
+    {
+        stream.held_back_as(held_back)
+    }
+}
+
+impl Streamed for AcrossUpstreams {
+    type Opened = UpstreamRef;
+    type Open<O> = OpenOnUpstream<O>;
+    #[inline]
+    fn open<O>(self, open: O) -> OpenOnUpstream<O> {
+        OpenOnUpstream::new(open, self.set.upstreams()[0])
+    }
+    #[inline]
+    fn streamed<R, O>(
+        self,
+        stream: RetryStream<R, O>,
+        held_back: fn(UpstreamPaused) -> state::Error<O>,
+    ) -> RetryStream<R, O>
+    where
+        R: Source,
+        O: OpenAttempt<u32>,
+        state::Inner<O>: TryStream,
+    {
+        stream.held_back_as(held_back).routed(self.set)
     }
 }

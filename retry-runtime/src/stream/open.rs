@@ -49,7 +49,7 @@ where
 }
 
 /// A stream's `open` across an ordered set of upstreams: given the upstream each attempt goes
-/// to, as [`AcrossRetry::stream`](crate::AcrossRetry::stream) takes it.
+/// to, as [`Retry::stream`](crate::Retry::stream) takes it across a set.
 pub struct OpenOnUpstream<F> {
     open: F,
     /// The set's first: only a call outside the stream's route would see it.

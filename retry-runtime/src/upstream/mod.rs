@@ -176,7 +176,7 @@ impl UpstreamLive {
 }
 
 /// An upstream, as a stream across upstreams gives it to its `open`
-/// ([`AcrossRetry::stream`](crate::AcrossRetry::stream)): a `&'static Upstream` in a type with
+/// ([`Retry::stream`](crate::Retry::stream) across a set): a `&'static Upstream` in a type with
 /// no lifetime of its own, `Copy`, so that the stream is `Send` in a spawned task (rustc checks
 /// a closure taking a `&'static` reference for every lifetime there, and fails) and an
 /// `async move` block takes it along.

@@ -41,7 +41,6 @@ pub(super) fn upstream_steps(
     private: &TokenStream,
     source: &TokenStream,
     run: &Ident,
-    ticket: &Ident,
     error: &Ident,
 ) -> Steps {
     let Some(upstream) = &config.upstream else {
@@ -56,7 +55,6 @@ pub(super) fn upstream_steps(
     };
     let span = first_span(upstream);
     let at_upstream = respan(private, span);
-    let hold = Ident::new("__retry_hold", Span::mixed_site());
     // The call keeps its admission beside its run, so that one drop frees a probe the call
     // was admitted as. Its upstream is named by a type (typed where the user wrote the path),
     // so that the call's future keeps no pointer to it; unless the path names what only the
@@ -95,28 +93,15 @@ pub(super) fn upstream_steps(
         }
         None => quote!(0),
     };
-    let admit = quote_spanned! {span=>
-        if !#private::upstream_at_once(&mut #run) {
-            let #hold = #at_upstream::HoldsUpstreamPaused::hold;
-            if let #private::core::result::Result::Err(#error) =
-                #private::upstream_admit(&mut #run, #hold, #tokens).await
-            {
-                return #private::core::result::Result::Err(#error);
-            }
-        }
-        // The attempt is polled with its upstream as the current one.
-        let #ticket = #private::upstream_of(&mut #run);
-    };
-    // The upstream is told by the ladder's step, which classifies the failure once.
-    let succeeded = quote!(#private::upstream_succeeded(&mut #run););
-    Steps {
-        call,
-        setup,
-        admit,
-        on_failure: quote!((#error, #private::core::option::Option::None)),
-        succeeded,
-        waited: TokenStream::new(),
-    }
+    placed_steps(
+        private,
+        &at_upstream,
+        span,
+        run,
+        error,
+        (setup, call),
+        &tokens,
+    )
 }
 
 /// `#at::#make(&path)` for a path kept by pointer, typed by a `let` at the path (`&'static
@@ -162,7 +147,6 @@ pub(super) fn across_steps(
     private: &TokenStream,
     source: &TokenStream,
     run: &Ident,
-    ticket: &Ident,
     error: &Ident,
 ) -> Steps {
     let Some(across) = &config.across else {
@@ -170,7 +154,6 @@ pub(super) fn across_steps(
     };
     let span = first_span(across);
     let at_across = respan(private, span);
-    let hold = Ident::new("__retry_hold", Span::mixed_site());
     // The call keeps its route and its attempt's admission beside its run, so that one drop
     // frees a probe the call was admitted as. Its set is named by a type, so that the call's
     // future keeps no pointer to it; unless the path names what only the function's body can
@@ -200,28 +183,52 @@ pub(super) fn across_steps(
         ));
         (setup, call)
     };
+    placed_steps(
+        private,
+        &at_across,
+        span,
+        run,
+        error,
+        (setup, call),
+        &quote!(0),
+    )
+}
+
+/// The steps around each attempt on an upstream or across a set, the same few calls on what
+/// the call keeps ([`Place`]): admitted at once (`ready`), or after a wait (`hold`), the
+/// call's error made from the `UpstreamPaused` where the wait would outlast it, returned at
+/// once; a failure classified once and told (`failed`), then a move at once (`continue`), the
+/// ladder's turn, or the end; `succeeded`; and `waited` after the ladder's wait.
+///
+/// [`Place`]: https://docs.rs/retry-runtime
+fn placed_steps(
+    private: &TokenStream,
+    at_key: &TokenStream,
+    span: Span,
+    run: &Ident,
+    error: &Ident,
+    (setup, call): (TokenStream, TokenStream),
+    tokens: &TokenStream,
+) -> Steps {
+    let hold = Ident::new("__retry_hold", Span::mixed_site());
     let admit = quote_spanned! {span=>
-        let #ticket = match #private::across_at_once(&mut #run) {
-            #private::core::option::Option::Some(#ticket) => #ticket,
-            #private::core::option::Option::None => {
-                let #hold = #at_across::HoldsUpstreamPaused::hold;
-                match #private::across_admit(&mut #run, #hold).await {
-                    #private::core::result::Result::Ok(#ticket) => #ticket,
-                    #private::core::result::Result::Err(#error) => {
-                        return #private::core::result::Result::Err(#error.into_error());
-                    }
-                }
+        if !#private::Place::ready(&mut #run) {
+            let #hold = #at_key::HoldsUpstreamPaused::hold;
+            if let #private::core::result::Result::Err(#error) =
+                #private::Place::hold(&mut #run, #hold, #tokens).await
+            {
+                return #private::core::result::Result::Err(#error.into_error());
             }
-        };
+        }
     };
     let formatter = Ident::new("__retry_formatter", Span::mixed_site());
     let classify = quote!(|#error| #private::Classify::classify(#error));
     let display = quote!(|#error, #formatter| #private::Reportable::report(#error, #formatter));
     // The error's `Classify` and `Display` are checked at the user's `E` by the ladder's
-    // closures; these are the same, for the route.
+    // closures; these are the same, for the placement, which classifies the failure once.
     let on_failure = quote! {{
         #[allow(clippy::redundant_closure)]
-        let #error = match #private::across_failed(&mut #run, #error, #classify, #display) {
+        let #error = match #private::placed_failed(&mut #run, #error, #classify, #display) {
             #private::core::result::Result::Ok(#private::core::option::Option::None) => continue,
             #private::core::result::Result::Ok(#private::core::option::Option::Some(#error)) => (#error.0, #private::core::option::Option::Some(#error.1)),
             #private::core::result::Result::Err(#error) => {
@@ -235,7 +242,7 @@ pub(super) fn across_steps(
         setup,
         admit,
         on_failure,
-        succeeded: quote!(#private::across_succeeded(&mut #run);),
-        waited: quote!(#private::across_waited(&mut #run);),
+        succeeded: quote!(#private::Place::succeeded(&mut #run);),
+        waited: quote!(#private::Place::waited(&mut #run);),
     }
 }

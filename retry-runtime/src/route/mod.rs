@@ -1,0 +1,321 @@
+//! Where the next attempt goes, and whether it may go now: the placement a [`Retry`] carries
+//! ([`Placement`]: no upstream, one [`Upstream`], or an ordered set of [`Upstreams`]), and the
+//! steps every driver takes around an attempt on what its call keeps ([`Place`]): `ready` (the
+//! fast path), `hold` (the slow path, a wait), `failed` (given the class: tells the upstream,
+//! notes the round, says move or stay), `succeeded`, `waited`, and `gave_up`. The explicit
+//! runs take them in one loop, written once here (`placed_ladder!`); the attribute's
+//! expansion takes the same steps through [`Call`]. The decisions stay the ladder's; an
+//! upstream's state and a set's route are what the steps read and tell.
+//!
+//! [`Retry`]: crate::Retry
+
+mod place;
+
+pub use place::{HeldBack, Place};
+
+use crate::admission::Admitted;
+use crate::engine::{Call, Retry, Source, TimedRetry};
+use crate::fallback::{Answered, Routed, Upstreams};
+use crate::upstream::Upstream;
+
+/// Where a retry's attempts go: [`NoUpstream`] (a [`Retry`](crate::Retry) as made),
+/// [`OneUpstream`] ([`Retry::upstream`](crate::Retry::upstream)) or [`AcrossUpstreams`]
+/// ([`Retry::across`](crate::Retry::across)). It decides what each attempt is given (its
+/// number, or the upstream it goes to) and what a success gives back (the value, or the value
+/// with the upstream that answered). Sealed: the three are all there is.
+///
+/// ```
+/// use retry_runtime::{Placement, Policy, Retry, Upstream, Upstreams};
+///
+/// static CLAUDE: Upstream = Upstream::new("claude");
+/// static GPT: Upstream = Upstream::new("gpt");
+/// static MODELS: Upstreams = Upstreams::new(&[&CLAUDE, &GPT]);
+///
+/// fn placement<C, P, N, Q, L: Placement>(_: &Retry<C, P, N, Q, L>) -> &'static str {
+///     std::any::type_name::<L>().rsplit("::").next().unwrap()
+/// }
+/// let retry = Retry::new(&Policy::AVAILABILITY);
+/// assert_eq!(placement(&retry), "NoUpstream");
+/// assert_eq!(placement(&retry.upstream(&CLAUDE)), "OneUpstream");
+/// assert_eq!(placement(&retry.across(&MODELS)), "AcrossUpstreams");
+/// ```
+pub trait Placement: Copy + sealed::Sealed {
+    /// What each attempt is given: its number (from 1), or the upstream it goes to.
+    type Given: Copy;
+    /// What a success gives back: the value, or an [`Answered`] naming the upstream.
+    type Answer<T>;
+    /// What a call keeps of its placement between its steps. Not public API.
+    #[doc(hidden)]
+    type Kept: Place;
+    /// What a call keeps, before its first attempt. Not public API.
+    #[doc(hidden)]
+    fn kept(self) -> Self::Kept;
+    /// What each attempt of the call costs of its key's tokens. Not public API.
+    #[doc(hidden)]
+    fn tokens(self) -> u32 {
+        0
+    }
+    /// The upstream the retry's calls share, if one. Not public API.
+    #[doc(hidden)]
+    fn upstream(self) -> Option<&'static Upstream> {
+        None
+    }
+    /// What the call's next attempt is given. Not public API.
+    #[doc(hidden)]
+    fn given<R: Source>(call: &Call<R, Self::Kept>) -> Self::Given;
+    /// A success's value, as the call gives it back. Not public API.
+    #[doc(hidden)]
+    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Self::Answer<T>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NoUpstream {}
+    impl Sealed for super::OneUpstream {}
+    impl Sealed for super::AcrossUpstreams {}
+}
+
+/// A retry's attempts go wherever the operation sends them: nothing is shared with other
+/// calls. What [`Retry::new`](crate::Retry::new) makes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoUpstream;
+
+/// A retry's attempts go to one [`Upstream`], whose pause, outage gate and pacing every call
+/// on it shares: what [`Retry::upstream`](crate::Retry::upstream) makes.
+#[derive(Debug, Clone, Copy)]
+pub struct OneUpstream {
+    pub(crate) upstream: &'static Upstream,
+    pub(crate) tokens: u32,
+}
+
+/// A retry's attempts go across an ordered set of [`Upstreams`]: what
+/// [`Retry::across`](crate::Retry::across) makes.
+#[derive(Debug, Clone, Copy)]
+pub struct AcrossUpstreams {
+    pub(crate) set: &'static Upstreams,
+}
+
+impl Placement for NoUpstream {
+    type Given = u32;
+    type Answer<T> = T;
+    type Kept = ();
+
+    #[inline(always)]
+    fn kept(self) {}
+    #[inline(always)]
+    fn given<R: Source>(call: &Call<R>) -> u32 {
+        call.attempts() + 1
+    }
+    #[inline(always)]
+    fn answer<R: Source, T>(_: &Call<R>, value: T) -> T {
+        value
+    }
+}
+
+impl Placement for OneUpstream {
+    type Given = u32;
+    type Answer<T> = T;
+    type Kept = Admitted;
+
+    #[inline(always)]
+    fn kept(self) -> Admitted {
+        Admitted::idle(self.upstream)
+    }
+    #[inline(always)]
+    fn tokens(self) -> u32 {
+        self.tokens
+    }
+    #[inline(always)]
+    fn upstream(self) -> Option<&'static Upstream> {
+        Some(self.upstream)
+    }
+    #[inline(always)]
+    fn given<R: Source>(call: &Call<R, Admitted>) -> u32 {
+        call.attempts() + 1
+    }
+    #[inline(always)]
+    fn answer<R: Source, T>(_: &Call<R, Admitted>, value: T) -> T {
+        value
+    }
+}
+
+impl Placement for AcrossUpstreams {
+    type Given = &'static Upstream;
+    type Answer<T> = Answered<T>;
+    type Kept = Routed<&'static Upstreams>;
+
+    #[inline(always)]
+    fn kept(self) -> Routed<&'static Upstreams> {
+        Routed::at(self.set)
+    }
+    #[inline(always)]
+    fn given<R: Source>(call: &Call<R, Self::Kept>) -> &'static Upstream {
+        call.kept().upstream()
+    }
+    #[inline(always)]
+    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Answered<T> {
+        Answered::new(value, call.kept().upstream())
+    }
+}
+
+/// The loop of every explicit run, written once: the call's placement admits the attempt (at
+/// once, or after a hold), the attempt runs (`$output`, on its upstream), a success is told
+/// and returned; a failure, classified once, is told to the placement, which moves the call
+/// to another upstream at once or leaves it to the ladder, whose wait (or give-up) follows.
+macro_rules! placed_ladder {
+    ($call:ident, $L:ty, $tokens:expr, $output:expr) => {
+        async move {
+            loop {
+                // In a block of its own, so that nothing of the admission, and neither the
+                // error's second copy nor its class (a `Copy` whose place would outlive its
+                // use), lives across the wait.
+                let waiting = {
+                    let (error, class) = {
+                        if !$crate::route::Place::ready(&mut $call) {
+                            let hold = $crate::route::HeldBack::held_back;
+                            $crate::route::Place::hold(&mut $call, hold, $tokens).await?;
+                        }
+                        match $output {
+                            Ok(value) => {
+                                $crate::route::Place::succeeded(&mut $call);
+                                $call.succeeded();
+                                return Ok(<$L as $crate::route::Placement>::answer(&$call, value));
+                            }
+                            Err(error) => {
+                                // Classified once: the placement is told, the ladder decides.
+                                let class = $crate::class::Classify::classify(&error);
+                                match $crate::route::Place::failed(&mut $call, error, class) {
+                                    $crate::fallback::Next::Moved => continue,
+                                    $crate::fallback::Next::Ladder(error, class) => (error, class),
+                                    $crate::fallback::Next::GaveUp(gave_up) => {
+                                        return Err($crate::route::Place::gave_up(
+                                            &mut $call, gave_up, true,
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    $call.failed_as(error, class)
+                };
+                match waiting.await {
+                    Ok(()) => $crate::route::Place::waited(&mut $call),
+                    Err(gave_up) => {
+                        return Err($crate::route::Place::gave_up(&mut $call, gave_up, true));
+                    }
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use placed_ladder;
+
+impl<C, P, N, Q> Retry<C, P, N, Q, NoUpstream> {
+    /// Share what `upstream` says with every call on it: its pause, its outage gate and its
+    /// pacing (see [`Upstream`]). Each attempt, the first included, is admitted by the
+    /// upstream first, and tells it how it ended. The error type must hold an
+    /// [`UpstreamPaused`](crate::UpstreamPaused), the error of an attempt held back past the
+    /// call's end.
+    ///
+    /// ```
+    /// use retry_runtime::{Class, Policy, Retry, Upstream, UpstreamPaused};
+    ///
+    /// static MODEL: Upstream = Upstream::new("model-doc");
+    ///
+    /// #[derive(Debug, thiserror::Error, retry_runtime::Classify)]
+    /// enum Failed {
+    ///     #[error("overloaded")]
+    ///     #[classify(unavailable)]
+    ///     Overloaded,
+    ///     #[error(transparent)]
+    ///     #[classify(from)]
+    ///     Paused(#[from] UpstreamPaused),
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let answer = Retry::new(&Policy::AVAILABILITY)
+    ///     .upstream(&MODEL)
+    ///     .run(async |attempt| if attempt == 1 { Err(Failed::Overloaded) } else { Ok(attempt) })
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(answer, 2);
+    /// # MODEL.reset();
+    /// # }
+    /// ```
+    pub fn upstream(self, upstream: &'static Upstream) -> Retry<C, P, N, Q, OneUpstream> {
+        self.placed(OneUpstream {
+            upstream,
+            tokens: 0,
+        })
+    }
+
+    /// Send each attempt across `set`, an ordered set of upstreams: to the first neither
+    /// paused nor gated, moving to the next at once on a failure another may not share (see
+    /// [`Upstreams`]). Each attempt is given the upstream it goes to; a success comes back
+    /// [`Answered`], naming the upstream that answered.
+    pub fn across(self, set: &'static Upstreams) -> Retry<C, P, N, Q, AcrossUpstreams> {
+        self.placed(AcrossUpstreams { set })
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q, NoUpstream> {
+    /// Like [`Retry::upstream`], each attempt under its timeout.
+    pub fn upstream(self, upstream: &'static Upstream) -> TimedRetry<C, P, N, Q, OneUpstream> {
+        self.placed(OneUpstream {
+            upstream,
+            tokens: 0,
+        })
+    }
+
+    /// Like [`Retry::across`], each attempt under its timeout.
+    pub fn across(self, set: &'static Upstreams) -> TimedRetry<C, P, N, Q, AcrossUpstreams> {
+        self.placed(AcrossUpstreams { set })
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q, OneUpstream> {
+    /// Each attempt costs `tokens` of the key's token limit (its prompt and its `max_tokens`,
+    /// say), as well as one request: where the provider says what its key has left, an
+    /// attempt waits until the key holds what it costs, and one that costs more than the
+    /// whole limit fails at once, an answer.
+    ///
+    /// ```
+    /// use retry_runtime::{Policy, Retry, Upstream};
+    ///
+    /// static MODEL: Upstream = Upstream::new("model");
+    /// let retry = Retry::new(&Policy::AVAILABILITY).upstream(&MODEL).tokens(1_200);
+    /// assert_eq!(retry.tokens_per_attempt(), 1_200);
+    /// assert_eq!(retry.upstream_ref().name(), "model");
+    /// ```
+    pub fn tokens(self, tokens: u32) -> Self {
+        let upstream = self.place().upstream;
+        self.placed(OneUpstream { upstream, tokens })
+    }
+
+    /// What each attempt costs of the key's tokens ([`tokens`](Self::tokens)).
+    pub const fn tokens_per_attempt(&self) -> u32 {
+        self.place().tokens
+    }
+
+    /// The upstream.
+    pub const fn upstream_ref(&self) -> &'static Upstream {
+        self.place().upstream
+    }
+}
+
+impl<C, P, N, Q> TimedRetry<C, P, N, Q, OneUpstream> {
+    /// Like [`Retry::tokens`].
+    pub fn tokens(self, tokens: u32) -> Self {
+        let upstream = self.retry().place().upstream;
+        self.placed(OneUpstream { upstream, tokens })
+    }
+}
+
+impl<C, P, N, Q> Retry<C, P, N, Q, AcrossUpstreams> {
+    /// The ordered set.
+    pub const fn upstreams(&self) -> &'static Upstreams {
+        self.place().set
+    }
+}
