@@ -18,7 +18,8 @@ use crate::route::Place;
 /// An attempt's error, with the two abilities the engine needs given as functions: the
 /// expansion writes them at the user's `E` (`|e| Classify::classify(e)`), so a missing
 /// `Classify` or `Display` is reported once, there, naming the user's type and the trait,
-/// and never this struct.
+/// and never this struct. Unnamed by the expansion: it is inside the wait [`failed`] returns.
+#[allow(unreachable_pub)]
 pub struct Judged<E, C, D> {
     error: E,
     classify: C,

@@ -318,7 +318,8 @@ impl<Rq, E> LayerRoute<Rq, E> {
     fn new((set, rewrite, hold): AcrossChoice<Rq, E>) -> Self {
         LayerRoute {
             set,
-            route: Route::new(),
+            // A layer gives the caller its response or error alone: no report to note.
+            route: Route::silent(),
             rewrite,
             hold,
         }

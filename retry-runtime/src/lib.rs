@@ -222,18 +222,16 @@ pub use verdict::{GaveUp, LeftBecause, StopReason, UpstreamLeft};
 /// Used by the expansions of `#[retry]` and `#[derive(Classify)]`, not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::admission::{Admitted, AdmittedOn, HoldsUpstreamPaused, UpstreamNamed};
-    pub use crate::attempt::{Attempt, Attempted};
+    pub use crate::admission::{Admitted, AdmittedOn, HoldsUpstreamPaused};
     pub use crate::class::{Class, Classify, RetryAfter};
     pub use crate::deadline::Deadline;
-    pub use crate::engine::{Call, Clocked, Count, Held, Retry, Run, Source, TimedRetry, Waiting};
-    pub use crate::expansion::*;
-    pub use crate::fallback::{Routed, Upstreams, UpstreamsNamed};
+    pub use crate::engine::{Call, Retry, TimedRetry};
+    pub use crate::expansion::{Reportable, budget_problem, failed, placed_failed, policy_problem};
+    pub use crate::fallback::{Routed, Upstreams};
     pub use crate::policy::{Jitter, Policy};
     pub use crate::quota::Quota;
     pub use crate::route::Place;
     pub use crate::timeout::HoldsTimedOut;
-    pub use crate::upstream::{OnUpstream, Upstream};
+    pub use crate::upstream::{Named, Upstream};
     pub use ::core;
-    pub use ::core::time::Duration;
 }

@@ -123,7 +123,7 @@ fn policy_consts(config: &Config, private: &TokenStream) -> TokenStream {
 fn adjustments(config: &Config, private: &TokenStream) -> Vec<TokenStream> {
     let millis = |at: &At<u64>| {
         let n = spanned(Literal::u64_unsuffixed(at.value), at.span);
-        quote!(#private::Duration::from_millis(#n))
+        quote!(#private::core::time::Duration::from_millis(#n))
     };
     let mut calls = Vec::new();
     if let Some(at) = &config.attempts {
@@ -218,10 +218,9 @@ fn retry_builder(
             })
         }
     });
-    let timeout = config
-        .timeout
-        .as_ref()
-        .map(|At { value, .. }| quote!(.timeout(#private::Duration::from_millis(#value))));
+    let timeout = config.timeout.as_ref().map(
+        |At { value, .. }| quote!(.timeout(#private::core::time::Duration::from_millis(#value))),
+    );
     quote!(#private::Retry::new(#policy).named(#name) #budget #quota #timeout)
 }
 
@@ -229,7 +228,7 @@ fn budget_value(budget: &BudgetChoice, private: &TokenStream) -> TokenStream {
     match budget {
         BudgetChoice::Turn => quote!(#private::Deadline::Turn),
         BudgetChoice::Within { millis, .. } => {
-            quote!(#private::Deadline::Within(#private::Duration::from_millis(#millis)))
+            quote!(#private::Deadline::Within(#private::core::time::Duration::from_millis(#millis)))
         }
     }
 }
@@ -269,7 +268,7 @@ fn const_checks(config: &Config, private: &TokenStream, policy: &Ident) -> Optio
             Some(quote_spanned! {*span=>
                 if let #private::core::option::Option::Some(problem) = #private::budget_problem(
                     &#policy,
-                    #private::Duration::from_millis(#millis),
+                    #private::core::time::Duration::from_millis(#millis),
                     #text,
                 ) {
                     #private::core::panic!("{}", problem.as_str());

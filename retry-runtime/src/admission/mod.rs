@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 
 use crate::class::Class;
 use crate::engine::{Call, Held, Run, Source};
-use crate::upstream::{Admission, BUDGET, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, BUDGET, Named, Upstream, UpstreamPaused, UpstreamStore};
 
 /// An attempt the upstream admitted, as plain values: the upstream, and what it said when it
 /// admitted the attempt (a probe's epoch, its word). It tells the upstream how the attempt
@@ -300,14 +300,6 @@ impl Drop for Ticket {
     }
 }
 
-/// An upstream named by a type: what `#[retry(upstream = ..)]`'s expansion declares, so that
-/// a call's future carries no pointer to its upstream. Not public API.
-#[doc(hidden)]
-pub trait UpstreamNamed {
-    /// The upstream.
-    const UPSTREAM: &'static Upstream;
-}
-
 /// The admission of a call's attempt on the upstream `U` names (its probe's epoch, the word it
 /// read), kept in the call's [`Call`], whose drop frees a probe the call ended with no
 /// outcome. Not public API.
@@ -351,10 +343,10 @@ impl AdmissionKept for Admitted {
     }
 }
 
-impl<U: UpstreamNamed> AdmissionKept for AdmittedOn<U> {
+impl<U: Named<Upstream>> AdmissionKept for AdmittedOn<U> {
     #[inline(always)]
     fn upstream(&self) -> &'static Upstream {
-        U::UPSTREAM
+        U::IT
     }
     #[inline(always)]
     fn flags(&self) -> u32 {
@@ -368,7 +360,7 @@ impl<U: UpstreamNamed> AdmissionKept for AdmittedOn<U> {
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
         let mut admitted = Admitted {
-            upstream: U::UPSTREAM,
+            upstream: U::IT,
             epoch: self.epoch,
             flags: self.flags,
         };
@@ -387,7 +379,7 @@ fn admit_word<K: AdmissionKept>(kept: &mut K, word: Result<u32, u32>, retry: boo
     kept.step(|admitted| admitted.admit_word(word, retry))
 }
 
-impl<U: UpstreamNamed> AdmittedOn<U> {
+impl<U: Named<Upstream>> AdmittedOn<U> {
     /// Nothing admitted yet.
     #[inline]
     pub const fn idle() -> Self {
@@ -399,7 +391,7 @@ impl<U: UpstreamNamed> AdmittedOn<U> {
     }
 }
 
-impl<U: UpstreamNamed> Held for AdmittedOn<U> {
+impl<U: Named<Upstream>> Held for AdmittedOn<U> {
     #[inline]
     fn let_go(&mut self) {
         if Admitted::probing(self.flags) {

@@ -31,12 +31,21 @@ use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpLiteral, OpName};
 use crate::route::{HeldBack, NoUpstream, Place, Placement, placed_ladder};
-pub use call::{Call, Held};
+pub use call::Call;
+// Public but unnamed outside the crate: they are in the signatures of what `__private` hands
+// the attribute's expansion (a `Call` is a `Run`, over a `Source`, whose failure is a
+// `Waiting`), which names none of them.
+#[allow(unreachable_pub)]
+pub use call::Held;
+#[allow(unreachable_pub)]
 pub use count::Count;
+#[allow(unreachable_pub)]
 pub use run::Run;
 #[cfg(feature = "stream")]
 pub(crate) use run::facts::{Resuming, StreamFacts};
+#[allow(unreachable_pub)]
 pub use source::{Clocked, Source};
+#[allow(unreachable_pub)]
 pub use waiting::Waiting;
 
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a

@@ -11,7 +11,7 @@ use crate::admission::{Admitted, Admitting, Ticket};
 use crate::class::{Class, ClassSet, Classify};
 use crate::engine::{Call, Count, Held, Run, Source};
 use crate::policy::Policy;
-use crate::upstream::{Admission, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, Named, Upstream, UpstreamPaused, UpstreamStore};
 use crate::verdict::{GaveUp, LeftBecause, UpstreamLeft};
 use tokio::time::Instant;
 
@@ -191,6 +191,10 @@ pub(crate) struct Route {
     at: u8,
     /// A move took the next attempt's admission: its word is in `next`.
     moved: bool,
+    /// The call gives up with a report of how it left each upstream (a `GaveUp`), so it
+    /// notes that as it goes; the attribute and the layers give the caller its error alone,
+    /// and note nothing.
+    reports: bool,
     /// The admission a move took for the next attempt: a probe's epoch (high half, with bit
     /// 31 of the low half saying it is one) and the word it read (low half). Plain values:
     /// nothing is awaited between the move and that attempt.
@@ -216,16 +220,29 @@ pub enum Next<E> {
 }
 
 impl Route {
-    /// A call's route, nothing tried.
+    /// A call's route, nothing tried, for a call that gives up with a report of how it left
+    /// each upstream.
     #[inline]
     pub(crate) const fn new() -> Route {
+        Route::reporting(true)
+    }
+
+    const fn reporting(reports: bool) -> Route {
         Route {
             tried: 0,
             at: 0,
             moved: false,
+            reports,
             next: 0,
             left: None,
         }
+    }
+
+    /// A call's route, nothing tried, for a call whose give-up nobody reads a report of: it
+    /// notes nothing as it goes.
+    #[inline]
+    pub(crate) const fn silent() -> Route {
+        Route::reporting(false)
     }
 
     /// The next attempt's ticket at once: the one a move took, or the first upstream of `set`
@@ -490,6 +507,9 @@ impl Route {
         why: LeftBecause,
         failure: Option<(Class, &dyn fmt::Display)>,
     ) {
+        if !self.reports {
+            return;
+        }
         let name = upstream.name();
         let lefts = &mut self.left.get_or_insert_with(Box::default).0;
         let at = match lefts.iter().position(|left| left.upstream() == name) {
@@ -507,14 +527,6 @@ impl Route {
     }
 }
 
-/// An ordered set of upstreams named by a type: what `#[retry(across = ..)]`'s expansion
-/// declares, so that a call's future carries no pointer to its set. Not public API.
-#[doc(hidden)]
-pub trait UpstreamsNamed {
-    /// The set.
-    const SET: &'static Upstreams;
-}
-
 /// How a [`Routed`] finds its set: by a type that names it (`PhantomData<S>`, no bytes), or
 /// by a pointer, where the path names what only the function's body can (`Self::MODELS`,
 /// `T::MODELS`), which an item of the expansion cannot. Not public API.
@@ -524,10 +536,10 @@ pub trait UpstreamsKept {
     fn set(&self) -> &'static Upstreams;
 }
 
-impl<S: UpstreamsNamed> UpstreamsKept for PhantomData<S> {
+impl<S: Named<Upstreams>> UpstreamsKept for PhantomData<S> {
     #[inline(always)]
     fn set(&self) -> &'static Upstreams {
-        S::SET
+        S::IT
     }
 }
 
@@ -549,7 +561,7 @@ pub struct Routed<K> {
     set: K,
 }
 
-impl<S: UpstreamsNamed> Routed<PhantomData<S>> {
+impl<S: Named<Upstreams>> Routed<PhantomData<S>> {
     /// A call across the set `S` names, nothing tried.
     #[inline]
     pub const fn named() -> Self {
@@ -563,12 +575,25 @@ impl Routed<&'static Upstreams> {
     pub const fn at(set: &'static Upstreams) -> Self {
         Routed::kept(set)
     }
+
+    /// A call across `set`, nothing tried, that gives up with a report of how it left each
+    /// upstream ([`GaveUp::upstreams`]).
+    #[inline]
+    pub(crate) const fn reporting(set: &'static Upstreams) -> Self {
+        Routed {
+            route: Route::new(),
+            epoch: 0,
+            flags: 0,
+            set,
+        }
+    }
 }
 
 impl<K: UpstreamsKept> Routed<K> {
     const fn kept(set: K) -> Self {
         Routed {
-            route: Route::new(),
+            // The attribute's call gives the caller its error alone.
+            route: Route::silent(),
             epoch: 0,
             flags: 0,
             set,

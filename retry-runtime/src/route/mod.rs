@@ -146,7 +146,7 @@ impl Placement for AcrossUpstreams {
 
     #[inline(always)]
     fn kept(self) -> Routed<&'static Upstreams> {
-        Routed::at(self.set)
+        Routed::reporting(self.set)
     }
     #[inline(always)]
     fn given<R: Source>(call: &Call<R, Self::Kept>) -> &'static Upstream {

@@ -4,6 +4,9 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use crate::admission::{AdmissionKept, Admitted, admit};
 use crate::class::{Class, Classify};
@@ -113,7 +116,7 @@ impl Place for () {
         _: fn(Infallible) -> E,
         _: u32,
     ) -> impl Future<Output = Result<(), GaveUp<E>>> {
-        std::future::ready(Ok(()))
+        NoHold(PhantomData)
     }
 
     type Polled<F: Future> = F;
@@ -133,6 +136,19 @@ impl Place for () {
         class: Class,
     ) -> Next<E> {
         Next::Ladder(error, class)
+    }
+}
+
+/// The hold of a call with no upstream, never made (its `ready` is always true): ready at
+/// once, and holding nothing, so that the call's future gains no drop of its own for it.
+struct NoHold<E>(PhantomData<fn() -> E>);
+
+impl<E> Future for NoHold<E> {
+    type Output = Result<(), GaveUp<E>>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(()))
     }
 }
 

@@ -26,6 +26,8 @@ mod fleet_side;
 mod paused;
 mod store;
 
+// Unnamed outside the crate: what `Place::polled` returns, which the expansion awaits.
+#[allow(unreachable_pub)]
 pub use current::OnUpstream;
 #[cfg(feature = "reqwest")]
 pub(crate) use current::heard;
@@ -659,4 +661,13 @@ impl fmt::Debug for Upstream {
             )
             .finish_non_exhaustive()
     }
+}
+
+/// An upstream, or an ordered set of them, named by a type: what `#[retry]`'s expansion
+/// declares for its `upstream` or `across` path, so that a call's future carries no pointer to
+/// it. Not public API.
+#[doc(hidden)]
+pub trait Named<T: 'static> {
+    /// The upstream, or the set.
+    const IT: &'static T;
 }

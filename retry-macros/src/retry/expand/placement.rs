@@ -74,8 +74,8 @@ pub(super) fn upstream_steps(
         let named = Ident::new("__RetryUpstream", Span::mixed_site());
         let setup = quote_spanned! {span=>
             struct #named;
-            impl #at_upstream::UpstreamNamed for #named {
-                const UPSTREAM: &'static #at_upstream::Upstream = &#upstream;
+            impl #at_upstream::Named<#at_upstream::Upstream> for #named {
+                const IT: &'static #at_upstream::Upstream = &#upstream;
             }
         };
         let call = quote!(#private::Call::with(#source, #private::AdmittedOn::<#named>::idle()));
@@ -173,8 +173,8 @@ pub(super) fn across_steps(
         let setup = quote_spanned! {span=>
             const #set: &#at_across::Upstreams = &#across;
             struct #named;
-            impl #private::UpstreamsNamed for #named {
-                const SET: &'static #private::Upstreams = #set;
+            impl #private::Named<#private::Upstreams> for #named {
+                const IT: &'static #private::Upstreams = #set;
             }
         };
         let call = quote!(#private::Call::with(
