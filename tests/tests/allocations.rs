@@ -636,3 +636,63 @@ fn a_first_try_success_across_upstreams_allocates_nothing() {
 async fn annotated_across() -> Result<u32, Class> {
     Ok(7)
 }
+
+/// A move across two upstreams through the attribute allocates nothing: the report of how a
+/// call left each upstream is noted only where a give-up returns it (a `GaveUp`), and the
+/// attribute gives the caller its error alone. Before, each move boxed the report and wrote
+/// the failure's text into it.
+mod a_move {
+    use super::{allocations_of, attempt_fails, paused_after_one_retry};
+    use retry_runtime::{Class, Classify, Upstream, UpstreamPaused, Upstreams, retry};
+
+    static FIRST: Upstream = Upstream::new("allocations-first");
+    static SECOND: Upstream = Upstream::new("allocations-second");
+    static BOTH: Upstreams = Upstreams::new(&[&FIRST, &SECOND]);
+
+    #[derive(Debug)]
+    enum Failed {
+        /// The key's quota spent: a move ("not this key"), and nothing the upstream keeps.
+        Limited,
+        Paused(UpstreamPaused),
+    }
+
+    impl Classify for Failed {
+        fn classify(&self) -> Class {
+            match self {
+                Failed::Limited => Class::QuotaExhausted,
+                Failed::Paused(paused) => paused.classify(),
+            }
+        }
+    }
+
+    impl From<UpstreamPaused> for Failed {
+        fn from(paused: UpstreamPaused) -> Self {
+            Failed::Paused(paused)
+        }
+    }
+
+    impl std::fmt::Display for Failed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a failure whose text a report would copy")
+        }
+    }
+
+    /// Fails on the set's first upstream as often as `fail_next` said, then succeeds.
+    #[retry(policy = "availability", across = BOTH)]
+    async fn moves() -> Result<&'static str, Failed> {
+        let to = Upstream::current().expect("polled on its upstream");
+        if std::ptr::eq(to, &FIRST) && attempt_fails() {
+            return Err(Failed::Limited);
+        }
+        Ok(to.name())
+    }
+
+    #[test]
+    fn a_move_across_two_upstreams_through_the_attribute_allocates_nothing() {
+        let runtime = paused_after_one_retry();
+        // Once before, so that the upstreams' and the metrics' first uses are not counted.
+        super::fail_next(1);
+        assert_eq!(runtime.block_on(moves()).unwrap(), "allocations-second");
+        assert_eq!(allocations_of(&runtime, moves, 1, false), 0);
+    }
+}

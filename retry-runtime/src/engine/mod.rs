@@ -30,7 +30,7 @@ use crate::timeout::TimedOut;
 use crate::verdict::GaveUp;
 
 use crate::op::{Op, OpLiteral, OpName};
-use crate::route::{HeldBack, NoUpstream, Place, Placement, placed_ladder};
+use crate::route::{HeldBack, NoUpstream, Place, Placement, identity, placed_ladder, timed_out};
 pub use call::Call;
 // Public but unnamed outside the crate: they are in the signatures of what `__private` hands
 // the attribute's expansion (a `Call` is a `Run`, over a `Source`, whose failure is a
@@ -369,13 +369,8 @@ where
         // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
-        let (tokens, kept) = (self.place.tokens(), self.place.kept());
-        let mut call = Call::with(self, kept);
-        placed_ladder!(call, L, tokens, {
-            let polled = Place::polled(&call, operation(L::given(&call)));
-            let attempted = call.attempt(polled).await;
-            call.attempted(attempted)
-        })
+        let place = self.place;
+        placed_ladder!(self, place, operation, attempt, identity)
     }
 
     /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
@@ -436,13 +431,8 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let (tokens, kept) = (self.place.tokens(), self.place.kept());
-        let mut call = Call::with(self, kept);
-        placed_ladder!(call, L, tokens, {
-            let polled = Place::polled(&call, operation(L::given(&call)));
-            let attempted = call.attempt(polled).await;
-            call.attempted(attempted)
-        })
+        let place = self.place;
+        placed_ladder!(self, place, operation, attempt, identity)
     }
 }
 
@@ -559,14 +549,8 @@ where
         F: AsyncFnMut(L::Given) -> Result<T, E>,
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let (tokens, kept) = (self.retry.place.tokens(), self.retry.place.kept());
-        let mut call = Call::with(self, kept);
-        placed_ladder!(call, L, tokens, {
-            let polled = Place::polled(&call, operation(L::given(&call)));
-            let attempted = call.attempt_timed(polled).await;
-            call.attempted(attempted)
-                .unwrap_or_else(|t| Err(E::from(t)))
-        })
+        let place = self.retry.place;
+        placed_ladder!(self, place, operation, attempt_timed, timed_out)
     }
 
     /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
@@ -595,14 +579,8 @@ where
         Fut: Future<Output = Result<T, E>>,
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
-        let (tokens, kept) = (self.retry.place.tokens(), self.retry.place.kept());
-        let mut call = Call::with(self, kept);
-        placed_ladder!(call, L, tokens, {
-            let polled = Place::polled(&call, operation(L::given(&call)));
-            let attempted = call.attempt_timed(polled).await;
-            call.attempted(attempted)
-                .unwrap_or_else(|t| Err(E::from(t)))
-        })
+        let place = self.retry.place;
+        placed_ladder!(self, place, operation, attempt_timed, timed_out)
     }
 }
 

@@ -62,10 +62,10 @@ pub trait Placement: Copy + sealed::Sealed {
     }
     /// What the call's next attempt is given. Not public API.
     #[doc(hidden)]
-    fn given<R: Source>(call: &Call<R, Self::Kept>) -> Self::Given;
+    fn given<R: Source>(self, call: &Call<R, Self::Kept>) -> Self::Given;
     /// A success's value, as the call gives it back. Not public API.
     #[doc(hidden)]
-    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Self::Answer<T>;
+    fn answer<R: Source, T>(self, call: &Call<R, Self::Kept>, value: T) -> Self::Answer<T>;
 }
 
 mod sealed {
@@ -103,11 +103,11 @@ impl Placement for NoUpstream {
     #[inline(always)]
     fn kept(self) {}
     #[inline(always)]
-    fn given<R: Source>(call: &Call<R>) -> u32 {
+    fn given<R: Source>(self, call: &Call<R>) -> u32 {
         call.attempts() + 1
     }
     #[inline(always)]
-    fn answer<R: Source, T>(_: &Call<R>, value: T) -> T {
+    fn answer<R: Source, T>(self, _: &Call<R>, value: T) -> T {
         value
     }
 }
@@ -130,11 +130,11 @@ impl Placement for OneUpstream {
         Some(self.upstream)
     }
     #[inline(always)]
-    fn given<R: Source>(call: &Call<R, Admitted>) -> u32 {
+    fn given<R: Source>(self, call: &Call<R, Admitted>) -> u32 {
         call.attempts() + 1
     }
     #[inline(always)]
-    fn answer<R: Source, T>(_: &Call<R, Admitted>, value: T) -> T {
+    fn answer<R: Source, T>(self, _: &Call<R, Admitted>, value: T) -> T {
         value
     }
 }
@@ -149,21 +149,25 @@ impl Placement for AcrossUpstreams {
         Routed::reporting(self.set)
     }
     #[inline(always)]
-    fn given<R: Source>(call: &Call<R, Self::Kept>) -> &'static Upstream {
+    fn given<R: Source>(self, call: &Call<R, Self::Kept>) -> &'static Upstream {
         call.kept().upstream()
     }
     #[inline(always)]
-    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Answered<T> {
+    fn answer<R: Source, T>(self, call: &Call<R, Self::Kept>, value: T) -> Answered<T> {
         Answered::new(value, call.kept().upstream())
     }
 }
 
 /// The loop of every explicit run, written once: the call's placement admits the attempt (at
-/// once, or after a hold), the attempt runs (`$output`, on its upstream), a success is told
-/// and returned; a failure, classified once, is told to the placement, which moves the call
-/// to another upstream at once or leaves it to the ladder, whose wait (or give-up) follows.
+/// once, or after a hold), the attempt runs (`$operation`, given what its placement gives it,
+/// polled on its upstream, started by the run's `$start`, its output taken by `$took`); a
+/// success is told and returned; a failure, classified once, is told to the placement, which
+/// moves the call to another upstream at once or leaves it to the ladder, whose wait (or
+/// give-up) follows.
 macro_rules! placed_ladder {
-    ($call:ident, $L:ty, $tokens:expr, $output:expr) => {
+    ($source:expr, $place:expr, $operation:ident, $start:ident, $took:ident) => {{
+        let (tokens, kept) = ($place.tokens(), $place.kept());
+        let mut call = $crate::engine::Call::with($source, kept);
         async move {
             loop {
                 // In a block of its own, so that nothing of the admission, and neither the
@@ -171,45 +175,63 @@ macro_rules! placed_ladder {
                 // use), lives across the wait.
                 let waiting = {
                     let (error, class) = {
-                        if !$crate::route::Place::ready(&mut $call) {
+                        if !$crate::route::Place::ready(&mut call) {
                             let hold = $crate::route::HeldBack::held_back;
-                            $crate::route::Place::hold(&mut $call, hold, $tokens).await?;
+                            $crate::route::Place::hold(&mut call, hold, tokens).await?;
                         }
-                        match $output {
+                        let given = $crate::route::Placement::given($place, &call);
+                        let polled = $crate::route::Place::polled(&call, $operation(given));
+                        let attempted = call.$start(polled).await;
+                        match $took(call.attempted(attempted)) {
                             Ok(value) => {
-                                $crate::route::Place::succeeded(&mut $call);
-                                $call.succeeded();
-                                return Ok(<$L as $crate::route::Placement>::answer(&$call, value));
+                                $crate::route::Place::succeeded(&mut call);
+                                call.succeeded();
+                                return Ok($crate::route::Placement::answer($place, &call, value));
                             }
                             Err(error) => {
                                 // Classified once: the placement is told, the ladder decides.
                                 let class = $crate::class::Classify::classify(&error);
-                                match $crate::route::Place::failed(&mut $call, error, class) {
+                                match $crate::route::Place::failed(&mut call, error, class) {
                                     $crate::fallback::Next::Moved => continue,
                                     $crate::fallback::Next::Ladder(error, class) => (error, class),
                                     $crate::fallback::Next::GaveUp(gave_up) => {
                                         return Err($crate::route::Place::gave_up(
-                                            &mut $call, gave_up, true,
+                                            &mut call, gave_up, true,
                                         ));
                                     }
                                 }
                             }
                         }
                     };
-                    $call.failed_as(error, class)
+                    call.failed_as(error, class)
                 };
                 match waiting.await {
-                    Ok(()) => $crate::route::Place::waited(&mut $call),
+                    Ok(()) => $crate::route::Place::waited(&mut call),
                     Err(gave_up) => {
-                        return Err($crate::route::Place::gave_up(&mut $call, gave_up, true));
+                        return Err($crate::route::Place::gave_up(&mut call, gave_up, true));
                     }
                 }
             }
         }
-    };
+    }};
 }
 
 pub(crate) use placed_ladder;
+
+/// An untimed attempt's output, as it is.
+#[inline(always)]
+pub(crate) fn identity<T>(output: T) -> T {
+    output
+}
+
+/// A timed attempt's output: one that ran out is the caller's error, made from the
+/// [`TimedOut`](crate::TimedOut).
+#[inline(always)]
+pub(crate) fn timed_out<T, E: From<crate::TimedOut>>(
+    output: Result<Result<T, E>, crate::TimedOut>,
+) -> Result<T, E> {
+    output.unwrap_or_else(|timed_out| Err(E::from(timed_out)))
+}
 
 impl<C, P, N, Q> Retry<C, P, N, Q, NoUpstream> {
     /// Share what `upstream` says with every call on it: its pause, its outage gate and its
