@@ -10,6 +10,7 @@
 //! [`Retry`]: crate::Retry
 
 mod place;
+mod run;
 
 pub use place::{HeldBack, Place};
 
@@ -62,10 +63,10 @@ pub trait Placement: Copy + sealed::Sealed {
     }
     /// What the call's next attempt is given. Not public API.
     #[doc(hidden)]
-    fn given<R: Source>(self, call: &Call<R, Self::Kept>) -> Self::Given;
+    fn given<R: Source>(call: &Call<R, Self::Kept>) -> Self::Given;
     /// A success's value, as the call gives it back. Not public API.
     #[doc(hidden)]
-    fn answer<R: Source, T>(self, call: &Call<R, Self::Kept>, value: T) -> Self::Answer<T>;
+    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Self::Answer<T>;
 }
 
 mod sealed {
@@ -75,10 +76,7 @@ mod sealed {
     impl Sealed for super::AcrossUpstreams {}
 }
 
-/// A retry's attempts go wherever the operation sends them: nothing is shared with other
-/// calls. What [`Retry::new`](crate::Retry::new) makes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoUpstream;
+pub use crate::engine::NoUpstream;
 
 /// A retry's attempts go to one [`Upstream`], whose pause, outage gate and pacing every call
 /// on it shares: what [`Retry::upstream`](crate::Retry::upstream) makes.
@@ -103,11 +101,11 @@ impl Placement for NoUpstream {
     #[inline(always)]
     fn kept(self) {}
     #[inline(always)]
-    fn given<R: Source>(self, call: &Call<R>) -> u32 {
+    fn given<R: Source>(call: &Call<R>) -> u32 {
         call.attempts() + 1
     }
     #[inline(always)]
-    fn answer<R: Source, T>(self, _: &Call<R>, value: T) -> T {
+    fn answer<R: Source, T>(_: &Call<R>, value: T) -> T {
         value
     }
 }
@@ -130,11 +128,11 @@ impl Placement for OneUpstream {
         Some(self.upstream)
     }
     #[inline(always)]
-    fn given<R: Source>(self, call: &Call<R, Admitted>) -> u32 {
+    fn given<R: Source>(call: &Call<R, Admitted>) -> u32 {
         call.attempts() + 1
     }
     #[inline(always)]
-    fn answer<R: Source, T>(self, _: &Call<R, Admitted>, value: T) -> T {
+    fn answer<R: Source, T>(_: &Call<R, Admitted>, value: T) -> T {
         value
     }
 }
@@ -149,11 +147,11 @@ impl Placement for AcrossUpstreams {
         Routed::reporting(self.set)
     }
     #[inline(always)]
-    fn given<R: Source>(self, call: &Call<R, Self::Kept>) -> &'static Upstream {
+    fn given<R: Source>(call: &Call<R, Self::Kept>) -> &'static Upstream {
         call.kept().upstream()
     }
     #[inline(always)]
-    fn answer<R: Source, T>(self, call: &Call<R, Self::Kept>, value: T) -> Answered<T> {
+    fn answer<R: Source, T>(call: &Call<R, Self::Kept>, value: T) -> Answered<T> {
         Answered::new(value, call.kept().upstream())
     }
 }
@@ -165,7 +163,7 @@ impl Placement for AcrossUpstreams {
 /// moves the call to another upstream at once or leaves it to the ladder, whose wait (or
 /// give-up) follows.
 macro_rules! placed_ladder {
-    ($source:expr, $place:expr, $operation:ident, $start:ident, $took:ident) => {{
+    ($source:expr, $place:expr, $L:ty, $operation:ident, $start:ident, $took:ident) => {{
         let (tokens, kept) = ($place.tokens(), $place.kept());
         let mut call = $crate::engine::Call::with($source, kept);
         async move {
@@ -179,14 +177,14 @@ macro_rules! placed_ladder {
                             let hold = $crate::route::HeldBack::held_back;
                             $crate::route::Place::hold(&mut call, hold, tokens).await?;
                         }
-                        let given = $crate::route::Placement::given($place, &call);
+                        let given = <$L as $crate::route::Placement>::given(&call);
                         let polled = $crate::route::Place::polled(&call, $operation(given));
                         let attempted = call.$start(polled).await;
                         match $took(call.attempted(attempted)) {
                             Ok(value) => {
                                 $crate::route::Place::succeeded(&mut call);
                                 call.succeeded();
-                                return Ok($crate::route::Placement::answer($place, &call, value));
+                                return Ok(<$L as $crate::route::Placement>::answer(&call, value));
                             }
                             Err(error) => {
                                 // Classified once: the placement is told, the ladder decides.
@@ -227,8 +225,8 @@ pub(crate) fn identity<T>(output: T) -> T {
 /// A timed attempt's output: one that ran out is the caller's error, made from the
 /// [`TimedOut`](crate::TimedOut).
 #[inline(always)]
-pub(crate) fn timed_out<T, E: From<crate::TimedOut>>(
-    output: Result<Result<T, E>, crate::TimedOut>,
+pub(crate) fn timed_out<T, E: From<crate::timeout::TimedOut>>(
+    output: Result<Result<T, E>, crate::timeout::TimedOut>,
 ) -> Result<T, E> {
     output.unwrap_or_else(|timed_out| Err(E::from(timed_out)))
 }
