@@ -15,6 +15,10 @@ mod run;
 pub use place::{HeldBack, Place};
 
 use crate::admission::Admitted;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use crate::engine::{Call, Retry, Source, TimedRetry};
 use crate::fallback::{Answered, Routed, Upstreams};
 use crate::upstream::Upstream;
@@ -167,16 +171,16 @@ macro_rules! placed_ladder {
         let (tokens, kept) = ($place.tokens(), $place.kept());
         let mut call = $crate::engine::Call::with($source, kept);
         async move {
+            // The attempt was admitted by a hold: it goes without asking again.
+            let mut admitted = false;
             loop {
-                // In a block of its own, so that nothing of the admission, and neither the
-                // error's second copy nor its class (a `Copy` whose place would outlive its
-                // use), lives across the wait.
-                let waiting = {
+                // One pause a turn of the loop, awaited in one place: the hold for the
+                // placement (never made without an upstream), or the ladder's wait after a
+                // failure. The attempt's own block keeps nothing of the admission, and
+                // neither the error's second copy nor its class, across it.
+                let pause = if admitted || $crate::route::Place::ready(&mut call) {
+                    admitted = false;
                     let (error, class) = {
-                        if !$crate::route::Place::ready(&mut call) {
-                            let hold = $crate::route::HeldBack::held_back;
-                            $crate::route::Place::hold(&mut call, hold, tokens).await?;
-                        }
                         let given = <$L as $crate::route::Placement>::given(&call);
                         let polled = $crate::route::Place::polled(&call, $operation(given));
                         let attempted = call.$start(polled).await;
@@ -201,17 +205,61 @@ macro_rules! placed_ladder {
                             }
                         }
                     };
-                    call.failed_as(error, class)
+                    $crate::route::Pause::Wait {
+                        waiting: call.failed_as(error, class),
+                    }
+                } else {
+                    let hold = $crate::route::HeldBack::held_back;
+                    $crate::route::Pause::Hold {
+                        holding: $crate::route::Place::hold(&mut call, hold, tokens),
+                    }
                 };
-                match waiting.await {
-                    Ok(()) => $crate::route::Place::waited(&mut call),
-                    Err(gave_up) => {
+                match pause.await {
+                    $crate::route::Paused::Held(Ok(())) => admitted = true,
+                    // The hold's give-up carries its report already.
+                    $crate::route::Paused::Held(Err(gave_up)) => return Err(gave_up),
+                    $crate::route::Paused::Waited(Ok(())) => {
+                        $crate::route::Place::waited(&mut call)
+                    }
+                    $crate::route::Paused::Waited(Err(gave_up)) => {
                         return Err($crate::route::Place::gave_up(&mut call, gave_up, true));
                     }
                 }
             }
         }
     }};
+}
+
+pin_project_lite::pin_project! {
+    /// A driver's one pause: the hold for its placement, or the ladder's wait. One place to
+    /// await, so that a call with no upstream, which never holds, carries no state for it.
+    #[project = PauseNow]
+    pub(crate) enum Pause<H, W> {
+        /// The hold before an attempt.
+        Hold { #[pin] holding: H },
+        /// The ladder's wait after a failure.
+        Wait { #[pin] waiting: W },
+    }
+}
+
+/// Which pause ended, and how.
+pub(crate) enum Paused<T> {
+    /// The hold: the attempt is admitted (`Ok`), or the call gives up.
+    Held(T),
+    /// The ladder's wait: the next attempt may go (`Ok`), or the call gives up.
+    Waited(T),
+}
+
+impl<H: Future, W: Future<Output = H::Output>> Future for Pause<H, W> {
+    type Output = Paused<H::Output>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            PauseNow::Hold { holding } => holding.poll(cx).map(Paused::Held),
+            PauseNow::Wait { waiting } => waiting.poll(cx).map(Paused::Waited),
+        }
+    }
 }
 
 pub(crate) use placed_ladder;
