@@ -24,19 +24,67 @@ use crate::upstream::{Admission, BUDGET, Named, Upstream, UpstreamPaused, Upstre
 #[derive(Debug)]
 pub struct Admitted {
     upstream: &'static Upstream,
-    /// The gate's probe's epoch, if [`PROBE`] is set.
-    epoch: u32,
-    /// What the upstream had to say when it admitted the attempt (its word; 0: nothing), and
-    /// [`PROBE`] until the upstream is told how the probe ended: two words in all, so a call's
+    /// What the upstream said when it admitted the attempt: two words in all, so a call's
     /// future carries little.
-    flags: u32,
+    word: AdmissionWord,
 }
 
-/// The admission is the gate's probe, not yet told how it ended.
-const PROBE: u32 = 1 << 8;
-/// The upstream's word, as it was read, but for the budget's bit: a budget is nothing to clear
-/// after a success.
-const SEEN: u32 = (PROBE - 1) & !BUDGET;
+/// What a call keeps of an admission between its steps, one word whose bits are this type's
+/// alone: a probe's epoch (the high half), whether the admission is the gate's probe not yet
+/// told how it ended, and what the upstream said when it admitted the attempt (its word, but
+/// for the budget's bit: a budget is nothing to clear after a success). A call on an upstream
+/// keeps one; a call across a set one for its attempt, and one a move took for the next. Not
+/// public API.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AdmissionWord(u64);
+
+impl AdmissionWord {
+    /// The admission is the gate's probe, not yet told how it ended.
+    const PROBE: u64 = 1 << 8;
+    /// The upstream's word, as it was read, but for the budget's bit.
+    const SEEN: u64 = (Self::PROBE - 1) & !(BUDGET as u64);
+    /// Nothing to tell, nothing to free.
+    pub(crate) const NOTHING: AdmissionWord = AdmissionWord(0);
+
+    /// The admission of an attempt a quiet upstream let through, having read `seen`.
+    #[inline(always)]
+    pub(crate) const fn seen(seen: u32) -> AdmissionWord {
+        AdmissionWord(seen as u64 & Self::SEEN)
+    }
+
+    /// What `admission` keeps: a send's probe and word; anything else, nothing.
+    fn of(admission: Admission) -> AdmissionWord {
+        match admission {
+            Admission::Send { probe, seen } => {
+                let probe = probe.map_or(0, |epoch| (u64::from(epoch) << 32) | Self::PROBE);
+                AdmissionWord(probe | AdmissionWord::seen(seen).0)
+            }
+            _ => AdmissionWord::NOTHING,
+        }
+    }
+
+    /// Whether it is a probe not yet told how it ended.
+    #[inline(always)]
+    pub(crate) const fn probing(self) -> bool {
+        self.0 & Self::PROBE != 0
+    }
+
+    /// Whether it has a success to tell its upstream: the upstream said something when it
+    /// admitted the attempt, or it was a probe.
+    #[inline(always)]
+    pub(crate) const fn to_tell(self) -> bool {
+        self.0 & (Self::SEEN | Self::PROBE) != 0
+    }
+
+    /// The admission, as the upstream reads it back.
+    fn admission(self) -> Admission {
+        Admission::Send {
+            probe: self.probing().then_some((self.0 >> 32) as u32),
+            seen: (self.0 & Self::SEEN) as u32,
+        }
+    }
+}
 
 impl Admitted {
     /// An admission on `upstream` with nothing to tell: what a call keeps before its first.
@@ -44,84 +92,34 @@ impl Admitted {
     pub const fn idle(upstream: &'static Upstream) -> Admitted {
         Admitted {
             upstream,
-            epoch: 0,
-            flags: 0,
+            word: AdmissionWord::NOTHING,
         }
     }
 
-    fn new(upstream: &'static Upstream, admission: Admission) -> Admitted {
-        let (probe, seen) = match admission {
-            Admission::Send { probe, seen } => (probe, seen),
-            _ => (None, 0),
-        };
-        Admitted {
-            upstream,
-            epoch: probe.unwrap_or(0),
-            flags: (seen & SEEN) | if probe.is_some() { PROBE } else { 0 },
-        }
-    }
-
-    /// The admission on the same upstream of a probe's `epoch` and `flags`, as
-    /// [`parts`](Self::parts) gave them.
+    /// The admission on `upstream` of what a call kept of it.
     #[inline(always)]
-    pub(crate) const fn with(self, epoch: u32, flags: u32) -> Admitted {
-        Admitted {
-            epoch,
-            flags,
-            ..self
-        }
+    pub(crate) const fn kept(upstream: &'static Upstream, word: AdmissionWord) -> Admitted {
+        Admitted { upstream, word }
     }
 
-    /// A probe's epoch and the flags: what a call keeps of its admission beside its upstream.
+    /// What a call keeps of it beside its upstream.
     #[inline(always)]
-    pub(crate) const fn parts(&self) -> (u32, u32) {
-        (self.epoch, self.flags)
-    }
-
-    /// The flags of an admission that read `seen` from a quiet upstream.
-    #[inline(always)]
-    pub(crate) const fn seen(seen: u32) -> u32 {
-        seen & SEEN
-    }
-
-    /// Whether an admission with these flags is a probe not yet told how it ended.
-    #[inline(always)]
-    pub(crate) const fn probing(flags: u32) -> bool {
-        flags & PROBE != 0
-    }
-
-    /// Whether an admission with these flags has a success to tell its upstream: the upstream
-    /// said something when it admitted the attempt, or it was a probe.
-    #[inline(always)]
-    pub(crate) const fn to_tell(flags: u32) -> bool {
-        flags & (SEEN | PROBE) != 0
-    }
-
-    #[inline]
-    fn probe(&self) -> Option<u32> {
-        (self.flags & PROBE != 0).then_some(self.epoch)
+    pub(crate) const fn word(&self) -> AdmissionWord {
+        self.word
     }
 
     /// The admission, as the upstream reads it back; from now on, nothing to free.
     fn take(&mut self) -> Admission {
-        let admission = Admission::Send {
-            probe: self.probe(),
-            seen: self.flags & SEEN,
-        };
-        self.flags = 0;
-        admission
+        std::mem::take(&mut self.word).admission()
     }
 
     /// The admission as a ticket, which frees a probe if it is dropped; the call keeps
     /// nothing to free.
     pub(crate) fn take_ticket(&mut self) -> Ticket {
-        let ticket = Ticket(Admitted {
-            upstream: self.upstream,
-            epoch: self.epoch,
-            flags: self.flags,
-        });
-        self.flags = 0;
-        ticket
+        Ticket(Admitted::kept(
+            self.upstream,
+            std::mem::take(&mut self.word),
+        ))
     }
 
     /// Admit a call's own attempt (not a move across upstreams) on the same upstream at once,
@@ -141,14 +139,14 @@ impl Admitted {
         match word {
             // Nothing but `COUNTING`, which `SEEN` keeps.
             Ok(seen) => {
-                self.flags = seen;
+                self.word = AdmissionWord::seen(seen);
                 true
             }
             // Quiet, a fleet's retry budget counting: a first try counts its request, one
             // atomic add, in line; a retry takes a token, out of line.
             Err(seen) if Upstream::is_budgeted_quiet(seen) && !retry => {
                 self.upstream.budget_admits(false);
-                self.flags = seen & SEEN;
+                self.word = AdmissionWord::seen(seen);
                 true
             }
             Err(_) => self.budgeted(retry),
@@ -163,7 +161,7 @@ impl Admitted {
         // Read again: the word may have changed since, its budget gone with it.
         match self.upstream.quiet() {
             Some(seen) if seen & BUDGET == 0 || self.upstream.budget_admits(retry) => {
-                self.flags = seen & SEEN;
+                self.word = AdmissionWord::seen(seen);
                 true
             }
             _ => false,
@@ -175,7 +173,7 @@ impl Admitted {
     pub(crate) fn succeeded(&mut self) {
         // Nothing was said when the attempt was admitted, and it was no probe: nothing to
         // clear (a failure reported meanwhile by a call that started later is left to count).
-        if self.flags & (SEEN | PROBE) != 0 {
+        if self.word.to_tell() {
             self.cleared();
         }
     }
@@ -202,7 +200,7 @@ impl Held for Admitted {
     /// A probe ended with no outcome (its call dropped, cancelled, panicked): freed at once.
     #[inline]
     fn let_go(&mut self) {
-        if self.flags & PROBE != 0 {
+        if self.word.probing() {
             self.release();
         }
     }
@@ -225,27 +223,19 @@ pub(crate) struct Ticket(Admitted);
 
 impl Ticket {
     pub(crate) fn new(upstream: &'static Upstream, admission: Admission) -> Ticket {
-        Ticket(Admitted::new(upstream, admission))
+        Ticket(Admitted::kept(upstream, AdmissionWord::of(admission)))
     }
 
-    /// The admission, as plain values (a probe's epoch, the word read), the ticket told:
-    /// kept by a route between a move and its attempt.
-    pub(crate) fn into_parts(mut self) -> (Option<u32>, u32) {
-        let probe = self.0.probe();
-        let seen = self.0.flags & SEEN;
-        self.0.flags = 0;
-        (probe, seen)
+    /// The admission, kept from now on by a call whose drop frees a probe (a route's word,
+    /// between a move and its attempt, or a call's admission).
+    pub(crate) fn into_word(mut self) -> AdmissionWord {
+        std::mem::take(&mut self.0.word)
     }
 
     /// The admission, kept from now on by a call whose drop frees a probe.
-    pub(crate) fn into_admitted(mut self) -> Admitted {
-        let admitted = Admitted {
-            upstream: self.0.upstream,
-            epoch: self.0.epoch,
-            flags: self.0.flags,
-        };
-        self.0.flags = 0;
-        admitted
+    pub(crate) fn into_admitted(self) -> Admitted {
+        let upstream = self.0.upstream;
+        Admitted::kept(upstream, self.into_word())
     }
 
     /// The upstream that admitted the attempt.
@@ -258,12 +248,9 @@ impl Ticket {
     /// atomic read.
     #[inline]
     pub(crate) fn at_once(upstream: &'static Upstream) -> Option<Ticket> {
-        upstream.quiet().map(|seen| {
-            Ticket(Admitted {
-                flags: seen & SEEN,
-                ..Admitted::idle(upstream)
-            })
-        })
+        upstream
+            .quiet()
+            .map(|seen| Ticket(Admitted::kept(upstream, AdmissionWord::seen(seen))))
     }
 
     /// [`Admitted::at_once_for`], as a ticket: for a call's own attempt on `upstream`.
@@ -305,8 +292,7 @@ impl Drop for Ticket {
 /// outcome. Not public API.
 #[doc(hidden)]
 pub struct AdmittedOn<U> {
-    epoch: u32,
-    flags: u32,
+    word: AdmissionWord,
     on: PhantomData<fn() -> U>,
 }
 
@@ -317,9 +303,9 @@ pub trait AdmissionKept: Held {
     /// The upstream.
     fn upstream(&self) -> &'static Upstream;
     /// What the admission says: the word read, and whether it is a probe.
-    fn flags(&self) -> u32;
+    fn word(&self) -> AdmissionWord;
     /// Kept from a quiet word's read: no probe.
-    fn read(&mut self, flags: u32);
+    fn read(&mut self, word: AdmissionWord);
     /// `step` on the admission as an [`Admitted`].
     fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T;
 }
@@ -330,12 +316,12 @@ impl AdmissionKept for Admitted {
         self.upstream
     }
     #[inline(always)]
-    fn flags(&self) -> u32 {
-        self.flags
+    fn word(&self) -> AdmissionWord {
+        self.word
     }
     #[inline(always)]
-    fn read(&mut self, flags: u32) {
-        self.flags = flags;
+    fn read(&mut self, word: AdmissionWord) {
+        self.word = word;
     }
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
@@ -349,24 +335,19 @@ impl<U: Named<Upstream>> AdmissionKept for AdmittedOn<U> {
         U::IT
     }
     #[inline(always)]
-    fn flags(&self) -> u32 {
-        self.flags
+    fn word(&self) -> AdmissionWord {
+        self.word
     }
     #[inline(always)]
-    fn read(&mut self, flags: u32) {
-        self.flags = flags;
+    fn read(&mut self, word: AdmissionWord) {
+        self.word = word;
     }
     /// In line, the upstream a constant.
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Admitted) -> T) -> T {
-        let mut admitted = Admitted {
-            upstream: U::IT,
-            epoch: self.epoch,
-            flags: self.flags,
-        };
+        let mut admitted = Admitted::kept(U::IT, self.word);
         let stepped = step(&mut admitted);
-        self.epoch = admitted.epoch;
-        self.flags = admitted.flags;
+        self.word = admitted.word;
         stepped
     }
 }
@@ -384,8 +365,7 @@ impl<U: Named<Upstream>> AdmittedOn<U> {
     #[inline]
     pub const fn idle() -> Self {
         AdmittedOn {
-            epoch: 0,
-            flags: 0,
+            word: AdmissionWord::NOTHING,
             on: PhantomData,
         }
     }
@@ -394,7 +374,7 @@ impl<U: Named<Upstream>> AdmittedOn<U> {
 impl<U: Named<Upstream>> Held for AdmittedOn<U> {
     #[inline]
     fn let_go(&mut self) {
-        if Admitted::probing(self.flags) {
+        if self.word.probing() {
             AdmissionKept::step(self, Held::let_go);
         }
     }
@@ -409,14 +389,14 @@ pub(crate) fn at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> boo
     match upstream.quiet_alone() {
         // Nothing but `COUNTING`, which `SEEN` keeps.
         Ok(seen) => {
-            kept.read(seen);
+            kept.read(AdmissionWord::seen(seen));
             true
         }
         // Quiet, a fleet's retry budget counting: a first try counts its request, one atomic
         // add, in line.
         Err(seen) if Upstream::is_budgeted_quiet(seen) && run.attempts() == 0 => {
             upstream.budget_admits(false);
-            kept.read(Admitted::seen(seen));
+            kept.read(AdmissionWord::seen(seen));
             true
         }
         word => admit_word(kept, word, run.attempts() > 0),

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::admission::{Admitted, Admitting, Ticket};
+use crate::admission::{AdmissionWord, Admitted, Admitting, Ticket};
 use crate::class::{Class, ClassSet, Classify};
 use crate::engine::{Call, Count, Held, Run, Source};
 use crate::policy::Policy;
@@ -17,9 +17,6 @@ use tokio::time::Instant;
 
 /// The most upstreams one ordered set holds: a call keeps which it tried in one word.
 const MAX_UPSTREAMS: usize = 32;
-
-/// In a route's `next`: the admission is the gate's probe.
-const PROBED: u64 = 1 << 31;
 
 /// An ordered set of upstreams for one call, in order of preference: the models, keys or hosts
 /// a call may go to. Declared as a `static`, as an [`Upstream`] is, and given to a retry with
@@ -195,10 +192,9 @@ pub(crate) struct Route {
     /// notes that as it goes; the attribute and the layers give the caller its error alone,
     /// and note nothing.
     reports: bool,
-    /// The admission a move took for the next attempt: a probe's epoch (high half, with bit
-    /// 31 of the low half saying it is one) and the word it read (low half). Plain values:
-    /// nothing is awaited between the move and that attempt.
-    next: u64,
+    /// The admission a move took for the next attempt: a plain value, as nothing is awaited
+    /// between the move and that attempt.
+    next: AdmissionWord,
     /// How the call left each upstream it failed on or passed over: made at the first.
     left: Option<Box<Lefts>>,
 }
@@ -233,7 +229,7 @@ impl Route {
             at: 0,
             moved: false,
             reports,
-            next: 0,
+            next: AdmissionWord::NOTHING,
             left: None,
         }
     }
@@ -266,10 +262,9 @@ impl Route {
     fn after_failure(&mut self, set: &'static Upstreams) -> Option<Ticket> {
         if self.moved {
             self.moved = false;
-            let probe = (self.next & PROBED != 0).then_some((self.next >> 32) as u32);
-            let seen = (self.next & u64::from(u32::MAX >> 1)) as u32;
             let upstream = self.upstream(set);
-            return Some(Ticket::new(upstream, Admission::Send { probe, seen }));
+            let next = std::mem::take(&mut self.next);
+            return Some(Admitted::kept(upstream, next).take_ticket());
         }
         let at = (!self.tried).trailing_zeros();
         let upstream = *set.upstreams.get(at as usize)?;
@@ -434,9 +429,7 @@ impl Route {
         self.note(from, LeftBecause::Moved, None);
         match run.move_on(error, class, from.name(), to.name()) {
             Ok(()) => {
-                let (probe, seen) = next.into_parts();
-                let probed = probe.map_or(0, |epoch| (u64::from(epoch) << 32) | PROBED);
-                self.next = probed | u64::from(seen);
+                self.next = next.into_word();
                 self.moved = true;
                 Next::Moved
             }
@@ -556,8 +549,8 @@ impl UpstreamsKept for &'static Upstreams {
 #[doc(hidden)]
 pub struct Routed<K> {
     route: Route,
-    epoch: u32,
-    flags: u32,
+    /// The admission of the attempt in progress, on the route's upstream.
+    word: AdmissionWord,
     set: K,
 }
 
@@ -582,8 +575,7 @@ impl Routed<&'static Upstreams> {
     pub(crate) const fn reporting(set: &'static Upstreams) -> Self {
         Routed {
             route: Route::new(),
-            epoch: 0,
-            flags: 0,
+            word: AdmissionWord::NOTHING,
             set,
         }
     }
@@ -594,8 +586,7 @@ impl<K: UpstreamsKept> Routed<K> {
         Routed {
             // The attribute's call gives the caller its error alone.
             route: Route::silent(),
-            epoch: 0,
-            flags: 0,
+            word: AdmissionWord::NOTHING,
             set,
         }
     }
@@ -604,9 +595,9 @@ impl<K: UpstreamsKept> Routed<K> {
     #[inline(always)]
     fn step<T>(&mut self, step: impl FnOnce(&mut Route, &mut Admitted) -> T) -> T {
         let upstream = self.route.upstream(self.set.set());
-        let mut admitted = Admitted::idle(upstream).with(self.epoch, self.flags);
+        let mut admitted = Admitted::kept(upstream, self.word);
         let stepped = step(&mut self.route, &mut admitted);
-        (self.epoch, self.flags) = admitted.parts();
+        self.word = admitted.word();
         stepped
     }
 }
@@ -614,7 +605,7 @@ impl<K: UpstreamsKept> Routed<K> {
 impl<K: UpstreamsKept> Held for Routed<K> {
     #[inline]
     fn let_go(&mut self) {
-        if Admitted::probing(self.flags) {
+        if self.word.probing() {
             self.step(|_, admitted| admitted.let_go());
         }
     }
@@ -642,7 +633,7 @@ impl<K: UpstreamsKept> Routed<K> {
     /// The attempt succeeded: its upstream is told, where it has anything to hear.
     #[inline(always)]
     pub(crate) fn succeeded(&mut self) {
-        if Admitted::to_tell(self.flags) {
+        if self.word.to_tell() {
             self.step(|_, admitted| admitted.succeeded());
         }
     }
@@ -675,7 +666,7 @@ pub(crate) fn at_once<R: Source, K: UpstreamsKept>(call: &mut Call<R, Routed<K>>
             return false;
         };
         routed.route.at = 0;
-        routed.flags = Admitted::seen(seen);
+        routed.word = AdmissionWord::seen(seen);
         return true;
     }
     routed.moved_or_next()

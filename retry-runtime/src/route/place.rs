@@ -183,7 +183,7 @@ impl<K: AdmissionKept> Place for K {
     #[inline(always)]
     fn succeeded<R: Source>(call: &mut Call<R, K>) {
         let kept = call.parts().1;
-        if Admitted::to_tell(kept.flags()) {
+        if kept.word().to_tell() {
             kept.step(Admitted::succeeded);
         }
     }
