@@ -1,8 +1,10 @@
 //! The engine: [`Retry`] runs an operation until it succeeds, its failure is an answer, or the
 //! ladder or the budget runs out. `#[retry]` expands to the same engine.
 //!
-//! It owns the configuration ([`Retry`], [`TimedRetry`]) here, where a run reads it in
-//! `source.rs`, a call's run in `run.rs` (its counters and the attempt protocol; what it tells,
+//! It owns the configuration ([`Retry`], [`TimedRetry`], and [`NoUpstream`], the placement a
+//! retry is made with) here, what a run reads it through in `source.rs` (the runs themselves,
+//! over every placement, are `route/`'s, which owns where and when each attempt goes), a call's
+//! run in `run.rs` (its counters and the attempt protocol; what it tells,
 //! the metrics, spans and notices, in `run/tell.rs`; the facts a stream hands it on a failure in
 //! `run/facts.rs`, and the steps only a stream takes in `run/stream.rs`), its attempt counter in
 //! `count.rs`, the call that reports itself when dropped in `call.rs`, and a call's wait, with

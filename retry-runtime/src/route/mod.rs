@@ -3,9 +3,12 @@
 //! steps every driver takes around an attempt on what its call keeps ([`Place`]): `ready` (the
 //! fast path), `hold` (the slow path, a wait), `failed` (given the class: tells the upstream,
 //! notes the round, says move or stay), `succeeded`, `waited`, and `gave_up`. The explicit
-//! runs take them in one loop, written once here (`placed_ladder!`); the attribute's
-//! expansion takes the same steps through [`Call`]. The decisions stay the ladder's; an
-//! upstream's state and a set's route are what the steps read and tell.
+//! runs (`run.rs`: `run` and `run_fn` on [`Retry`] and [`TimedRetry`](crate::TimedRetry),
+//! over every placement) take them in one loop, written once here (`placed_ladder!`, which
+//! awaits one [`Pause`] a turn: the hold or the ladder's wait); the attribute's expansion takes
+//! the same steps on its [`Call`]. The decisions stay the ladder's; an upstream's state and a
+//! set's route are what the steps read and tell. The stream and the HTTP layers still drive a
+//! route of their own (`fallback::Route`, with its tickets).
 //!
 //! [`Retry`]: crate::Retry
 
