@@ -125,3 +125,44 @@ async fn every_form_runs_on_every_placement() {
     ONE.reset();
     FIRST.reset();
 }
+
+/// What a user gets from every placement spawns on a multi-thread runtime: a run's future
+/// (`run_fn`, on an upstream and across a set) and a `RetryStream` (on an upstream and across a
+/// set, timed), each polled to its end inside `tokio::spawn`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_every_placement_returns_spawns_on_a_multi_thread_runtime() {
+    static SPAWNED: Upstream = Upstream::new("placements-spawned");
+    static SPAWNED_SET: Upstreams = Upstreams::new(&[&SPAWNED]);
+    let retry = Retry::new(&Policy::AVAILABILITY);
+    let on = retry
+        .upstream(&SPAWNED)
+        .run_fn(|attempt| async move { Ok::<_, Failed>(attempt) });
+    assert_eq!(tokio::spawn(on).await.unwrap().unwrap(), 1);
+    let across = retry
+        .across(&SPAWNED_SET)
+        .run_fn(|to| async move { Ok::<_, Failed>(to.name()) });
+    let answered = tokio::spawn(across).await.unwrap().unwrap();
+    assert_eq!(answered.upstream().name(), SPAWNED.name());
+    let stream = retry
+        .timeout(TIMED)
+        .upstream(&SPAWNED)
+        .stream(|attempt| async move {
+            Ok::<_, Failed>(testing::stream_of(vec![Ok::<_, Failed>(attempt)]))
+        });
+    let items = tokio::spawn(testing::collect(stream)).await.unwrap();
+    assert_eq!(
+        items.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [1]
+    );
+    let stream = retry
+        .timeout(TIMED)
+        .across(&SPAWNED_SET)
+        .stream(|to| async move {
+            Ok::<_, Failed>(testing::stream_of(vec![Ok::<_, Failed>(to.name())]))
+        });
+    let items = tokio::spawn(testing::collect(stream)).await.unwrap();
+    assert_eq!(
+        items.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [SPAWNED.name()]
+    );
+}

@@ -288,11 +288,6 @@ impl<C, P, N, Q, L> Retry<C, P, N, Q, L> {
         }
     }
 
-    /// Where its attempts go.
-    pub(crate) const fn place(&self) -> &L {
-        &self.place
-    }
-
     /// The policy.
     pub fn policy(&self) -> &Policy
     where

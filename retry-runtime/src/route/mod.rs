@@ -267,12 +267,6 @@ impl<H: Future, W: Future<Output = H::Output>> Future for Pause<H, W> {
 
 pub(crate) use placed_ladder;
 
-/// An untimed attempt's output, as it is.
-#[inline(always)]
-pub(crate) fn identity<T>(output: T) -> T {
-    output
-}
-
 /// A timed attempt's output: one that ran out is the caller's error, made from the
 /// [`TimedOut`](crate::TimedOut).
 #[inline(always)]
@@ -360,33 +354,33 @@ impl<C, P, N, Q> Retry<C, P, N, Q, OneUpstream> {
     /// assert_eq!(retry.tokens_per_attempt(), 1_200);
     /// assert_eq!(retry.upstream_ref().name(), "model");
     /// ```
-    pub fn tokens(self, tokens: u32) -> Self {
-        let upstream = self.place().upstream;
-        self.placed(OneUpstream { upstream, tokens })
+    pub const fn tokens(mut self, tokens: u32) -> Self {
+        self.place.tokens = tokens;
+        self
     }
 
     /// What each attempt costs of the key's tokens ([`tokens`](Self::tokens)).
     pub const fn tokens_per_attempt(&self) -> u32 {
-        self.place().tokens
+        self.place.tokens
     }
 
     /// The upstream.
     pub const fn upstream_ref(&self) -> &'static Upstream {
-        self.place().upstream
+        self.place.upstream
     }
 }
 
 impl<C, P, N, Q> TimedRetry<C, P, N, Q, OneUpstream> {
     /// Like [`Retry::tokens`].
-    pub fn tokens(self, tokens: u32) -> Self {
-        let upstream = self.retry().place().upstream;
-        self.placed(OneUpstream { upstream, tokens })
+    pub const fn tokens(mut self, tokens: u32) -> Self {
+        self.retry.place.tokens = tokens;
+        self
     }
 }
 
 impl<C, P, N, Q> Retry<C, P, N, Q, AcrossUpstreams> {
     /// The ordered set.
     pub const fn upstreams(&self) -> &'static Upstreams {
-        self.place().set
+        self.place.set
     }
 }

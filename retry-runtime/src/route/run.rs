@@ -6,7 +6,9 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use super::{HeldBack, Place, Placement, identity, placed_ladder, timed_out};
+use std::convert::identity;
+
+use super::{HeldBack, Place, Placement, placed_ladder, timed_out};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;

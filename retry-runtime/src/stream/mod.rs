@@ -163,7 +163,7 @@ where
         E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
         L::Open<O>: OpenAttempt<u32, Future = Fut>,
     {
-        let place = *self.place();
+        let place = self.place;
         place.streamed(RetryStream::new(self, place.open(open), None), E::held_back)
     }
 }
@@ -207,7 +207,7 @@ where
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
         L::Open<O>: OpenAttempt<u32, Future = Fut>,
     {
-        let place = *self.retry().place();
+        let place = self.retry.place;
         let stream = RetryStream::new(self, place.open(open), Some(E::from));
         place.streamed(stream, E::held_back)
     }
