@@ -120,7 +120,7 @@ pub(crate) use stream_peek::{Fault, Refusal, StreamPeek};
     docsrs,
     doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
 )]
-pub use upstream_for::{Across, AcrossChoice, NoUpstream, UpstreamChoice, UpstreamFor};
+pub use upstream_for::{Across, AcrossChoice, UpstreamChoice, UpstreamFor};
 
 /// What an error body said, in the terms the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -20,9 +20,9 @@ mod why;
 
 pub(crate) use hold::TIMER_GRANULARITY;
 pub use hold::{HoldAsked, ends_before, hold, hold_allowance, over_limit};
+pub use moves::cut_by_cancel;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use moves::not_resendable;
-pub use moves::{MoveAsked, cut_by_cancel, moves};
 pub use why::Why;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
@@ -254,6 +254,10 @@ pub struct Failure {
     /// Whether the request can be sent again: an HTTP layer that could not copy it for
     /// another attempt cannot, and a failure it would retry stops `NotResendable`.
     pub resendable: bool,
+    /// Whether another upstream of the call's ordered set admits an attempt now, and the
+    /// failure's class moves the call to it ([`Upstreams::moves`](crate::Upstreams::moves)):
+    /// the call moves there at once, with no wait, unless it may make no attempt more.
+    pub another_ready: bool,
 }
 
 impl Failure {
@@ -273,6 +277,7 @@ impl Failure {
             reconnect: None,
             reopen: false,
             resendable: true,
+            another_ready: false,
         }
     }
 
@@ -331,6 +336,29 @@ impl Failure {
     /// ```
     pub const fn with_resendable(mut self, resendable: bool) -> Failure {
         self.resendable = resendable;
+        self
+    }
+
+    /// This failure with another upstream of the call's set ready for its next attempt now
+    /// (or not): a move, decided before any rule of the failure's class.
+    ///
+    /// ```
+    /// use retry_runtime::ladder::{self, Decided, Failure, Step, Why};
+    /// use retry_runtime::{Class, Draw, Policy, StopReason};
+    /// use std::time::Duration;
+    ///
+    /// let failed = Failure::new(1, Class::Unavailable { retry_after: None });
+    /// let moved = ladder::decide(&Policy::AVAILABILITY, failed.with_another_ready(true));
+    /// assert!(matches!(moved, Decided::Move(_)));
+    /// let decision = moved.with_draw(Draw::IDEAL);
+    /// assert_eq!((decision.step, decision.rule), (Step::Retry { wait: Duration::ZERO }, Why::Moved));
+    /// // A move is an attempt: the last one allowed moves nowhere.
+    /// let last = Failure::new(4, Class::Transport).with_another_ready(true);
+    /// let decision = ladder::decide(&Policy::AVAILABILITY, last).with_draw(Draw::IDEAL);
+    /// assert_eq!(decision.step.stop_reason(), Some(StopReason::Exhausted { attempts: 4 }));
+    /// ```
+    pub const fn with_another_ready(mut self, ready: bool) -> Failure {
+        self.another_ready = ready;
         self
     }
 
@@ -419,7 +447,7 @@ pub struct Decision {
     pub own_wait: Option<Duration>,
 }
 
-const fn stop(reason: StopReason, rule: Why) -> Decision {
+pub(crate) const fn stop(reason: StopReason, rule: Why) -> Decision {
     Decision {
         step: Step::Stop(reason),
         rule,
@@ -445,6 +473,9 @@ const fn stop(reason: StopReason, rule: Why) -> Decision {
 pub enum Decided {
     /// Decided without a draw: the ladder stops, and no wait follows.
     Stop(Decision),
+    /// Decided without a draw: the next attempt goes at once to the upstream that is ready
+    /// (its step a retry with no wait, its rule [`Why::Moved`]).
+    Move(Decision),
     /// A wait may follow: its length, and whether it fits, take the draw.
     Pending(Pending),
 }
@@ -469,7 +500,7 @@ impl Decided {
     /// ```
     pub const fn with_draw(self, draw: Draw) -> Decision {
         match self {
-            Decided::Stop(decision) => decision,
+            Decided::Stop(decision) | Decided::Move(decision) => decision,
             Decided::Pending(pending) => pending.with_draw(draw),
         }
     }
@@ -587,7 +618,11 @@ impl Pending {
 }
 
 /// The whole decision on one failure, pure: the engine asks it once per failure, and
-/// `backoff explain` prints its rule. The checks, in order, the first that applies deciding:
+/// `backoff explain` prints its rule. A failure with another upstream of the call's set
+/// ready ([`Failure::with_another_ready`]) moves there at once (`Move`), unless the attempts
+/// are spent (`Exhausted`), the turn is over (`Cancelled`) or the budget reached (`Budget`):
+/// no wait follows, so nothing else can stop it. Otherwise the checks, in order, the first that
+/// applies deciding:
 ///
 /// 1. the attempt had delivered output (a stream past its commit point) and the caller did not
 ///    opt in to restarts: `Committed`, whatever the class, since any retry would repeat what
@@ -630,6 +665,9 @@ impl Pending {
 /// assert_eq!(decision.rule, Why::Attempts);
 /// ```
 pub const fn decide(policy: &Policy, failure: Failure) -> Decided {
+    if failure.another_ready {
+        return moves::moved(policy, failure);
+    }
     if let Some((reason, rule)) = refusal(policy, failure) {
         return Decided::Stop(stop(reason, rule));
     }
@@ -730,7 +768,7 @@ const fn refusal(policy: &Policy, failure: Failure) -> Option<(StopReason, Why)>
 /// The attempts a policy makes: an `attempts` of 0 behaves as 1 (the call is always made
 /// once), and more than the most a policy may make behaves as that most, so the count
 /// reported is the count made.
-const fn allowed_attempts(policy: &Policy) -> u32 {
+pub(crate) const fn allowed_attempts(policy: &Policy) -> u32 {
     if policy.attempts() == 0 {
         1
     } else if policy.attempts() > Policy::MAX_ATTEMPTS {

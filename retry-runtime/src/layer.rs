@@ -14,17 +14,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use crate::admission::{Admitting, Ticket};
+use crate::admission::Admitting;
 use crate::attempt::Attempt;
 use crate::class::{Class, Classify};
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run, Source};
-use crate::fallback::{Next, Route};
-use crate::http::{AcrossChoice, NoUpstream, UpstreamChoice, UpstreamFor};
+use crate::fallback::Next;
+use crate::http::UpstreamFor;
 use crate::http::{
     AsTransport, ClassifyError, Fault, HttpError, Inspecting, Refusal, Reply, ResendCount,
     StreamPeek,
 };
+use crate::route::NoUpstream;
+use crate::route::Placing;
 use crate::upstream::{Upstream, UpstreamPaused};
 use crate::verdict::GaveUp;
 use crate::wait::Wait;
@@ -100,8 +102,16 @@ impl<R: Source, K, U> Core<R, K, U> {
         T: Sender<Rq>,
         U: UpstreamFor<Rq, T::Error>,
     {
-        let upstream = self.upstream.upstream_for(&request);
-        let route = self.upstream.across_for(&request).map(LayerRoute::new);
+        // One upstream, or an ordered set (its route silent: a layer gives the caller its
+        // response or error alone, so no report is noted), or neither.
+        let choice = self.upstream.upstream_for(&request);
+        let (place, held_back, rewrite) = match (choice, self.upstream.across_for(&request)) {
+            (Some((upstream, held_back)), _) => (Placing::on(upstream), Some(held_back), None),
+            (None, Some((set, rewrite, held_back))) => {
+                (Placing::across(set, false), Some(held_back), Some(rewrite))
+            }
+            (None, None) => (Placing::NOWHERE, None, None),
+        };
         let (next, template) = match sender.copy(&request) {
             Some(first) => (first, Some(request)),
             // Nothing to copy the next attempt from: this one is the last.
@@ -114,9 +124,9 @@ impl<R: Source, K, U> Core<R, K, U> {
             sender,
             template,
             next: Some(next),
-            upstream,
-            route,
-            ticket: None,
+            place,
+            held_back,
+            rewrite,
             step: Step::Start,
         }
     }
@@ -200,9 +210,12 @@ pin_project_lite::pin_project! {
         sender: T,
         template: Option<Rq>,
         next: Option<Rq>,
-        upstream: Option<UpstreamChoice<T::Error>>,
-        route: Option<LayerRoute<Rq, T::Error>>,
-        ticket: Option<Ticket>,
+        // Where the attempts go: the one field of the call's upstream or set.
+        place: Placing,
+        // How the service's error holds an attempt held back past the call's end.
+        held_back: Option<fn(UpstreamPaused) -> T::Error>,
+        // How the request is rewritten for the upstream of the set it goes to.
+        rewrite: Option<Rewrite<Rq>>,
         #[pin]
         step: Step<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
     }
@@ -242,24 +255,16 @@ where
                     continue;
                 }
                 StepProj::Admitting { admitting } => {
-                    let to_error = match (*this.upstream, this.route.as_ref()) {
-                        (Some((_, to_error)), _) => to_error,
-                        (None, Some(route)) => route.hold,
-                        (None, None) => panic!("a layer's call admitted with no upstream"),
+                    let Some(to_error) = *this.held_back else {
+                        panic!("a layer's call admitted with no upstream");
                     };
                     let held_back = |paused: UpstreamPaused| {
                         let class = paused.classify();
                         Failed::Service(to_error(paused), class)
                     };
-                    let ticket = ready!(admitting.poll_admit(this.run, cx, held_back));
-                    match ticket {
-                        Ok(ticket) => {
-                            if let Some(route) = this.route.as_mut() {
-                                route.route.admitted(route.set, ticket.upstream());
-                            }
-                            *this.ticket = Some(ticket);
-                        }
-                        Err(gave_up) => return this.end(gave_up),
+                    let admitted = this.place.poll_hold(admitting, this.run, cx, held_back);
+                    if let Err(gave_up) = ready!(admitted) {
+                        return this.end(gave_up);
                     }
                     this.step.set(Step::Start);
                     continue;
@@ -269,9 +274,7 @@ where
                     let outcome = this.run.attempted(attempted);
                     match outcome {
                         Ok(Ok(response)) => {
-                            if let Some(ticket) = this.ticket.take() {
-                                ticket.succeeded();
-                            }
+                            this.place.succeeded();
                             this.run.succeeded();
                             this.step.set(Step::Done);
                             return Poll::Ready(Ok(response));
@@ -304,40 +307,6 @@ where
 /// How a request is rewritten for an upstream: [`AcrossChoice`]'s shared function.
 type Rewrite<Rq> = std::sync::Arc<dyn Fn(&mut Rq, &'static Upstream) + Send + Sync>;
 
-/// A call's way through the layer's ordered set of upstreams: its route, how its request is
-/// rewritten for each upstream, and how the service's error holds an attempt every upstream
-/// held back.
-pub(crate) struct LayerRoute<Rq, E> {
-    set: &'static crate::fallback::Upstreams,
-    route: Route,
-    rewrite: Rewrite<Rq>,
-    hold: fn(UpstreamPaused) -> E,
-}
-
-impl<Rq, E> LayerRoute<Rq, E> {
-    fn new((set, rewrite, hold): AcrossChoice<Rq, E>) -> Self {
-        LayerRoute {
-            set,
-            // A layer gives the caller its response or error alone: no report to note.
-            route: Route::silent(),
-            rewrite,
-            hold,
-        }
-    }
-}
-
-/// `failed`, the upstream told of it first.
-fn told<R: Source, Rs, E>(
-    ticket: Option<Ticket>,
-    failed: Failed<Rs, E>,
-    run: &Run<R>,
-) -> Failed<Rs, E> {
-    if let Some(ticket) = ticket {
-        ticket.failed(failed.classify(), run);
-    }
-    failed
-}
-
 impl<R, K, Rq, T> CallingProj<'_, R, K, Rq, T>
 where
     R: Source,
@@ -346,43 +315,21 @@ where
     /// Start the next attempt: admitted by the upstream first, if there is one and it has
     /// something to say; else sent.
     fn start(&mut self) {
-        if let Some(route) = self.route.as_mut() {
-            if self.ticket.is_none() {
-                let now = self.run.clock_now();
-                match route.route.ready(route.set, now) {
-                    Some(ticket) => *self.ticket = Some(ticket),
-                    None => {
-                        let admitting = route.route.waiting(route.set, now);
-                        self.step.set(Step::Admitting { admitting });
-                        return;
-                    }
-                }
-            }
-        } else if let (Some((upstream, _)), None) = (*self.upstream, self.ticket.as_ref()) {
-            match Ticket::at_once_for(upstream, self.run.attempts() > 0) {
-                Some(ticket) => *self.ticket = Some(ticket),
-                None => {
-                    let tokens = self
-                        .next
-                        .as_ref()
-                        .map_or(0, |next| self.sender.tokens(next));
-                    let admitting = Admitting::new(upstream).costing(tokens);
-                    self.step.set(Step::Admitting { admitting });
-                    return;
-                }
-            }
+        let (next, sender) = (&*self.next, &*self.sender);
+        let tokens = || next.as_ref().map_or(0, |next| sender.tokens(next));
+        if let Some(admitting) = self.place.ready(self.run, false, tokens) {
+            self.step.set(Step::Admitting { admitting });
+            return;
         }
         let resend = ResendCount::of_attempt(self.run.attempts() + 1);
         let Some(mut request) = self.next.take() else {
             panic!("a layer's call polled after it was returned");
         };
-        if let Some(route) = self.route.as_ref() {
-            (route.rewrite)(&mut request, route.route.upstream(route.set));
+        let to = self.place.upstream();
+        if let (Some(rewrite), Some(to)) = (self.rewrite.as_ref(), to) {
+            rewrite(&mut request, to);
         }
-        let heard = self
-            .ticket
-            .as_ref()
-            .map(|ticket| (ticket.upstream(), ticket.upstream().pace_sent()));
+        let heard = to.map(|upstream| (upstream, upstream.pace_sent()));
         let sent = self.sender.send(request, resend);
         let exchange = Exchange::Sending {
             sent,
@@ -403,35 +350,24 @@ where
             .template
             .as_ref()
             .and_then(|template| self.sender.copy(template));
-        let ticket = self.ticket.take();
+        // A layer's failure keeps the class it was given when it was made: read, not asked.
+        // Without a copy it cannot move either: it stays, and the ladder ends.
+        let class = failed.classify();
+        let (failed, class) = match self.place.failed(self.run, failed, class, copy.is_none()) {
+            // The next attempt at once, on the upstream the route took.
+            Next::Moved => {
+                *self.next = copy;
+                self.step.set(Step::Start);
+                return None;
+            }
+            Next::Ladder(failed, class) => (failed, class),
+            Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
+        };
         let Some(copy) = copy else {
-            let failed = told(ticket, failed, self.run);
             let gave_up = self.run.gave_up_not_resendable(failed);
             return Some(self.end(gave_up));
         };
         *self.next = Some(copy);
-        // A layer's failure keeps the class it was given when it was made: read, not asked.
-        let (failed, class) = match (self.route.as_mut(), ticket) {
-            (Some(route), Some(ticket)) => {
-                match route.route.failed(route.set, ticket, self.run, failed) {
-                    // The next attempt at once, on the upstream the route took.
-                    Next::Moved => {
-                        self.step.set(Step::Start);
-                        return None;
-                    }
-                    Next::Ladder(failed, class) => {
-                        route.route.waited();
-                        (failed, class)
-                    }
-                    Next::GaveUp(gave_up) => return Some(self.end(gave_up)),
-                }
-            }
-            (_, ticket) => {
-                let failed = told(ticket, failed, self.run);
-                let class = failed.classify();
-                (failed, class)
-            }
-        };
         match self.run.failed_to_wait(failed, class, None) {
             Ok(wait) => self.step.set(Step::Waiting { wait }),
             Err(gave_up) => return Some(self.end(gave_up)),

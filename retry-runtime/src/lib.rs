@@ -196,9 +196,7 @@ pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;
 pub use turn::run::Turn;
-pub use upstream::{
-    Admission, PausedBy, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef, UpstreamStore,
-};
+pub use upstream::{Admission, PausedBy, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;

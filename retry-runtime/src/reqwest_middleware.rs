@@ -7,11 +7,12 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::clock::Clock;
 use crate::engine::Retry;
-use crate::http::{AsTransport, ClassifyError, NoUpstream, ResendCount, UpstreamFor};
+use crate::http::{AsTransport, ClassifyError, ResendCount, UpstreamFor};
 use crate::layer::{self, Core, FnSender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::route::NoUpstream;
 use crate::upstream::{Upstream, UpstreamPaused};
 
 /// A `reqwest_middleware::Middleware` that retries the rest of the chain on the engine: built

@@ -20,11 +20,12 @@ use std::task::{Context, Poll, ready};
 
 use crate::clock::Clock;
 use crate::engine::{Clocked, Retry, Source};
-use crate::http::{AsTransport, ClassifyError, NoUpstream, Reply, ResendCount, UpstreamFor};
+use crate::http::{AsTransport, ClassifyError, Reply, ResendCount, UpstreamFor};
 use crate::layer::{self, Calling, Core, Sender};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
+use crate::route::NoUpstream;
 use crate::upstream::Upstream;
 
 /// A tower layer that retries the service it wraps on the engine: built from a [`Retry`], so

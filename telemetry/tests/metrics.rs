@@ -467,7 +467,7 @@ mod labels {
 
 mod upstreams {
     use super::*;
-    use retry_runtime::{Admission, Class, Classify, Upstream, UpstreamPaused, UpstreamStore};
+    use retry_runtime::{Admission, Class, Classify, Upstream, UpstreamPaused};
     use std::fmt;
 
     #[derive(Debug)]

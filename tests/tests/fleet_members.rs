@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use retry_runtime::fleet::{Fleet, FleetConfig, FleetMemory};
-use retry_runtime::{Admission, Class, Policy, Upstream, UpstreamStore};
+use retry_runtime::{Admission, Class, Policy, Upstream};
 use tokio::time::Instant;
 
 const SEND: Admission = Admission::Send {

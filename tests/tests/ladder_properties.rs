@@ -424,7 +424,33 @@ proptest! {
             Decided::Pending(pending) => {
                 prop_assert!(pending.with_draw(draw).own_wait.is_some());
             }
+            Decided::Move(_) => prop_assert!(false, "no upstream was ready, yet it moved"),
         }
+    }
+
+    /// A move is the ladder's decision: with another upstream ready, the call moves at once
+    /// whatever the class, the hint or the output, unless its attempts are spent, its turn
+    /// is over or its budget reached.
+    #[test]
+    fn with_another_upstream_ready_only_the_attempts_the_turn_and_the_budget_stop_a_move(
+        policy in policy(),
+        failure in failure(),
+        draw in draw(),
+    ) {
+        let decided = ladder::decide(&policy, failure.with_another_ready(true));
+        let allowed = policy.attempts().clamp(1, Policy::MAX_ATTEMPTS);
+        let expected = if failure.attempt >= allowed {
+            Step::Stop(StopReason::Exhausted { attempts: allowed })
+        } else if failure.turn_over {
+            Step::Stop(StopReason::Cancelled)
+        } else if failure.remaining == Some(Duration::ZERO) {
+            Step::Stop(StopReason::Budget { wanted: Duration::ZERO, remaining: Duration::ZERO })
+        } else {
+            Step::Retry { wait: Duration::ZERO }
+        };
+        prop_assert_eq!(decided.with_draw(draw).step, expected);
+        prop_assert_eq!(matches!(decided, Decided::Move(_)), expected.wait().is_some());
+        prop_assert!(!decided.needs_draw());
     }
 
     #[test]

@@ -87,7 +87,6 @@ enum http::HintSource
 struct http::HttpError
 fn http::is_jsonrpc_response
 struct http::ModelEvents
-struct http::NoUpstream
 fn http::parse_retry_after
 fn http::rate_limits
 trait http::Reply
@@ -115,8 +114,6 @@ struct ladder::HoldAsked
 fn ladder::ideal_wait
 fn ladder::jittered
 fn ladder::max_wait
-struct ladder::MoveAsked
-fn ladder::moves
 fn ladder::over_limit
 struct ladder::Pending
 enum ladder::Step
@@ -243,7 +240,6 @@ struct UpstreamLeft
 struct UpstreamPaused
 struct UpstreamRef
 struct Upstreams
-trait UpstreamStore
 ";
 
 #[test]

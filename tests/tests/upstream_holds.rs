@@ -8,7 +8,7 @@ use std::time::Duration;
 use retry_runtime::ladder::{self, Failure, HoldAsked};
 use retry_runtime::{
     Admission, Class, Classify, Draw, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
-    UpstreamStore, Upstreams,
+    Upstreams,
 };
 use tokio::time::Instant;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use retry_runtime::{
     Admission, Class, Classify, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
-    UpstreamStore, Upstreams, retry,
+    Upstreams, retry,
 };
 use tokio::time::Instant;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Admission, Class, Policy, Upstream, UpstreamStore};
+use retry_runtime::{Admission, Class, Policy, Upstream};
 use tokio::time::Instant;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 
 use crate::class::Class;
 use crate::engine::{Call, Held, Run, Source};
-use crate::upstream::{Admission, BUDGET, Named, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, BUDGET, Named, Upstream, UpstreamPaused};
 
 /// An attempt the upstream admitted, as plain values: the upstream, and what it said when it
 /// admitted the attempt (a probe's epoch, its word). It tells the upstream how the attempt

@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::engine::{Count, Run, Source};
 use crate::ladder;
 use crate::pace::Ask;
-use crate::upstream::{Admission, BUDGET, PausedBy, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, BUDGET, PausedBy, Upstream, UpstreamPaused};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),

@@ -45,9 +45,16 @@ pub use source::{Clocked, Source};
 pub use waiting::Waiting;
 
 /// A retry's attempts go wherever the operation sends them: nothing is shared with other
-/// calls. The placement [`Retry::new`] makes; see [`Placement`](crate::Placement) for the
-/// others.
-#[derive(Debug, Clone, Copy, Default)]
+/// calls. The placement [`Retry::new`] makes (see [`Placement`](crate::Placement) for the
+/// others), and what an HTTP layer with no upstream is built with.
+///
+/// ```
+/// use retry_runtime::{NoUpstream, Policy, Retry};
+///
+/// let retry: Retry = Retry::new(&Policy::AVAILABILITY);
+/// let _: &Retry<_, _, _, _, NoUpstream> = &retry;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct NoUpstream;
 
 /// A retried operation: a policy, a name for notices, a budget, and optionally a quota and a

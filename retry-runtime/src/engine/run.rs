@@ -443,6 +443,29 @@ impl<R: Source, A: Count> Run<R, A> {
         stream: Option<&StreamFacts<'_>>,
         resendable: bool,
     ) -> Step {
+        let failure = self.facts(class, stream).with_resendable(resendable);
+        // One decision; the RNG is read only where a wait may follow.
+        let decision = match ladder::decide(self.source.policy(), failure) {
+            Decided::Stop(decision) | Decided::Move(decision) => decision,
+            Decided::Pending(pending) => pending.with_draw(self.source.clock().draw()),
+        };
+        match decision.step {
+            Step::Stop(StopReason::Nested) => {
+                nesting::warn_nested(self.source.op());
+                decision.step
+            }
+            Step::Retry { .. } if !self.paid.withdraw(self.source.quota(), class) => {
+                meter::count(self.source.op(), Series::QuotaRefusal);
+                // The quota's payment: its refusal is made where it is paid.
+                Step::Stop(StopReason::Quota)
+            }
+            _ => decision.step,
+        }
+    }
+
+    /// What the ladder decides a failure of `class` on, now: the run's facts, its turn's and
+    /// its budget's.
+    fn facts(&self, class: Class, stream: Option<&StreamFacts<'_>>) -> Failure {
         // A call started outside any turn stays outside one; one inside asks its flight,
         // which holds the turn.
         let flight = self.flight();
@@ -459,27 +482,8 @@ impl<R: Source, A: Count> Run<R, A> {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
             _ => None,
         };
-        let failure = self
-            .failure(class, remaining, stream)
+        self.failure(class, remaining, stream)
             .with_turn_over(turn_over)
-            .with_resendable(resendable);
-        // One decision; the RNG is read only where a wait may follow.
-        let decision = match ladder::decide(self.source.policy(), failure) {
-            Decided::Stop(decision) => decision,
-            Decided::Pending(pending) => pending.with_draw(self.source.clock().draw()),
-        };
-        match decision.step {
-            Step::Stop(StopReason::Nested) => {
-                nesting::warn_nested(self.source.op());
-                decision.step
-            }
-            Step::Retry { .. } if !self.paid.withdraw(self.source.quota(), class) => {
-                meter::count(self.source.op(), Series::QuotaRefusal);
-                // The quota's payment: its refusal is made where it is paid.
-                Step::Stop(StopReason::Quota)
-            }
-            _ => decision.step,
-        }
     }
 
     /// The facts of the run the ladder decides a failure of `class` on. A resumable stream's

@@ -8,7 +8,6 @@ use crate::deadline::Deadline;
 use crate::op::Op;
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::upstream::Upstream;
 
 /// Where a [`Run`] finds its configuration: a [`Retry`](super::Retry) or a
 /// [`TimedRetry`](super::TimedRetry) it owns ([`Retry::run`](super::Retry::run)), or a
@@ -30,11 +29,6 @@ pub trait Source: Clocked {
     /// Each attempt's timeout: only a [`TimedRetry`](super::TimedRetry) has one.
     #[inline]
     fn timeout(&self) -> Option<Duration> {
-        None
-    }
-    /// The upstream its calls share: only a retry placed on one ([`Retry::upstream`](crate::Retry::upstream)) has one.
-    #[inline]
-    fn upstream(&self) -> Option<&'static Upstream> {
         None
     }
 }
@@ -82,9 +76,5 @@ impl<S: Source> Source for &S {
     #[inline]
     fn timeout(&self) -> Option<Duration> {
         (**self).timeout()
-    }
-    #[inline]
-    fn upstream(&self) -> Option<&'static Upstream> {
-        (**self).upstream()
     }
 }

@@ -11,7 +11,7 @@ use crate::admission::{AdmissionWord, Admitted, Admitting, Ticket};
 use crate::class::{Class, ClassSet, Classify};
 use crate::engine::{Call, Count, Held, Run, Source};
 use crate::policy::Policy;
-use crate::upstream::{Admission, Named, Upstream, UpstreamPaused, UpstreamStore};
+use crate::upstream::{Admission, Named, Upstream, UpstreamPaused};
 use crate::verdict::{GaveUp, LeftBecause, UpstreamLeft};
 use tokio::time::Instant;
 
@@ -377,30 +377,9 @@ impl Route {
         self.at_once(set).or_else(|| self.pick(set, now))
     }
 
-    /// The attempt `ticket` admitted failed with `error`: the upstream is told; the call moves
-    /// to the next available upstream of `set` at once where the failure moves it, or leaves
-    /// the wait (or the give-up) to its ladder.
-    #[cfg_attr(
-        not(any(feature = "tower", feature = "reqwest-middleware", feature = "stream")),
-        allow(dead_code)
-    )]
-    pub(crate) fn failed<R, A, E>(
-        &mut self,
-        set: &'static Upstreams,
-        ticket: Ticket,
-        run: &mut Run<R, A>,
-        error: E,
-    ) -> Next<E>
-    where
-        R: Source,
-        A: Count,
-        E: Classify + fmt::Display,
-    {
-        let class = error.classify();
-        self.failed_as(set, ticket, run, error, class)
-    }
-
-    /// [`failed`](Self::failed), the error classified already (`class`).
+    /// The attempt `ticket` admitted failed with `error`, of `class`: the upstream is told;
+    /// the call moves to the next available upstream of `set` at once where the failure moves
+    /// it, or leaves the wait (or the give-up) to its ladder.
     pub(crate) fn failed_as<R, A, E>(
         &mut self,
         set: &'static Upstreams,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::fallback::Upstreams;
+use crate::route::NoUpstream;
 use crate::upstream::{Upstream, UpstreamPaused};
 
 /// Which [`Upstream`] a layer's call goes to: none ([`NoUpstream`], the default), one (a
@@ -133,10 +134,8 @@ impl<Request, E> UpstreamFor<Request, E> for Across<Request, E> {
 /// attempt the upstream held back past the call's end.
 pub type UpstreamChoice<E> = (&'static Upstream, fn(UpstreamPaused) -> E);
 
-/// A layer with no upstream: each call learns alone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct NoUpstream;
-
+/// A layer with no upstream (the placement of a [`Retry`](crate::Retry) with none): each call
+/// learns alone.
 impl<Request, E> UpstreamFor<Request, E> for NoUpstream {
     #[inline]
     fn upstream_for(&self, _: &Request) -> Option<UpstreamChoice<E>> {

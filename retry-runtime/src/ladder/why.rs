@@ -30,6 +30,8 @@ pub enum Why {
     Remaining,
     /// The failure would be retried, but its request cannot be sent again.
     NotResendable,
+    /// Another upstream of the call's set is ready: the next attempt goes there at once.
+    Moved,
 }
 
 impl Why {
@@ -53,6 +55,7 @@ impl Why {
             Why::MaxTotal => "max_total",
             Why::Remaining => "budget",
             Why::NotResendable => "not_resendable",
+            Why::Moved => "moved",
         }
     }
 }

@@ -13,9 +13,13 @@
 //! [`Retry`]: crate::Retry
 
 mod place;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "stream"))]
+mod placing;
 mod run;
 
 pub use place::{HeldBack, Place};
+#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "stream"))]
+pub(crate) use placing::Placing;
 
 use crate::admission::Admitted;
 use std::future::Future;
@@ -62,11 +66,6 @@ pub trait Placement: Copy + sealed::Sealed {
     #[doc(hidden)]
     fn tokens(self) -> u32 {
         0
-    }
-    /// The upstream the retry's calls share, if one. Not public API.
-    #[doc(hidden)]
-    fn upstream(self) -> Option<&'static Upstream> {
-        None
     }
     /// What the call's next attempt is given. Not public API.
     #[doc(hidden)]
@@ -129,10 +128,6 @@ impl Placement for OneUpstream {
     #[inline(always)]
     fn tokens(self) -> u32 {
         self.tokens
-    }
-    #[inline(always)]
-    fn upstream(self) -> Option<&'static Upstream> {
-        Some(self.upstream)
     }
     #[inline(always)]
     fn given<R: Source>(call: &Call<R, Admitted>) -> u32 {

@@ -17,7 +17,6 @@ use crate::op::{Op, OpName};
 use crate::policy::Policy;
 use crate::quota::Quota;
 use crate::timeout::TimedOut;
-use crate::upstream::Upstream;
 use crate::verdict::GaveUp;
 
 impl<C, P, N, Q, L> Retry<C, P, N, Q, L>
@@ -203,10 +202,6 @@ where
     fn clock(&self) -> &C {
         &self.clock
     }
-    #[inline]
-    fn upstream(&self) -> Option<&'static Upstream> {
-        self.place.upstream()
-    }
 }
 
 impl<C, P, N, Q, L> Source for TimedRetry<C, P, N, Q, L>
@@ -244,9 +239,5 @@ where
     #[inline]
     fn timeout(&self) -> Option<Duration> {
         Some(self.timeout)
-    }
-    #[inline]
-    fn upstream(&self) -> Option<&'static Upstream> {
-        self.retry.place.upstream()
     }
 }

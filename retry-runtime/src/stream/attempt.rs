@@ -20,7 +20,7 @@ use super::state::{
     Error, Flow, Inner, Item, Output, Settings, Sleep, State, StateOf, StreamCore, Then, Yielded,
 };
 use super::timer::{Phase, Timeouts, Timer, bounds};
-use crate::admission::{Admitting, Ticket};
+use crate::admission::Admitting;
 use crate::class::Classify;
 use crate::engine::{Clocked, Source, StreamFacts};
 use crate::fallback::Next;
@@ -86,35 +86,13 @@ where
     /// Start the next attempt: admitted by the stream's upstream first, if it has one with
     /// something to say; else opened (or, if it `resumes`, resumed).
     pub(super) fn start(&mut self, resumes: bool) -> Advance<R, O, Re> {
-        if let (Some((set, route)), None) = (self.core.route.as_mut(), &self.core.ticket) {
-            let now = self.core.run.clock_now();
-            // Once it has delivered, a stream stays on the upstream that delivered: resumed,
-            // or restarted after its commit point.
-            let committed = self.core.output != Output::None || self.core.delivered;
-            let ticket = match committed {
-                true => Ticket::at_once(route.upstream(set)),
-                false => route.ready(set, now),
-            };
-            match ticket {
-                Some(ticket) => self.core.ticket = Some(ticket),
-                None => {
-                    let admitting = match committed {
-                        true => Admitting::routed(route.upstream(set)),
-                        false => route.waiting(set, now),
-                    };
-                    return Then::Become(State::Admitting { admitting, resumes });
-                }
-            }
-        } else if let (Some(upstream), None) = (self.core.run.upstream(), &self.core.ticket) {
-            match Ticket::at_once_for(upstream, self.core.run.attempts() > 0) {
-                Some(ticket) => self.core.ticket = Some(ticket),
-                None => {
-                    let admitting = Admitting::new(upstream);
-                    return Then::Become(State::Admitting { admitting, resumes });
-                }
-            }
+        // Once it has delivered, a stream stays on the upstream that delivered: resumed, or
+        // restarted after its commit point.
+        let stays = self.core.output != Output::None || self.core.delivered;
+        match self.core.place.ready(&self.core.run, stays, || 0) {
+            Some(admitting) => Then::Become(State::Admitting { admitting, resumes }),
+            None => Then::Become(self.open(resumes)),
         }
-        Then::Become(self.open(resumes))
     }
 
     /// Wait for the stream's upstream to admit the next attempt: then open it; or the give-up
@@ -128,22 +106,11 @@ where
         let Some(to_error) = self.settings.paused else {
             panic!("a stream admitted by an upstream it cannot report a pause of");
         };
-        match admitting.poll_admit(&mut self.core.run, cx, to_error) {
+        let core = &mut *self.core;
+        match core.place.poll_hold(admitting, &mut core.run, cx, to_error) {
             Poll::Pending => Then::Yield(Poll::Pending),
-            Poll::Ready(Ok(ticket)) => {
-                if let Some((set, route)) = self.core.route.as_mut() {
-                    route.admitted(set, ticket.upstream());
-                }
-                self.core.ticket = Some(ticket);
-                Then::Become(self.open(resumes))
-            }
-            Poll::Ready(Err(gave_up)) => {
-                let gave_up = match self.core.route.as_mut() {
-                    Some((set, route)) => route.gave_up(set, gave_up, false),
-                    None => gave_up,
-                };
-                Then::End(Some(Err(gave_up)))
-            }
+            Poll::Ready(Ok(())) => Then::Become(self.open(resumes)),
+            Poll::Ready(Err(gave_up)) => Then::End(Some(Err(gave_up))),
         }
     }
 
@@ -155,8 +122,8 @@ where
         core.frame = nesting::Frame::default();
         let resume = &mut self.carry.resume;
         let from = resumes.then(|| resume.from(attempt));
-        // Across upstreams, the open is made for the one the route chose.
-        let to = core.route.as_ref().map(|(set, route)| route.upstream(set));
+        // On an upstream, the open is made for the one the attempt goes to.
+        let to = core.place.upstream();
         let (future, resumed) = match (from, resume.reopen.as_mut()) {
             (Some(from), Some(reopen)) => {
                 let open = || reopen.open_attempt(from);
@@ -230,38 +197,18 @@ where
     fn fail(&mut self, error: Error<O>, opened: bool) -> Advance<R, O, Re> {
         let core = &mut *self.core;
         core.run.note_frame(mem::take(&mut core.frame));
-        // Classified once, here or by the route: the upstream, the resume and the ladder read
-        // the same class.
-        let (error, class) = match (core.route.as_mut(), core.ticket.take()) {
-            // Before it has delivered anything, a stream across upstreams moves as a call does.
-            (Some((set, route)), Some(ticket))
-                if core.output == Output::None && !core.delivered =>
-            {
-                match route.failed(set, ticket, &mut core.run, error) {
-                    Next::Moved => {
-                        self.carry.hold.clear();
-                        return self.start(false);
-                    }
-                    Next::Ladder(error, class) => {
-                        route.waited();
-                        (error, class)
-                    }
-                    Next::GaveUp(gave_up) => {
-                        return Then::End(Some(Err(route.gave_up(set, gave_up, true))));
-                    }
-                }
+        // Classified once, here: the upstream, the route, the resume and the ladder read the
+        // same class. Before it has delivered anything, a stream across upstreams moves as a
+        // call does; after, it stays.
+        let class = error.classify();
+        let stays = core.output != Output::None || core.delivered;
+        let (error, class) = match core.place.failed(&mut core.run, error, class, stays) {
+            Next::Moved => {
+                self.carry.hold.clear();
+                return self.start(false);
             }
-            // After, it stays: the upstream is told, and the route notes the failure there.
-            (route, ticket) => {
-                let class = error.classify();
-                if let Some(ticket) = ticket {
-                    ticket.failed(class, &core.run);
-                }
-                if let Some((set, route)) = route {
-                    route.stayed(set, class, &error);
-                }
-                (error, class)
-            }
+            Next::Ladder(error, class) => (error, class),
+            Next::GaveUp(gave_up) => return Then::End(Some(Err(gave_up))),
         };
         let resume = &mut self.carry.resume;
         let resumes = resume.resumes(class, opened);
@@ -305,13 +252,7 @@ where
         };
         match decided {
             Ok(wait) => Then::Become(State::Waiting { wait, next }),
-            Err(gave_up) => {
-                let gave_up = match core.route.as_mut() {
-                    Some((set, route)) => route.gave_up(set, gave_up, true),
-                    None => gave_up,
-                };
-                Then::End(Some(Err(gave_up)))
-            }
+            Err(gave_up) => Then::End(Some(Err(core.place.gave_up(gave_up, true)))),
         }
     }
 
@@ -322,9 +263,7 @@ where
         core.run.note_frame(mem::take(&mut core.frame));
         core.output = Output::Flowing;
         // The commit point is the attempt's success, as its upstream counts it.
-        if let Some(ticket) = core.ticket.take() {
-            ticket.succeeded();
-        }
+        core.place.succeeded();
         if core.delivered {
             // A restart's commit: the caller discards what it had.
             self.rules.restart();
@@ -349,7 +288,7 @@ where
     {
         // Polled with its upstream as the current one, so that what the opening response says
         // of the key (`check_status` reads it) reaches the upstream's pacer.
-        let upstream = self.core.ticket.as_ref().map(Ticket::upstream);
+        let upstream = self.core.place.upstream();
         let poll = || match upstream {
             Some(upstream) => crate::upstream::on(upstream, || future.try_poll(cx)),
             None => future.try_poll(cx),

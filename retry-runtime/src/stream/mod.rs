@@ -35,7 +35,7 @@ use crate::engine::{Retry, Source, TimedRetry};
 use crate::op::OpName;
 use crate::policy::Policy;
 use crate::quota::Quota;
-use crate::route::{AcrossUpstreams, HeldBack, NoUpstream, OneUpstream, Place, Placement};
+use crate::route::{AcrossUpstreams, HeldBack, NoUpstream, OneUpstream, Place, Placement, Placing};
 use crate::timeout::TimedOut;
 use crate::upstream::{UpstreamPaused, UpstreamRef};
 
@@ -276,7 +276,7 @@ impl Streamed for OneUpstream {
         O: OpenAttempt<u32>,
         state::Inner<O>: TryStream,
     {
-        stream.held_back_as(held_back)
+        stream.placed(Placing::on(self.upstream), held_back)
     }
 }
 
@@ -298,6 +298,6 @@ impl Streamed for AcrossUpstreams {
         O: OpenAttempt<u32>,
         state::Inner<O>: TryStream,
     {
-        stream.held_back_as(held_back).routed(self.set)
+        stream.placed(Placing::across(self.set, true), held_back)
     }
 }

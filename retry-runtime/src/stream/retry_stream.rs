@@ -25,6 +25,7 @@ use super::timer::Timer;
 use crate::class::Classify;
 use crate::engine::{Clocked, Run, Source};
 use crate::nesting;
+use crate::route::Placing;
 use crate::timeout::{HoldsStreamTimeout, TimedOut};
 use crate::upstream::UpstreamPaused;
 
@@ -136,8 +137,7 @@ where
             output: Output::None,
             delivered: false,
             restartable: false,
-            ticket: None,
-            route: None,
+            place: Placing::NOWHERE,
         };
         let carry = Carry {
             hold: Hold::new(Limits::DEFAULT),
@@ -155,17 +155,11 @@ where
         }
     }
 
-    /// This stream on its retry's upstream: an attempt held back past the call's end is the
-    /// error `paused` makes.
-    pub(super) fn held_back_as(mut self, paused: fn(UpstreamPaused) -> Error<O>) -> Self {
+    /// This stream on an upstream or across a set (`place`): an attempt held back past the
+    /// call's end is the error `paused` makes.
+    pub(super) fn placed(mut self, place: Placing, paused: fn(UpstreamPaused) -> Error<O>) -> Self {
+        self.parts.core.place = place;
         self.parts.settings.paused = Some(paused);
-        self
-    }
-
-    /// This stream across the ordered set `set`: each attempt before the commit point goes
-    /// where the route sends it.
-    pub(super) fn routed(mut self, set: &'static crate::fallback::Upstreams) -> Self {
-        self.parts.core.route = Some((set, crate::fallback::Route::new()));
         self
     }
 }

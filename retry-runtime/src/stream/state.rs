@@ -13,11 +13,11 @@ use super::ended::EndedEarly;
 use super::hold::Limits;
 use super::open::OpenAttempt;
 use super::resume::ResumeFrom;
-use crate::admission::{Admitting, Ticket};
+use crate::admission::Admitting;
 use crate::clock::Clock;
 use crate::engine::{Clocked, Run};
-use crate::fallback::{Route, Upstreams};
 use crate::nesting;
+use crate::route::Placing;
 use crate::timeout::TimedOut;
 use crate::turn::flight::AfterWait;
 use crate::upstream::UpstreamPaused;
@@ -102,10 +102,9 @@ pub(super) struct StreamCore<R, O> {
     pub(super) delivered: bool,
     /// The caller opted in to restarting the stream after its commit point.
     pub(super) restartable: bool,
-    /// The current attempt's admission by the stream's upstream, if it has one.
-    pub(super) ticket: Option<Ticket>,
-    /// The stream's way across an ordered set of upstreams, if it goes across one.
-    pub(super) route: Option<(&'static Upstreams, Route)>,
+    /// Where the stream's attempts go: the one field of its upstream or its set, and the
+    /// admission of the attempt in progress.
+    pub(super) place: Placing,
 }
 
 impl<R, O> StreamCore<R, O> {

@@ -2,9 +2,9 @@
 //! one provider, one deployment, one host), so that they share what it said. A provider's
 //! pause holds for every call on it, and in an outage one call probes while the others wait.
 //!
-//! The state is in-process and behind one small interface ([`UpstreamStore`]): read it
-//! ([`admit`](UpstreamStore::admit)), report a failure with its class and hint, report a
-//! success, and take and release the probe. The common path is one atomic read: an upstream
+//! The state is in-process, read and told through four methods of [`Upstream`]: read it
+//! ([`admit`](Upstream::admit)), report a failure with its class and hint, report a success,
+//! and release a probe. The common path is one atomic read: an upstream
 //! with nothing to say costs a first try no lock and no allocation.
 
 use std::fmt;
@@ -296,7 +296,7 @@ impl State {
     }
 }
 
-/// What an upstream says of an attempt about to be made ([`UpstreamStore::admit`]).
+/// What an upstream says of an attempt about to be made ([`Upstream::admit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
     /// Send it.
@@ -340,22 +340,6 @@ pub enum UpstreamEffect {
     Clears,
     /// Nothing the upstream keeps.
     Nothing,
-}
-
-/// The interface an upstream's state is kept behind: in-process by [`Upstream`] itself, and by
-/// any store that shares it further.
-pub trait UpstreamStore {
-    /// What the upstream says of an attempt about to be made at `now`.
-    fn admit(&self, now: Instant) -> Admission;
-    /// An attempt admitted as `admitted` succeeded.
-    fn succeeded(&self, admitted: Admission);
-    /// An attempt admitted as `admitted` failed at `now` with `class` (its hint included), on
-    /// the caller's `policy` (whose ladder the probes follow, and whose `max_retry_after` caps
-    /// a pause unless the upstream sets its own).
-    fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy);
-    /// An attempt admitted as `admitted` ended with no outcome (dropped, cancelled): a probe is
-    /// freed at once.
-    fn released(&self, admitted: Admission);
 }
 
 impl Upstream {

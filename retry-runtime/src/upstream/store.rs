@@ -1,4 +1,4 @@
-//! How an upstream answers its calls ([`UpstreamStore`]): what it says of an attempt about to
+//! How an upstream answers its calls: what it says of an attempt about to
 //! be made, and what a success, a failure or a dropped probe changes. What changed is decided
 //! under the upstream's lock and told (metrics, tracing, the fleet) after it is released.
 
@@ -7,23 +7,39 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{
-    Admission, BUDGET, Gate, PACED, Upstream, UpstreamEffect, UpstreamStore, later, probe_wait,
-};
+use super::{Admission, BUDGET, Gate, PACED, Upstream, UpstreamEffect, later, probe_wait};
 use crate::class::Class;
 use crate::clock::{Clock, TokioClock};
 use crate::meter::{self, UpstreamSeries};
 use crate::pace::{Ask, Paces, RateSaid};
 use crate::policy::Policy;
 
-impl UpstreamStore for Upstream {
+/// What a driver of its own (a loop the library does not run) asks an upstream and tells it
+/// around each attempt; `#[retry]`, `Retry` and the layers do it themselves.
+///
+/// ```
+/// use retry_runtime::{Admission, Class, Policy, Upstream};
+/// use tokio::time::Instant;
+///
+/// static KEY: Upstream = Upstream::new("key");
+/// let now = Instant::now();
+/// let admitted = KEY.admit(now);
+/// assert!(matches!(admitted, Admission::Send { probe: None, .. }));
+/// // A 429 that asks for 30 s pauses every call on the key.
+/// let limited = Class::RateLimited { retry_after: Some(std::time::Duration::from_secs(30)) };
+/// KEY.failed(admitted, limited, now, &Policy::AVAILABILITY);
+/// assert!(matches!(KEY.admit(now), Admission::Paused { .. }));
+/// ```
+impl Upstream {
+    /// What the upstream says of an attempt about to be made at `now`.
     #[inline]
-    fn admit(&self, now: Instant) -> Admission {
+    pub fn admit(&self, now: Instant) -> Admission {
         self.admit_for(now, 0, Ask::Try)
     }
 
+    /// An attempt admitted as `admitted` succeeded.
     #[inline]
-    fn succeeded(&self, admitted: Admission) {
+    pub fn succeeded(&self, admitted: Admission) {
         // Nothing was said when the attempt was admitted: nothing to clear (a failure
         // reported meanwhile by a call that started later is left to count).
         if let Admission::Send { probe: None, seen } = admitted {
@@ -38,7 +54,10 @@ impl UpstreamStore for Upstream {
         self.cleared(admitted);
     }
 
-    fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
+    /// An attempt admitted as `admitted` failed at `now` with `class` (its hint included), on
+    /// the caller's `policy` (whose ladder the probes follow, and whose `max_retry_after` caps
+    /// a pause unless the upstream sets its own).
+    pub fn failed(&self, admitted: Admission, class: Class, now: Instant, policy: &Policy) {
         let effect = self.effect_of(class, policy);
         if let Class::RateLimited { retry_after: None } = class {
             // A refusal that said nothing (no hint; its headers, if any, already told the
@@ -99,7 +118,9 @@ impl UpstreamStore for Upstream {
         self.tell(told, class, policy);
     }
 
-    fn released(&self, admitted: Admission) {
+    /// An attempt admitted as `admitted` ended with no outcome (dropped, cancelled): a probe is
+    /// freed at once.
+    pub fn released(&self, admitted: Admission) {
         let Admission::Send {
             probe: Some(epoch), ..
         } = admitted

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::draw::Draw;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
-use crate::ladder::{self, HoldAsked, MoveAsked};
+use crate::ladder::{self, Decided, HoldAsked, Step};
 use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
@@ -64,13 +64,6 @@ impl<R: Source, A: Count> Run<R, A> {
     /// The policy.
     pub(crate) fn policy(&self) -> &Policy {
         self.source.policy()
-    }
-
-    /// The upstream the call's retry shares, if any: a stream reads it at each open.
-    #[cfg_attr(not(feature = "stream"), allow(dead_code))]
-    #[inline]
-    pub(crate) fn upstream(&self) -> Option<&'static Upstream> {
-        self.source.upstream()
     }
 
     /// Whether the call's turn was cancelled; registers `cx` to be woken when it is.
@@ -176,19 +169,13 @@ impl<R: Source, A: Count> Run<R, A> {
     /// Whether the call may make another attempt at once after a `class` failure: its turn
     /// not over, attempts and budget left, and the quota paying for it as for a retry.
     fn may_move(&mut self, class: Class) -> Result<(), StopReason> {
-        let flight = self.flight();
-        let turn = flight.and_then(Flight::deadline);
-        // The clock is read only where a deadline bounds the call.
-        let reached = self.deadline(turn).and_then(|deadline| {
-            let now = self.source.clock().now();
-            (now >= deadline).then(|| turn.is_some_and(|turn| turn <= now))
-        });
-        let asked = MoveAsked {
-            attempts: self.attempts(),
-            cancelled: flight.is_some_and(Flight::is_cancelled),
-            deadline_reached: reached,
-        };
-        ladder::moves(self.source.policy(), asked)?;
+        // The ladder decides the move, as it decides a retry; the quota pays for it after.
+        let failure = self.facts(class, None).with_another_ready(true);
+        if let Decided::Stop(decision) = ladder::decide(self.source.policy(), failure)
+            && let Step::Stop(reason) = decision.step
+        {
+            return Err(reason);
+        }
         if !self.paid.withdraw(self.source.quota(), class) {
             meter::count(self.source.op(), meter::Series::QuotaRefusal);
             // The quota's payment: its refusal is made where it is paid.
