@@ -6,9 +6,10 @@
 //! runs (`run.rs`: `run` and `run_fn` on [`Retry`] and [`TimedRetry`](crate::TimedRetry),
 //! over every placement) take them in one loop, written once here (`placed_ladder!`, which
 //! awaits one [`Pause`] a turn: the hold or the ladder's wait); the attribute's expansion takes
-//! the same steps on its [`Call`]. The decisions stay the ladder's; an upstream's state and a
-//! set's route are what the steps read and tell. The stream and the HTTP layers still drive a
-//! route of their own (`fallback::Route`, with its tickets).
+//! the same steps on its [`Call`]. The stream and the HTTP layers, driven by polls, each hold
+//! one `Placing` (`placing.rs`) and take the same steps in the same order, polling the same
+//! hold. The decisions stay the ladder's (a move's included); an upstream's state and a set's
+//! route are what the steps read and tell.
 //!
 //! [`Retry`]: crate::Retry
 
