@@ -664,10 +664,17 @@ impl Pending {
 /// assert_eq!(decision.step, Step::Stop(StopReason::Exhausted { attempts: 4 }));
 /// assert_eq!(decision.rule, Why::Attempts);
 /// ```
+#[inline]
 pub const fn decide(policy: &Policy, failure: Failure) -> Decided {
-    if failure.another_ready {
-        return moves::moved(policy, failure);
+    // In line, so that a caller that knows which it asks (a move, or not) keeps only that.
+    match failure.another_ready {
+        true => moves::moved(policy, failure),
+        false => retried(policy, failure),
     }
+}
+
+/// [`decide`] on a failure no other upstream is ready for: its rules 1 to 10.
+const fn retried(policy: &Policy, failure: Failure) -> Decided {
     if let Some((reason, rule)) = refusal(policy, failure) {
         return Decided::Stop(stop(reason, rule));
     }

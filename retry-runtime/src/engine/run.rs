@@ -443,7 +443,11 @@ impl<R: Source, A: Count> Run<R, A> {
         stream: Option<&StreamFacts<'_>>,
         resendable: bool,
     ) -> Step {
-        let failure = self.facts(class, stream).with_resendable(resendable);
+        let (turn_over, remaining) = self.now_bounded();
+        let failure = self
+            .failure(class, remaining, stream)
+            .with_turn_over(turn_over)
+            .with_resendable(resendable);
         // One decision; the RNG is read only where a wait may follow.
         let decision = match ladder::decide(self.source.policy(), failure) {
             Decided::Stop(decision) | Decided::Move(decision) => decision,
@@ -463,9 +467,11 @@ impl<R: Source, A: Count> Run<R, A> {
         }
     }
 
-    /// What the ladder decides a failure of `class` on, now: the run's facts, its turn's and
-    /// its budget's.
-    fn facts(&self, class: Class, stream: Option<&StreamFacts<'_>>) -> Failure {
+    /// Where the call stands against its turn and its budget now: whether its turn is over
+    /// (cancelled, or its deadline passed), and what its budget has left (`None`: no bound).
+    /// In line in each of its two callers, as it was in the one it came from.
+    #[inline(always)]
+    fn now_bounded(&self) -> (bool, Option<Duration>) {
         // A call started outside any turn stays outside one; one inside asks its flight,
         // which holds the turn.
         let flight = self.flight();
@@ -482,8 +488,7 @@ impl<R: Source, A: Count> Run<R, A> {
             (Some(deadline), Some(now)) => Some(deadline.saturating_duration_since(now)),
             _ => None,
         };
-        self.failure(class, remaining, stream)
-            .with_turn_over(turn_over)
+        (turn_over, remaining)
     }
 
     /// The facts of the run the ladder decides a failure of `class` on. A resumable stream's

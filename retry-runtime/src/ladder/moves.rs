@@ -15,6 +15,7 @@ use crate::verdict::StopReason;
 /// (`Exhausted`: a move is an attempt), its turn cancelled or over (`Cancelled`), its budget
 /// reached (`Budget`). No wait follows, so the class, the hint and the allowances have no say;
 /// the quota pays for a move as for a retry, after this.
+#[inline]
 pub(super) const fn moved(policy: &Policy, failure: Failure) -> Decided {
     let attempts = allowed_attempts(policy);
     if failure.attempt >= attempts {

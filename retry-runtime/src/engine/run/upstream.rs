@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::draw::Draw;
 use crate::engine::count::Count;
 use crate::engine::source::Source;
-use crate::ladder::{self, Decided, HoldAsked, Step};
+use crate::ladder::{self, Decided, Failure, HoldAsked, Step};
 use crate::meter::{self, UpstreamSeries};
 use crate::notice::{Action, Reached};
 use crate::policy::Policy;
@@ -170,7 +170,11 @@ impl<R: Source, A: Count> Run<R, A> {
     /// not over, attempts and budget left, and the quota paying for it as for a retry.
     fn may_move(&mut self, class: Class) -> Result<(), StopReason> {
         // The ladder decides the move, as it decides a retry; the quota pays for it after.
-        let failure = self.facts(class, None).with_another_ready(true);
+        let (turn_over, remaining) = self.now_bounded();
+        let failure = Failure::new(self.attempts(), class)
+            .with_turn_over(turn_over)
+            .with_remaining(remaining)
+            .with_another_ready(true);
         if let Decided::Stop(decision) = ladder::decide(self.source.policy(), failure)
             && let Step::Stop(reason) = decision.step
         {
