@@ -471,38 +471,22 @@ fn trace(notice: &Notice<'_>) {
         }
     };
     match event.action {
-        Action::Retry { backoff } => tracing::info!(
-            target: "retry",
-            op = event.op,
-            attempt = event.attempt,
-            total = event.total,
-            backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
-            class = event.class.name(),
-            error = %event.error,
-            "{event}"
-        ),
-        Action::Restart { backoff } => tracing::info!(
-            target: "retry",
-            op = event.op,
-            attempt = event.attempt,
-            total = event.total,
-            backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
-            class = event.class.name(),
-            error = %event.error,
-            restart = true,
-            "{event}"
-        ),
-        Action::Resume { backoff } => tracing::info!(
-            target: "retry",
-            op = event.op,
-            attempt = event.attempt,
-            total = event.total,
-            backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
-            class = event.class.name(),
-            error = %event.error,
-            resume_from = event.resume_from.unwrap_or_default(),
-            "{event}"
-        ),
+        // A restart and a resume are retries that say so: a field each, recorded only there.
+        Action::Retry { backoff } | Action::Restart { backoff } | Action::Resume { backoff } => {
+            tracing::info!(
+                target: "retry",
+                op = event.op,
+                attempt = event.attempt,
+                total = event.total,
+                backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+                class = event.class.name(),
+                error = %event.error,
+                restart = matches!(event.action, Action::Restart { .. }).then_some(true),
+                resume_from = matches!(event.action, Action::Resume { .. })
+                    .then(|| event.resume_from.unwrap_or_default()),
+                "{event}"
+            );
+        }
         Action::Hold { .. } | Action::Paced { .. } | Action::Move { .. } => trace_upstream(event),
         Action::GiveUp { reason } => tracing::warn!(
             target: "retry",

@@ -337,26 +337,31 @@ where
     /// [`TimeoutBound::Commit`](crate::TimeoutBound::Commit). It classifies as `Timeout`, so the policy decides:
     /// `availability` does not retry a stall, `transient` does. Bounded by the turn and a
     /// literal budget, as an attempt timeout is.
-    pub fn commit_timeout(mut self, timeout: Duration) -> Self
+    pub fn commit_timeout(self, timeout: Duration) -> Self
     where
         Error<O>: HoldsStreamTimeout,
     {
-        let settings = &mut self.parts.settings;
-        settings.commit_timeout = Some(timeout);
-        settings.timed_out = Some(<Error<O> as HoldsStreamTimeout>::hold);
-        self
+        self.timed(|settings| settings.commit_timeout = Some(timeout))
     }
 
     /// Bound the time between items, before the commit point and after it: a stream that
     /// stalls longer is dropped, and its error is `E::from(TimedOut)` with
     /// [`TimeoutBound::Idle`](crate::TimeoutBound::Idle). After the commit point, that ends the stream with
     /// [`StopReason::Committed`](crate::StopReason::Committed), as any error does.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self
+    pub fn idle_timeout(self, timeout: Duration) -> Self
+    where
+        Error<O>: HoldsStreamTimeout,
+    {
+        self.timed(|settings| settings.idle_timeout = Some(timeout))
+    }
+
+    /// This stream with a bound `bound` sets, its error holding the timeout.
+    fn timed(mut self, bound: impl FnOnce(&mut Settings<Item<O>, Error<O>>)) -> Self
     where
         Error<O>: HoldsStreamTimeout,
     {
         let settings = &mut self.parts.settings;
-        settings.idle_timeout = Some(timeout);
+        bound(settings);
         settings.timed_out = Some(<Error<O> as HoldsStreamTimeout>::hold);
         self
     }
