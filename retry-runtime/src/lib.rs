@@ -196,7 +196,9 @@ pub use timeout::{TimedOut, TimeoutBound};
 pub use turn::cancel::Canceller;
 pub use turn::report::TurnReport;
 pub use turn::run::Turn;
-pub use upstream::{Admission, PausedBy, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef};
+pub use upstream::{
+    Admission, PausedBy, Upstream, UpstreamEffect, UpstreamPaused, UpstreamRef, UpstreamStatus,
+};
 // Named by rustc's message about a `timeout` key, which must not name `__private`.
 #[doc(hidden)]
 pub use timeout::HoldsTimedOut;

@@ -467,7 +467,7 @@ mod labels {
 
 mod upstreams {
     use super::*;
-    use retry_runtime::{Admission, Class, Classify, Upstream, UpstreamPaused};
+    use retry_runtime::{Admission, Class, Classify, Upstream, UpstreamPaused, UpstreamStatus};
     use std::fmt;
 
     #[derive(Debug)]
@@ -520,7 +520,7 @@ mod upstreams {
         // Three outages open the gate; after the first rung, one call probes and closes it.
         let send = Admission::Send {
             probe: None,
-            seen: 0,
+            seen: UpstreamStatus::NOTHING,
         };
         for _ in 0..3 {
             MODEL.failed(send, Class::Transport, tokio::time::Instant::now(), &ONCE);

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use retry_runtime::fleet::{Fleet, FleetConfig, FleetMemory};
-use retry_runtime::{Admission, Class, Policy, Upstream};
+use retry_runtime::{Admission, Class, Policy, Upstream, UpstreamStatus};
 use tokio::time::Instant;
 
 const SEND: Admission = Admission::Send {
     probe: None,
-    seen: 0,
+    seen: UpstreamStatus::NOTHING,
 };
 
 // One key, as two processes each declare it.

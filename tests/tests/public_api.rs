@@ -239,6 +239,7 @@ enum UpstreamEffect
 struct UpstreamLeft
 struct UpstreamPaused
 struct UpstreamRef
+struct UpstreamStatus
 struct Upstreams
 ";
 

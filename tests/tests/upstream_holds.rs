@@ -8,7 +8,7 @@ use std::time::Duration;
 use retry_runtime::ladder::{self, Failure, HoldAsked};
 use retry_runtime::{
     Admission, Class, Classify, Draw, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
-    Upstreams,
+    UpstreamStatus, Upstreams,
 };
 use tokio::time::Instant;
 
@@ -31,7 +31,7 @@ impl Classify for Failed {
 
 const SEND: Admission = Admission::Send {
     probe: None,
-    seen: 0,
+    seen: UpstreamStatus::NOTHING,
 };
 
 fn limited(after: Duration) -> Class {

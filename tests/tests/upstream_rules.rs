@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use retry_runtime::{
     Admission, Class, Classify, Policy, Retry, StopReason, Turn, Upstream, UpstreamPaused,
-    Upstreams, retry,
+    UpstreamStatus, Upstreams, retry,
 };
 use tokio::time::Instant;
 
@@ -36,7 +36,7 @@ fn limited(after: Duration) -> Class {
 
 const SEND: Admission = Admission::Send {
     probe: None,
-    seen: 0,
+    seen: UpstreamStatus::NOTHING,
 };
 
 static LONGER: Upstream = Upstream::new("longer");

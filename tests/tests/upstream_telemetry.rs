@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use retry_runtime::{Admission, Class, Policy, Upstream};
+use retry_runtime::{Admission, Class, Policy, Upstream, UpstreamStatus};
 use tokio::time::Instant;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
@@ -48,7 +48,7 @@ fn nothing_is_told_while_the_upstreams_lock_is_held() {
     tracing::subscriber::with_default(subscriber, || {
         let send = Admission::Send {
             probe: None,
-            seen: 0,
+            seen: UpstreamStatus::NOTHING,
         };
         let policy = &Policy::AVAILABILITY;
         let now = Instant::now();

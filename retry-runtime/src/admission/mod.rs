@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 
 use crate::class::Class;
 use crate::engine::{Call, Held, Run, Source};
-use crate::upstream::{Admission, BUDGET, Named, Upstream, UpstreamPaused};
+use crate::upstream::{Admission, Named, Upstream, UpstreamPaused, UpstreamStatus};
 
 /// An attempt the upstream admitted, as plain values: the upstream, and what it said when it
 /// admitted the attempt (a probe's epoch, its word). It tells the upstream how the attempt
@@ -42,15 +42,15 @@ pub struct AdmissionWord(u64);
 impl AdmissionWord {
     /// The admission is the gate's probe, not yet told how it ended.
     const PROBE: u64 = 1 << 8;
-    /// The upstream's word, as it was read, but for the budget's bit.
-    const SEEN: u64 = (Self::PROBE - 1) & !(BUDGET as u64);
+    /// The upstream's status, as it was read, but for the budget ([`UpstreamStatus::kept`]).
+    const SEEN: u64 = Self::PROBE - 1;
     /// Nothing to tell, nothing to free.
     pub(crate) const NOTHING: AdmissionWord = AdmissionWord(0);
 
     /// The admission of an attempt a quiet upstream let through, having read `seen`.
     #[inline(always)]
-    pub(crate) const fn seen(seen: u32) -> AdmissionWord {
-        AdmissionWord(seen as u64 & Self::SEEN)
+    pub(crate) const fn seen(seen: UpstreamStatus) -> AdmissionWord {
+        AdmissionWord(seen.kept(Self::PROBE))
     }
 
     /// What `admission` keeps: a send's probe and word; anything else, nothing.
@@ -81,7 +81,7 @@ impl AdmissionWord {
     fn admission(self) -> Admission {
         Admission::Send {
             probe: self.probing().then_some((self.0 >> 32) as u32),
-            seen: (self.0 & Self::SEEN) as u32,
+            seen: UpstreamStatus::from_bits((self.0 & Self::SEEN) as u32),
         }
     }
 }
@@ -135,16 +135,16 @@ impl Admitted {
     /// Admit a call's own attempt by the upstream's `word` as
     /// [`Upstream::quiet_alone`] read it.
     #[inline(always)]
-    fn admit_word(&mut self, word: Result<u32, u32>, retry: bool) -> bool {
+    fn admit_word(&mut self, word: Result<UpstreamStatus, UpstreamStatus>, retry: bool) -> bool {
         match word {
-            // Nothing but `COUNTING`, which `SEEN` keeps.
+            // Nothing but outage failures counted, which the admission keeps.
             Ok(seen) => {
                 self.word = AdmissionWord::seen(seen);
                 true
             }
             // Quiet, a fleet's retry budget counting: a first try counts its request, one
             // atomic add, in line; a retry takes a token, out of line.
-            Err(seen) if Upstream::is_budgeted_quiet(seen) && !retry => {
+            Err(seen) if seen.is_budgeted_quiet() && !retry => {
                 self.upstream.budget_admits(false);
                 self.word = AdmissionWord::seen(seen);
                 true
@@ -160,7 +160,7 @@ impl Admitted {
     fn budgeted(&mut self, retry: bool) -> bool {
         // Read again: the word may have changed since, its budget gone with it.
         match self.upstream.quiet() {
-            Some(seen) if seen & BUDGET == 0 || self.upstream.budget_admits(retry) => {
+            Some(seen) if !seen.is_budgeted() || self.upstream.budget_admits(retry) => {
                 self.word = AdmissionWord::seen(seen);
                 true
             }
@@ -352,11 +352,15 @@ impl<U: Named<Upstream>> AdmissionKept for AdmittedOn<U> {
     }
 }
 
-/// [`upstream_at_once`] on a word that says more: a retry that takes a token of a fleet's
-/// retry budget, or an attempt the upstream holds.
+/// [`at_once`] on a word that says more: a retry that takes a token of a fleet's retry
+/// budget, or an attempt the upstream holds.
 #[cold]
 #[inline(never)]
-fn admit_word<K: AdmissionKept>(kept: &mut K, word: Result<u32, u32>, retry: bool) -> bool {
+fn admit_word<K: AdmissionKept>(
+    kept: &mut K,
+    word: Result<UpstreamStatus, UpstreamStatus>,
+    retry: bool,
+) -> bool {
     kept.step(|admitted| admitted.admit_word(word, retry))
 }
 
@@ -387,14 +391,14 @@ pub(crate) fn at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> boo
     let (run, kept) = call.parts();
     let upstream = kept.upstream();
     match upstream.quiet_alone() {
-        // Nothing but `COUNTING`, which `SEEN` keeps.
+        // Nothing but outage failures counted, which the admission keeps.
         Ok(seen) => {
             kept.read(AdmissionWord::seen(seen));
             true
         }
         // Quiet, a fleet's retry budget counting: a first try counts its request, one atomic
         // add, in line.
-        Err(seen) if Upstream::is_budgeted_quiet(seen) && run.attempts() == 0 => {
+        Err(seen) if seen.is_budgeted_quiet() && run.attempts() == 0 => {
             upstream.budget_admits(false);
             kept.read(AdmissionWord::seen(seen));
             true

@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::engine::{Count, Run, Source};
 use crate::ladder;
 use crate::pace::Ask;
-use crate::upstream::{Admission, BUDGET, PausedBy, Upstream, UpstreamPaused};
+use crate::upstream::{Admission, PausedBy, Upstream, UpstreamPaused};
 use crate::verdict::{GaveUp, StopReason};
 
 /// Wait until `upstream` admits the call's next attempt: through a pause (a provider's hint),
@@ -69,7 +69,7 @@ fn paced_at_once<R: Source, A: Count>(
     tokens: u32,
 ) -> Option<Ticket> {
     let seen = upstream.quiet_unpaced()?;
-    if budgeted && seen & BUDGET != 0 {
+    if budgeted && seen.is_budgeted() {
         return None;
     }
     match upstream.admit_for(run.clock_now(), tokens, Ask::Try) {
@@ -461,7 +461,7 @@ fn read<R: Source, A: Count>(
     }
     match admission {
         admission @ Admission::Send { seen, .. } => {
-            if budgeted && !retry && seen & BUDGET != 0 {
+            if budgeted && !retry && seen.is_budgeted() {
                 upstream.budget_admits(false);
             }
             Read::Send(Ticket::new(upstream, admission))

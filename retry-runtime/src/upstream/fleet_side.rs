@@ -169,21 +169,11 @@ impl FleetSide<'_> {
 
     /// Whether its pacer is on: the fleet keeps its membership counted while any is.
     pub(crate) fn is_paced(self) -> bool {
-        self.0
-            .live()
-            .word
-            .load(std::sync::atomic::Ordering::Acquire)
-            & super::PACED
-            != 0
+        self.0.status().is_paced()
     }
 
     /// Whether it is held by a pause or a gate: the backstop keeps reading while any is.
     pub(crate) fn is_held(self) -> bool {
-        let word = self
-            .0
-            .live()
-            .word
-            .load(std::sync::atomic::Ordering::Acquire);
-        word & (super::PAUSED | super::GATED) != 0
+        self.0.status().is_held()
     }
 }

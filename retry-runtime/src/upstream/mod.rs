@@ -24,6 +24,7 @@ use crate::policy::Policy;
 mod current;
 mod fleet_side;
 mod paused;
+mod status;
 mod store;
 
 // Unnamed outside the crate: what `Place::polled` returns, which the expansion awaits.
@@ -34,21 +35,7 @@ pub(crate) use current::heard;
 #[cfg_attr(not(feature = "stream"), allow(unused_imports))]
 pub(crate) use current::on;
 pub use paused::{PausedBy, UpstreamPaused};
-
-/// The word's bit for a pause.
-const PAUSED: u32 = 1;
-/// The word's bit for an open gate.
-const GATED: u32 = 1 << 1;
-/// The word's bit for outage failures being counted.
-const COUNTING: u32 = 1 << 2;
-/// The word's bit for a fleet's retry budget: a call's first try on the upstream counts as a
-/// request, and each retry takes a token the fleet leased to this process. Not something the
-/// upstream says of an attempt: a quiet upstream with a budget is still quiet.
-pub(crate) const BUDGET: u32 = 1 << 3;
-/// The word's bit for a pacer that holds attempts to what the key has left: it heard the
-/// provider's rate-limit headers, or learned a rate from its refusals. An upstream that never
-/// did costs a first try what it cost before: one atomic read.
-pub(crate) const PACED: u32 = 1 << 4;
+pub use status::UpstreamStatus;
 
 /// The outage gate's defaults: opened by three outage failures within ten seconds with no
 /// success between, so one caller's broken connection does not close an upstream to everyone.
@@ -274,25 +261,15 @@ impl State {
         }
     }
 
-    /// The word that says what this state has to say.
-    fn word(&self) -> u32 {
-        let mut word = 0;
-        if self.paused_until.is_some() {
-            word |= PAUSED;
-        }
-        if self.gate != Gate::Closed {
-            word |= GATED;
-        }
-        if self.failures > 0 {
-            word |= COUNTING;
-        }
-        if self.budgeted {
-            word |= BUDGET;
-        }
-        if self.paced {
-            word |= PACED;
-        }
-        word
+    /// What this state has to say.
+    fn status(&self) -> UpstreamStatus {
+        UpstreamStatus::of(
+            self.paused_until.is_some(),
+            self.gate != Gate::Closed,
+            self.failures > 0,
+            self.budgeted,
+            self.paced,
+        )
     }
 }
 
@@ -304,8 +281,8 @@ pub enum Admission {
         /// The outage gate's probe (the epoch it was taken in), which the call must report or
         /// release; `None` for any other attempt.
         probe: Option<u32>,
-        /// What the upstream had to say when it was read: 0, nothing.
-        seen: u32,
+        /// What the upstream had to say when it was read.
+        seen: UpstreamStatus,
     },
     /// Paused by a provider's hint.
     Paused {
@@ -428,7 +405,7 @@ impl Upstream {
 
     /// Whether the outage gate is open: one call probes, the others wait.
     pub fn is_gated(&self) -> bool {
-        self.live().word.load(Ordering::Acquire) & GATED != 0
+        self.status().is_gated()
     }
 
     /// Where what this process learns goes further, if a fleet shares the upstream; never in
@@ -499,7 +476,7 @@ impl Upstream {
     /// Whether a fleet's retry budget holds this upstream's retries.
     #[inline]
     pub(crate) fn is_budgeted(&self) -> bool {
-        self.live().word.load(Ordering::Acquire) & BUDGET != 0
+        self.status().is_budgeted()
     }
 
     /// A token a retry took and did not use, back to this process's lease.
@@ -529,12 +506,18 @@ impl Upstream {
         self.live().changed.notified()
     }
 
+    /// What the upstream has to say now: one atomic read.
+    #[inline(always)]
+    pub(crate) fn status(&self) -> UpstreamStatus {
+        UpstreamStatus::from_bits(self.live().word.load(Ordering::Acquire))
+    }
+
     /// The admission of an attempt if the upstream has nothing to say (no pause, no gate),
     /// read from its word alone: no clock, no lock.
     #[inline]
-    pub(crate) fn quiet(&self) -> Option<u32> {
-        let seen = self.live().word.load(Ordering::Acquire);
-        if seen & (PAUSED | GATED | PACED) == 0 {
+    pub(crate) fn quiet(&self) -> Option<UpstreamStatus> {
+        let seen = self.status();
+        if seen.is_quiet() {
             return Some(seen);
         }
         self.on_credit(seen)
@@ -544,38 +527,30 @@ impl Upstream {
     /// credit (one atomic step, no lock, no clock), its word then saying nothing of the pacer:
     /// the send is counted, and nothing is told after.
     #[inline(never)]
-    fn on_credit(&self, seen: u32) -> Option<u32> {
-        (seen & (PAUSED | GATED | PACED) == PACED && self.live().pacer.take_credit())
-            .then_some(seen & !PACED)
+    fn on_credit(&self, seen: UpstreamStatus) -> Option<UpstreamStatus> {
+        (seen.is_paced_only() && self.live().pacer.take_credit()).then_some(seen.unpaced())
+    }
+
+    /// The word, if the upstream's pacer is all it has to say (no pause, no gate).
+    #[inline]
+    pub(crate) fn quiet_unpaced(&self) -> Option<UpstreamStatus> {
+        let seen = self.status();
+        seen.is_paced_only().then_some(seen)
     }
 
     /// [`quiet`](Self::quiet), and no fleet's retry budget to count the attempt toward: the
     /// word says at most that outage failures are being counted (`Ok`). The attribute's fast
-    /// path, one test of the word; `Err`: the word, for [`is_quiet`](Self::is_quiet).
-    /// The word, if the upstream's pacer is all it has to say (no pause, no gate).
-    #[inline]
-    pub(crate) fn quiet_unpaced(&self) -> Option<u32> {
-        let seen = self.live().word.load(Ordering::Acquire);
-        (seen & (PAUSED | GATED | PACED) == PACED).then_some(seen)
-    }
-
+    /// path, one test of the word; `Err`: the word, for the slow path to read.
     #[inline(always)]
-    pub(crate) fn quiet_alone(&self) -> Result<u32, u32> {
-        let seen = self.live().word.load(Ordering::Acquire);
-        if seen & !COUNTING == 0 {
+    pub(crate) fn quiet_alone(&self) -> Result<UpstreamStatus, UpstreamStatus> {
+        let seen = self.status();
+        if seen.is_alone() {
             Ok(seen)
-        } else if seen & !COUNTING == PACED {
+        } else if seen.is_paced_alone() {
             self.on_credit(seen).ok_or(seen)
         } else {
             Err(seen)
         }
-    }
-
-    /// Whether a word says the upstream is quiet, and a fleet's retry budget counts its
-    /// attempts.
-    #[inline(always)]
-    pub(crate) const fn is_budgeted_quiet(seen: u32) -> bool {
-        seen & (PAUSED | GATED | PACED | BUDGET) == BUDGET
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -586,7 +561,9 @@ impl Upstream {
     }
 
     fn store(&self, state: &State) {
-        self.live().word.store(state.word(), Ordering::Release);
+        self.live()
+            .word
+            .store(state.status().bits(), Ordering::Release);
     }
 
     /// After a success or an answer: the failures are forgotten, and the gate closes.
@@ -634,15 +611,9 @@ impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upstream")
             .field("name", &self.name)
-            .field(
-                "paused",
-                &(self.live().word.load(Ordering::Relaxed) & PAUSED != 0),
-            )
+            .field("paused", &self.status().is_paused())
             .field("gated", &self.is_gated())
-            .field(
-                "paced",
-                &(self.live().word.load(Ordering::Relaxed) & PACED != 0),
-            )
+            .field("paced", &self.status().is_paced())
             .finish_non_exhaustive()
     }
 }

@@ -2,12 +2,11 @@
 //! be made, and what a success, a failure or a dropped probe changes. What changed is decided
 //! under the upstream's lock and told (metrics, tracing, the fleet) after it is released.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Admission, BUDGET, Gate, PACED, Upstream, UpstreamEffect, later, probe_wait};
+use super::{Admission, Gate, Upstream, UpstreamEffect, later, probe_wait};
 use crate::class::Class;
 use crate::clock::{Clock, TokioClock};
 use crate::meter::{self, UpstreamSeries};
@@ -43,11 +42,11 @@ impl Upstream {
         // Nothing was said when the attempt was admitted: nothing to clear (a failure
         // reported meanwhile by a call that started later is left to count).
         if let Admission::Send { probe: None, seen } = admitted {
-            if seen & PACED != 0 {
+            if seen.is_paced() {
                 // A rate learned from refusals climbs back on each success.
                 self.live().pacer.succeeded(TokioClock.now());
             }
-            if seen & !(BUDGET | PACED) == 0 {
+            if !seen.has_to_clear() {
                 return;
             }
         }
@@ -151,7 +150,7 @@ impl Upstream {
     /// attempt cannot use now is given back).
     pub(crate) fn admit_for(&self, now: Instant, tokens: u32, ask: Ask) -> Admission {
         let admission = self.admit_held(now);
-        let paced = matches!(admission, Admission::Send { probe: None, seen } if seen & PACED != 0);
+        let paced = matches!(admission, Admission::Send { probe: None, seen } if seen.is_paced());
         if !paced {
             if ask == Ask::Redeem {
                 self.live().pacer.release(tokens);
@@ -170,7 +169,7 @@ impl Upstream {
         if let Some(seen) = self.quiet() {
             return Admission::Send { probe: None, seen };
         }
-        let seen = self.live().word.load(Ordering::Acquire);
+        let seen = self.status();
         let mut probed = None;
         let mut state = self.lock();
         if let Some((until, class)) = state.paused_until {
