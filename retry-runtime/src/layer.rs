@@ -127,7 +127,7 @@ impl<R: Source, K, U> Core<R, K, U> {
             place,
             held_back,
             rewrite,
-            step: Step::Start,
+            step: CallStep::Start,
         }
     }
 }
@@ -217,14 +217,14 @@ pin_project_lite::pin_project! {
         // How the request is rewritten for the upstream of the set it goes to.
         rewrite: Option<Rewrite<Rq>>,
         #[pin]
-        step: Step<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
+        step: CallStep<T::Future, T::Response, SleepOf<R>, FailedOf<T, Rq>>,
     }
 }
 
 pin_project_lite::pin_project! {
     /// Where a call through a layer is.
     #[project = StepProj]
-    enum Step<F, Rs, S, E> {
+    enum CallStep<F, Rs, S, E> {
         /// The next attempt is to be sent (admitted by the upstream first, if any).
         Start,
         /// Waiting for the upstream to admit the next attempt.
@@ -266,7 +266,7 @@ where
                     if let Err(gave_up) = ready!(admitted) {
                         return this.end(gave_up);
                     }
-                    this.step.set(Step::Start);
+                    this.step.set(CallStep::Start);
                     continue;
                 }
                 StepProj::Sending { attempt } => {
@@ -276,7 +276,7 @@ where
                         Ok(Ok(response)) => {
                             this.place.succeeded();
                             this.run.succeeded();
-                            this.step.set(Step::Done);
+                            this.step.set(CallStep::Done);
                             return Poll::Ready(Ok(response));
                         }
                         Ok(Err((response, refusal))) => Failed::refused(response, refusal),
@@ -289,7 +289,7 @@ where
                 StepProj::Waiting { wait } => {
                     let waited = ready!(this.run.poll_wait(wait, cx));
                     let next = this.run.waited(waited);
-                    this.step.set(Step::Start);
+                    this.step.set(CallStep::Start);
                     match next {
                         Ok(()) => continue,
                         Err(gave_up) => return this.end(gave_up),
@@ -318,7 +318,7 @@ where
         let (next, sender) = (&*self.next, &*self.sender);
         let tokens = || next.as_ref().map_or(0, |next| sender.tokens(next));
         if let Some(admitting) = self.place.ready(self.run, false, tokens) {
-            self.step.set(Step::Admitting { admitting });
+            self.step.set(CallStep::Admitting { admitting });
             return;
         }
         let resend = ResendCount::of_attempt(self.run.attempts() + 1);
@@ -338,7 +338,7 @@ where
             heard,
         };
         let attempt = self.run.attempt(exchange);
-        self.step.set(Step::Sending { attempt });
+        self.step.set(CallStep::Sending { attempt });
     }
 
     /// After a failed attempt: the next attempt at once (a move to the next upstream), or the
@@ -357,7 +357,7 @@ where
             // The next attempt at once, on the upstream the route took.
             Next::Moved => {
                 *self.next = copy;
-                self.step.set(Step::Start);
+                self.step.set(CallStep::Start);
                 return None;
             }
             Next::Ladder(failed, class) => (failed, class),
@@ -369,7 +369,7 @@ where
         };
         *self.next = Some(copy);
         match self.run.failed_to_wait(failed, class, None) {
-            Ok(wait) => self.step.set(Step::Waiting { wait }),
+            Ok(wait) => self.step.set(CallStep::Waiting { wait }),
             Err(gave_up) => return Some(self.end(gave_up)),
         }
         None
@@ -377,7 +377,7 @@ where
 
     /// The call is over with `gave_up`: the caller gets the last response or error, as it was.
     fn end(&mut self, gave_up: GaveUp<FailedOf<T, Rq>>) -> Poll<Result<T::Response, T::Error>> {
-        self.step.set(Step::Done);
+        self.step.set(CallStep::Done);
         Poll::Ready(gave_up.into_error().into_result())
     }
 }

@@ -47,11 +47,11 @@ impl Frame {
 /// Run `poll` with `frame` as the current attempt's frame, keeping what nested calls wrote.
 #[inline]
 pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
-    struct Restore<'f> {
+    struct RestoreFrame<'f> {
         frame: &'f mut Frame,
         previous: u8,
     }
-    impl Drop for Restore<'_> {
+    impl Drop for RestoreFrame<'_> {
         // Restores on unwind too, so a panicking attempt cannot leave its frame installed.
         #[inline]
         fn drop(&mut self) {
@@ -59,7 +59,7 @@ pub(crate) fn enter<R>(frame: &mut Frame, poll: impl FnOnce() -> R) -> R {
         }
     }
     let previous = CURRENT.replace(frame.0);
-    let _restore = Restore { frame, previous };
+    let _restore = RestoreFrame { frame, previous };
     poll()
 }
 

@@ -14,11 +14,11 @@ use tokio::time::Instant;
 use crate::draw::Draw;
 
 tokio::task_local! {
-    static SCOPE: State;
+    static SCOPE: ScopeState;
 }
 
 #[derive(Debug)]
-struct State {
+struct ScopeState {
     draw: Draw,
     // Shared, so a fault server started in the scope reads its clock from its own tasks.
     waits: Arc<Mutex<Vec<Duration>>>,
@@ -72,7 +72,7 @@ pub async fn scope<F: Future>(future: F) -> (F::Output, Recorded) {
 /// # }
 /// ```
 pub async fn scope_with_draw<F: Future>(draw: Draw, future: F) -> (F::Output, Recorded) {
-    let state = State {
+    let state = ScopeState {
         draw,
         waits: Arc::new(Mutex::new(Vec::new())),
         kept: Mutex::new(Vec::new()),

@@ -15,11 +15,11 @@ const SKIP: Duration = Duration::from_secs(2);
 
 #[derive(Debug)]
 pub(super) struct Breaker {
-    state: Mutex<State>,
+    state: Mutex<BreakerState>,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct State {
+struct BreakerState {
     failures: u32,
     /// Open until then.
     open_until: Option<Instant>,
@@ -28,14 +28,14 @@ struct State {
 impl Breaker {
     pub(super) const fn new() -> Breaker {
         Breaker {
-            state: Mutex::new(State {
+            state: Mutex::new(BreakerState {
                 failures: 0,
                 open_until: None,
             }),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BreakerState> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -142,9 +142,9 @@ fn asked(budget: FleetBudget, upstream: &Upstream) -> Option<(u32, u32)> {
 
 /// The upstreams a budget's task keeps: when the task ends (its fleet store gone, or its
 /// runtime shut down), no budget holds their retries, for nothing tops their leases up.
-struct Kept(Vec<&'static Upstream>);
+struct BudgetKept(Vec<&'static Upstream>);
 
-impl Drop for Kept {
+impl Drop for BudgetKept {
     fn drop(&mut self) {
         for upstream in &self.0 {
             upstream.fleet_side().budgeted(false);
@@ -158,7 +158,7 @@ pub(super) async fn keep(shared: std::sync::Weak<FleetShared>, budget: FleetBudg
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut connection: Option<ConnectionManager> = None;
-    let mut kept = Kept(Vec::new());
+    let mut kept = BudgetKept(Vec::new());
     let mut failed = 0;
     // backoff-lint: allow(a fixed tick is the budget's batching of its counts, not a retry's wait)
     loop {

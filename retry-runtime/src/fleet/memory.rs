@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{FleetShared, LEASE_SLACK, Report, lock};
+use super::{FleetReport, FleetShared, LEASE_SLACK, lock};
 
 /// An in-memory fleet store: make a [`Fleet`](super::Fleet) on it for each simulated process
 /// with [`Fleet::in_memory`](super::Fleet::in_memory). Messages reach the other processes at
@@ -28,7 +28,7 @@ use super::{FleetShared, LEASE_SLACK, Report, lock};
 /// ```
 #[derive(Debug, Default)]
 pub struct FleetMemory {
-    upstreams: Mutex<HashMap<String, Kept>>,
+    upstreams: Mutex<HashMap<String, MemoryKept>>,
     fleets: Mutex<Vec<Weak<FleetShared>>>,
     /// Each upstream's retry budget: thousandths of a token, and when it was last kept.
     budgets: Mutex<HashMap<String, (u64, u64)>>,
@@ -38,7 +38,7 @@ pub struct FleetMemory {
 
 /// What the store keeps of one upstream.
 #[derive(Debug, Default)]
-struct Kept {
+struct MemoryKept {
     pause: Option<(Instant, &'static str)>,
     outages: Vec<(Instant, u64)>,
     /// The prober and its lease.
@@ -87,11 +87,11 @@ impl FleetMemory {
     }
 
     /// Apply `report` from `shared`'s process, as the scripts do.
-    pub(super) fn apply(&self, shared: &FleetShared, report: &Report) {
+    pub(super) fn apply(&self, shared: &FleetShared, report: &FleetReport) {
         let now = Instant::now();
         let origin = shared.origin;
         match *report {
-            Report::Pause {
+            FleetReport::Pause {
                 upstream,
                 pause_ms,
                 cap_ms,
@@ -109,12 +109,12 @@ impl FleetMemory {
                 }
                 self.publish(origin, &format!("pause {origin} {upstream} {ms} {kind}"));
             }
-            Report::Outage {
+            FleetReport::Outage {
                 upstream,
                 authored,
                 first_ms,
             } => self.outage(shared, upstream, authored, first_ms),
-            Report::ProbeFailed { upstream, next_ms } => {
+            FleetReport::ProbeFailed { upstream, next_ms } => {
                 let mut kept = lock(&self.upstreams);
                 let kept = kept.entry(upstream.to_owned()).or_default();
                 if let Some((prober, lease)) = &mut kept.gate
@@ -123,7 +123,7 @@ impl FleetMemory {
                     *lease = now + Duration::from_millis(next_ms) + LEASE_SLACK;
                 }
             }
-            Report::Closed { upstream } => {
+            FleetReport::Closed { upstream } => {
                 let was_open = {
                     let mut kept = lock(&self.upstreams);
                     let kept = kept.entry(upstream.to_owned()).or_default();
@@ -134,7 +134,7 @@ impl FleetMemory {
                     self.publish(origin, &format!("close {origin} {upstream}"));
                 }
             }
-            Report::Paced => shared.members(self.members()),
+            FleetReport::Paced => shared.members(self.members()),
         }
     }
 

@@ -198,7 +198,7 @@ struct FleetShared {
     config: FleetConfig,
     /// This process, so that it skips its own messages.
     origin: u64,
-    reports: mpsc::Sender<Report>,
+    reports: mpsc::Sender<FleetReport>,
     upstreams: Mutex<Vec<&'static Upstream>>,
     dropped: AtomicU64,
     breaker: Breaker,
@@ -215,7 +215,7 @@ struct FleetShared {
 
 /// What a process learned, on its way to Redis.
 #[derive(Debug)]
-pub(super) enum Report {
+pub(super) enum FleetReport {
     /// A pause of `pause_ms` (capped at `cap_ms`) by a hint of `kind`.
     Pause {
         upstream: &'static str,
@@ -280,7 +280,7 @@ impl Fleet {
     fn started(
         runtime: &tokio::runtime::Handle,
         shared: Arc<FleetShared>,
-        queue: mpsc::Receiver<Report>,
+        queue: mpsc::Receiver<FleetReport>,
         also: Option<tokio::task::AbortHandle>,
     ) -> Fleet {
         let writer = runtime.spawn(write(Arc::clone(&shared), queue));
@@ -310,7 +310,7 @@ impl FleetShared {
         client: Option<redis::Client>,
         memory: Option<Arc<FleetMemory>>,
         config: FleetConfig,
-    ) -> (Arc<FleetShared>, mpsc::Receiver<Report>) {
+    ) -> (Arc<FleetShared>, mpsc::Receiver<FleetReport>) {
         let (reports, queue) = mpsc::channel(config.queue);
         let shared = Arc::new(FleetShared {
             client,
@@ -368,7 +368,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Sink(Arc<FleetShared>);
 
 impl Sink {
-    fn send(&self, report: Report) {
+    fn send(&self, report: FleetReport) {
         if self.0.reports.try_send(report).is_err() {
             self.0.dropped();
         }
@@ -377,7 +377,7 @@ impl Sink {
 
 impl FleetSink for Sink {
     fn paused(&self, upstream: &'static str, pause: Duration, cap: Duration, class: Class) {
-        self.send(Report::Pause {
+        self.send(FleetReport::Pause {
             upstream,
             pause_ms: millis(pause),
             cap_ms: millis(cap),
@@ -386,7 +386,7 @@ impl FleetSink for Sink {
     }
 
     fn outage(&self, upstream: &'static str, class: Class, first_probe: Duration) {
-        self.send(Report::Outage {
+        self.send(FleetReport::Outage {
             upstream,
             authored: matches!(class, Class::Unavailable { .. }),
             first_ms: millis(first_probe),
@@ -394,18 +394,18 @@ impl FleetSink for Sink {
     }
 
     fn probe_failed(&self, upstream: &'static str, next: Duration) {
-        self.send(Report::ProbeFailed {
+        self.send(FleetReport::ProbeFailed {
             upstream,
             next_ms: millis(next),
         });
     }
 
     fn closed(&self, upstream: &'static str) {
-        self.send(Report::Closed { upstream });
+        self.send(FleetReport::Closed { upstream });
     }
 
     fn paced(&self, _: &'static str) {
-        self.send(Report::Paced);
+        self.send(FleetReport::Paced);
     }
 }
 

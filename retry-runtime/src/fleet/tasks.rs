@@ -15,7 +15,7 @@ use super::*;
 
 /// The writer: each report, run as its script, bounded by the timeout, skipped while the
 /// breaker is open.
-pub(super) async fn write(shared: Arc<FleetShared>, mut queue: mpsc::Receiver<Report>) {
+pub(super) async fn write(shared: Arc<FleetShared>, mut queue: mpsc::Receiver<FleetReport>) {
     let mut connection: Option<ConnectionManager> = None;
     while let Some(report) = queue.recv().await {
         if let Some(memory) = &shared.memory {
@@ -42,12 +42,12 @@ pub(super) async fn write(shared: Arc<FleetShared>, mut queue: mpsc::Receiver<Re
 /// prober.
 async fn run(
     shared: &FleetShared,
-    report: &Report,
+    report: &FleetReport,
     redis: &mut ConnectionManager,
 ) -> redis::RedisResult<()> {
     let channel = shared.channel();
     match *report {
-        Report::Pause {
+        FleetReport::Pause {
             upstream,
             pause_ms,
             cap_ms,
@@ -63,7 +63,7 @@ async fn run(
                 .arg(format!("{} {upstream}", shared.origin));
             invocation.invoke_async::<i64>(redis).await.map(drop)
         }
-        Report::Outage {
+        FleetReport::Outage {
             upstream,
             authored,
             first_ms,
@@ -94,7 +94,7 @@ async fn run(
             }
             Ok(())
         }
-        Report::ProbeFailed { upstream, next_ms } => {
+        FleetReport::ProbeFailed { upstream, next_ms } => {
             let lease = millis(Duration::from_millis(next_ms) + LEASE_SLACK);
             let mut invocation = scripts::PROBE_FAILED.prepare_invoke();
             invocation
@@ -103,12 +103,12 @@ async fn run(
                 .arg(lease);
             invocation.invoke_async::<i64>(redis).await.map(drop)
         }
-        Report::Paced => {
+        FleetReport::Paced => {
             let members = members(shared, redis).await?;
             shared.members(members);
             Ok(())
         }
-        Report::Closed { upstream } => {
+        FleetReport::Closed { upstream } => {
             let (outages, gate) = shared.gate_keys(upstream);
             let mut invocation = scripts::CLOSE.prepare_invoke();
             invocation

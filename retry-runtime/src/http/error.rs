@@ -77,7 +77,7 @@ impl HttpError {
     pub fn new(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> HttpError {
         let body = &body[..body.len().min(SNIPPET_LIMIT)];
         let body = String::from_utf8_lossy(body).into_owned();
-        let provider = ProviderError::read(&body, Place::Response);
+        let provider = ProviderError::read(&body, BodyPlace::Response);
         let says = provider.says(status);
         // A header's hint first; Google's `RetryInfo` where there is none.
         let (retry_after, hint_source) = match headers::retry_after(headers, SystemTime::now()) {
@@ -124,7 +124,7 @@ impl HttpError {
     pub fn in_stream(status: StatusCode, headers: &HeaderMap, event_data: &[u8]) -> HttpError {
         // Read whole (an event is capped by its decoder), so a long message does not cut
         // the JSON that says the error's type; keep a snippet.
-        let provider = ProviderError::read(&String::from_utf8_lossy(event_data), Place::Stream);
+        let provider = ProviderError::read(&String::from_utf8_lossy(event_data), BodyPlace::Stream);
         let says = provider.says_in_stream();
         let body = &event_data[..event_data.len().min(SNIPPET_LIMIT)];
         let body = String::from_utf8_lossy(body).into_owned();
@@ -380,13 +380,13 @@ struct ProviderError {
 
 /// Where a body came from: a stream's event may also be Responses' `response.failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
+enum BodyPlace {
     Response,
     Stream,
 }
 
 impl ProviderError {
-    fn read(body: &str, place: Place) -> ProviderError {
+    fn read(body: &str, place: BodyPlace) -> ProviderError {
         let start = body.trim_start();
         if !start.starts_with('{') && !start.starts_with('[') {
             return ProviderError::default();
@@ -401,7 +401,7 @@ impl ProviderError {
             _ => return ProviderError::default(),
         };
         let failed_response = match (place, top.get("response")) {
-            (Place::Stream, Some(Value::Object(response))) => match response.get("error") {
+            (BodyPlace::Stream, Some(Value::Object(response))) => match response.get("error") {
                 Some(Value::Object(inner)) => Some(inner),
                 _ => None,
             },
@@ -427,7 +427,7 @@ impl ProviderError {
             message: text("message"),
             status: text("status"),
             google: google::read(object),
-            jsonrpc: place == Place::Stream && is_jsonrpc_error(&top),
+            jsonrpc: place == BodyPlace::Stream && is_jsonrpc_error(&top),
         }
     }
 

@@ -61,11 +61,11 @@ use crate::sse::Event;
 ///
 /// [spec]: https://www.jsonrpc.org/specification#response_object
 pub fn is_jsonrpc_response(event: &Event) -> bool {
-    serde_json::from_str::<Message>(event.data()).is_ok_and(|message| message.0)
+    serde_json::from_str::<McpMessage>(event.data()).is_ok_and(|message| message.0)
 }
 
 /// A JSON value read for whether it is a response, or a batch of responses (the top level).
-struct Message(bool);
+struct McpMessage(bool);
 
 /// A JSON value read for whether it is one response (an element of a batch).
 struct Single(bool);
@@ -79,11 +79,11 @@ enum Member {
     Other,
 }
 
-impl<'de> Deserialize<'de> for Message {
+impl<'de> Deserialize<'de> for McpMessage {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer
             .deserialize_any(Shape { batch: true })
-            .map(Message)
+            .map(McpMessage)
     }
 }
 

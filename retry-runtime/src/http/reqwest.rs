@@ -43,7 +43,7 @@ use crate::notice::Reached;
 ///     Ok(http.post(url).body(prompt.to_owned()).send().await?.check_status().await?.text().await?)
 /// }
 /// ```
-pub trait ResponseExt: Sized + sealed::Sealed {
+pub trait ResponseExt: Sized + sealed::SealedResponse {
     /// The response itself if its status is not an error (4xx or 5xx), else an [`HttpError`]
     /// made from it, reading at most 4 KiB of its body (never the whole body).
     fn check_status(self) -> impl Future<Output = Result<Self, HttpError>> + Send;
@@ -109,8 +109,8 @@ impl ResponseExt for reqwest::Response {
 }
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for reqwest::Response {}
+    pub trait SealedResponse {}
+    impl SealedResponse for reqwest::Response {}
 }
 
 /// `reqwest` errors by what failed:

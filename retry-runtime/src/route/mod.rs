@@ -52,7 +52,7 @@ use crate::upstream::Upstream;
 /// assert_eq!(placement(&retry.upstream(&CLAUDE)), "OneUpstream");
 /// assert_eq!(placement(&retry.across(&MODELS)), "AcrossUpstreams");
 /// ```
-pub trait Placement: Copy + sealed::Sealed {
+pub trait Placement: Copy + sealed::SealedPlacement {
     /// What each attempt is given: its number (from 1), or the upstream it goes to.
     type Given: Copy;
     /// What a success gives back: the value, or an [`Answered`] naming the upstream.
@@ -77,10 +77,10 @@ pub trait Placement: Copy + sealed::Sealed {
 }
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::NoUpstream {}
-    impl Sealed for super::OneUpstream {}
-    impl Sealed for super::AcrossUpstreams {}
+    pub trait SealedPlacement {}
+    impl SealedPlacement for super::NoUpstream {}
+    impl SealedPlacement for super::OneUpstream {}
+    impl SealedPlacement for super::AcrossUpstreams {}
 }
 
 pub use crate::engine::NoUpstream;

@@ -61,12 +61,12 @@ pub(crate) struct Decoder {
     block: usize,
     /// How much of a BOM the stream's first bytes matched, while it is still undecided.
     bom: Option<u8>,
-    fields: Fields,
+    fields: EventFields,
 }
 
 /// The spec's buffers: data, event type, last event ID, and the reconnection time.
 #[derive(Debug)]
-struct Fields {
+struct EventFields {
     data: Data,
     /// Where the lines of an event of several data lines are joined; kept between events.
     joined: String,
@@ -87,7 +87,7 @@ enum Data {
     None,
     /// One line: its value as it came.
     One(ByteString),
-    /// Several lines, joined with `\n` in `Fields::joined`.
+    /// Several lines, joined with `\n` in `EventFields::joined`.
     Joined,
 }
 
@@ -125,7 +125,7 @@ impl Decoder {
             after_cr: false,
             block: 0,
             bom: Some(0),
-            fields: Fields {
+            fields: EventFields {
                 data: Data::None,
                 joined: String::new(),
                 event: ByteString::new(),
@@ -369,7 +369,7 @@ fn unpinned(text: &ByteString, chunk: &Bytes) -> Option<ByteString> {
     (within && !text.is_empty()).then(|| ByteString::from(&**text))
 }
 
-impl Fields {
+impl EventFields {
     /// Copies what is kept past `chunk` out of it: the event in progress's type, ID and first
     /// data line, and the last event ID.
     fn unpin(&mut self, chunk: &Bytes) {

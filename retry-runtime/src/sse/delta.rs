@@ -17,7 +17,7 @@ pub(super) fn text<'a>(name: &str, data: &'a str) -> Option<Cow<'a, str>> {
         ANTHROPIC_DELTA | RESPONSES_DELTA => Some(name),
         _ => return None,
     };
-    let fields: Fields<'a> = serde_json::from_str(data).ok()?;
+    let fields: DeltaFields<'a> = serde_json::from_str(data).ok()?;
     let kind = named.or(fields.kind.as_ref().map(|kind| &*kind.0));
     let text = match (kind, fields.delta) {
         (Some(ANTHROPIC_DELTA), Some(Delta::Block { kind, text })) => {
@@ -43,7 +43,7 @@ const RESPONSES_DELTA: &str = "response.output_text.delta";
 
 /// The fields of an event's data that can carry text; the others are skipped unread.
 #[derive(Deserialize)]
-struct Fields<'a> {
+struct DeltaFields<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Text<'a>>,
     /// Anthropic's object, the Responses API's string.
@@ -186,8 +186,8 @@ struct First<T>(Option<T>);
 
 impl<'de, T: Deserialize<'de> + Indexed> Deserialize<'de> for First<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Seq<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for Seq<T> {
+        struct FirstSeq<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for FirstSeq<T> {
             type Value = First<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array")
@@ -205,7 +205,7 @@ impl<'de, T: Deserialize<'de> + Indexed> Deserialize<'de> for First<T> {
                 Ok(First(first))
             }
         }
-        deserializer.deserialize_seq(Seq(std::marker::PhantomData))
+        deserializer.deserialize_seq(FirstSeq(std::marker::PhantomData))
     }
 }
 
@@ -216,8 +216,8 @@ struct Parts<'a>(Option<Text<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Parts<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Seq;
-        impl<'de> Visitor<'de> for Seq {
+        struct PartsSeq;
+        impl<'de> Visitor<'de> for PartsSeq {
             type Value = Parts<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array of parts")
@@ -236,7 +236,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Parts<'a> {
                 Ok(Parts(joined.map(Text)))
             }
         }
-        deserializer.deserialize_seq(Seq)
+        deserializer.deserialize_seq(PartsSeq)
     }
 }
 

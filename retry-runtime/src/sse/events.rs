@@ -65,7 +65,7 @@ where
 {
     Events {
         source,
-        state: State::Reading(Decoder::new(DEFAULT_MAX_EVENT_SIZE)),
+        state: EventsState::Reading(Decoder::new(DEFAULT_MAX_EVENT_SIZE)),
     }
 }
 
@@ -86,7 +86,7 @@ pin_project_lite::pin_project! {
     pub struct Events<S> {
         #[pin]
         source: S,
-        state: State,
+        state: EventsState,
     }
 }
 
@@ -95,7 +95,7 @@ pin_project_lite::pin_project! {
 // One per stream, for its whole life: a box would cost an allocation per stream and a
 // pointer chase per event to save the bytes of a state it reaches once.
 #[allow(clippy::large_enum_variant)]
-enum State {
+enum EventsState {
     Reading(Decoder),
     Done {
         last_event_id: Option<ByteString>,
@@ -137,7 +137,7 @@ impl<S> Events<S> {
     /// # }
     /// ```
     pub fn max_event_size(mut self, bytes: usize) -> Events<S> {
-        if let State::Reading(decoder) = &mut self.state {
+        if let EventsState::Reading(decoder) = &mut self.state {
             decoder.set_limit(bytes);
         }
         self
@@ -165,8 +165,8 @@ impl<S> Events<S> {
     /// ```
     pub fn last_event_id(&self) -> Option<&str> {
         match &self.state {
-            State::Reading(decoder) => decoder.last_event_id(),
-            State::Done { last_event_id, .. } => last_event_id.as_deref(),
+            EventsState::Reading(decoder) => decoder.last_event_id(),
+            EventsState::Done { last_event_id, .. } => last_event_id.as_deref(),
         }
     }
 
@@ -174,8 +174,8 @@ impl<S> Events<S> {
     /// dispatched event or not; kept after the stream ends or is cut.
     pub fn reconnection_time(&self) -> Option<Duration> {
         match &self.state {
-            State::Reading(decoder) => decoder.reconnection_time(),
-            State::Done { retry, .. } => *retry,
+            EventsState::Reading(decoder) => decoder.reconnection_time(),
+            EventsState::Done { retry, .. } => *retry,
         }
     }
 }
@@ -200,7 +200,7 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            let State::Reading(decoder) = this.state else {
+            let EventsState::Reading(decoder) = this.state else {
                 return Poll::Ready(None);
             };
             let ended = match decoder.next_event() {
@@ -216,7 +216,7 @@ where
                 Err(too_large) => Some(Err(too_large.into())),
             };
             let (last_event_id, retry) = decoder.resume_point();
-            *this.state = State::Done {
+            *this.state = EventsState::Done {
                 // A copy: the slice would keep its chunk alive as long as the stream.
                 last_event_id: last_event_id.map(|id| ByteString::from(&*id)),
                 retry,

@@ -17,7 +17,8 @@ use super::open::OpenAttempt;
 use super::resume::{Resume, ResumeFrom, Taken};
 use super::rules::ItemRules;
 use super::state::{
-    Error, Flow, Inner, Item, Output, Settings, Sleep, State, StateOf, StreamCore, Then, Yielded,
+    Error, Flow, Inner, Item, Output, Settings, Sleep, StateOf, StreamCore, StreamState, Then,
+    Yielded,
 };
 use super::timer::{Phase, Timeouts, Timer, bounds};
 use crate::admission::Admitting;
@@ -90,7 +91,7 @@ where
         // restarted after its commit point.
         let stays = self.core.output != Output::None || self.core.delivered;
         match self.core.place.ready(&self.core.run, stays, || 0) {
-            Some(admitting) => Then::Become(State::Admitting { admitting, resumes }),
+            Some(admitting) => Then::Become(StreamState::Admitting { admitting, resumes }),
             None => Then::Become(self.open(resumes)),
         }
     }
@@ -128,13 +129,13 @@ where
             (Some(from), Some(reopen)) => {
                 let open = || reopen.open_attempt(from);
                 let future = nesting::enter(&mut core.frame, || on_route(to, open));
-                (State::Reopening { future }, true)
+                (StreamState::Reopening { future }, true)
             }
             _ => {
                 self.carry.hold.clear();
                 let open = || core.open.open_attempt(attempt);
                 let future = nesting::enter(&mut core.frame, || on_route(to, open));
-                (State::Opening { future }, false)
+                (StreamState::Opening { future }, false)
             }
         };
         self.carry.resume.begin(resumed);
@@ -251,7 +252,7 @@ where
             _ => Output::None,
         };
         match decided {
-            Ok(wait) => Then::Become(State::Waiting { wait, next }),
+            Ok(wait) => Then::Become(StreamState::Waiting { wait, next }),
             Err(gave_up) => Then::End(Some(Err(core.place.gave_up(gave_up, true)))),
         }
     }
@@ -302,7 +303,7 @@ where
                 } else {
                     Flow::Holding
                 };
-                return Then::Become(State::Open { stream, flow });
+                return Then::Become(StreamState::Open { stream, flow });
             }
             Poll::Ready(Err(error)) => error,
             Poll::Pending => match self.timed_out(cx) {
@@ -351,7 +352,7 @@ where
                 *flow = Flow::Releasing(self.release());
                 Then::Again
             }
-            HoldRead::Ended => Then::Become(State::Draining {
+            HoldRead::Ended => Then::Become(StreamState::Draining {
                 held: self.release(),
             }),
         }
@@ -498,7 +499,7 @@ where
             Poll::Pending => return Then::Yield(Poll::Pending),
         };
         match self.core.run.waited_for(waited, next) {
-            Ok(()) => Then::Become(State::Start {
+            Ok(()) => Then::Become(StreamState::Start {
                 resumes: next == AfterWait::Resume,
             }),
             Err(gave_up) => Then::End(Some(Err(gave_up))),

@@ -151,14 +151,14 @@ pub(super) struct Cursor {
     id: Option<Arc<str>>,
     sequence: Option<u64>,
     reconnect: Option<Duration>,
-    attempt: Attempt,
+    attempt: ResumeAttempt,
     /// The attempts made, and the time waited, when the ladder was last renewed.
     renewed: (u32, Duration),
 }
 
 /// What the current attempt is, and what it has brought.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Attempt {
+enum ResumeAttempt {
     /// A fresh open; with `progress` once it has brought content.
     Fresh { progress: bool },
     /// A resume from the cursor: `replaying` while its first items repeat the cursor's event
@@ -166,20 +166,20 @@ enum Attempt {
     Resumed { replaying: bool, progress: bool },
 }
 
-impl Default for Attempt {
+impl Default for ResumeAttempt {
     fn default() -> Self {
-        Attempt::Fresh { progress: false }
+        ResumeAttempt::Fresh { progress: false }
     }
 }
 
-impl Attempt {
+impl ResumeAttempt {
     fn is_resumed(self) -> bool {
-        matches!(self, Attempt::Resumed { .. })
+        matches!(self, ResumeAttempt::Resumed { .. })
     }
 
     fn progress(self) -> bool {
         match self {
-            Attempt::Fresh { progress } | Attempt::Resumed { progress, .. } => progress,
+            ResumeAttempt::Fresh { progress } | ResumeAttempt::Resumed { progress, .. } => progress,
         }
     }
 }
@@ -231,7 +231,7 @@ impl<S, Re> Resume<S, Re> {
     pub(super) fn is_silent_resume(&self) -> bool {
         matches!(
             self.cursor.attempt,
-            Attempt::Resumed {
+            ResumeAttempt::Resumed {
                 progress: false,
                 ..
             }
@@ -253,11 +253,11 @@ impl<S, Re> Resume<S, Re> {
             };
         }
         cursor.attempt = match resumed {
-            true => Attempt::Resumed {
+            true => ResumeAttempt::Resumed {
                 replaying: true,
                 progress: false,
             },
-            false => Attempt::Fresh { progress: false },
+            false => ResumeAttempt::Fresh { progress: false },
         };
     }
 
@@ -275,7 +275,7 @@ impl<S, Re> Resume<S, Re> {
             }
             cursor.sequence = Some(number);
         } else if numbered == Numbered::NoRule
-            && let Attempt::Resumed { replaying, .. } = &mut cursor.attempt
+            && let ResumeAttempt::Resumed { replaying, .. } = &mut cursor.attempt
             && *replaying
         {
             let id = (self.last_event_id)(stream);
@@ -285,11 +285,11 @@ impl<S, Re> Resume<S, Re> {
             *replaying = false;
         }
         let first_progress = match &mut cursor.attempt {
-            Attempt::Fresh { progress } => {
+            ResumeAttempt::Fresh { progress } => {
                 *progress |= content;
                 false
             }
-            Attempt::Resumed { progress, .. } => {
+            ResumeAttempt::Resumed { progress, .. } => {
                 let first = content && !*progress;
                 *progress |= content;
                 first

@@ -18,7 +18,7 @@ use super::open::OpenAttempt;
 use super::resume::{Resumable, Resume, ResumeFrom};
 use super::rules::{ItemRules, StreamRules};
 use super::state::{
-    Error, Flow, Inner, Item, Output, Settings, State, StateOf, StateProj, StreamCore, Then,
+    Error, Flow, Inner, Item, Output, Settings, StateOf, StateProj, StreamCore, StreamState, Then,
     Yielded,
 };
 use super::timer::Timer;
@@ -144,7 +144,7 @@ where
             resume: Resume::off(),
         };
         RetryStream {
-            state: State::Start { resumes: false },
+            state: StreamState::Start { resumes: false },
             parts: StreamParts {
                 timer: Timer::new(),
                 core,
@@ -516,7 +516,7 @@ where
             carry,
         };
         RetryStream {
-            state: State::Start { resumes: false },
+            state: StreamState::Start { resumes: false },
             parts,
         }
     }
@@ -643,11 +643,11 @@ where
                 Then::Yield(polled) => return polled,
                 Then::Become(state) => this.state.set(state),
                 Then::End(last) => {
-                    this.state.set(State::Done);
+                    this.state.set(StreamState::Done);
                     return Poll::Ready(last);
                 }
                 Then::Last(item) => {
-                    this.state.set(State::Draining {
+                    this.state.set(StreamState::Draining {
                         held: std::collections::VecDeque::new(),
                     });
                     return Poll::Ready(Some(item));
@@ -667,25 +667,25 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            State::Start { .. } => "start",
-            State::Opening { .. } => "opening",
-            State::Admitting { .. } => "admitting",
-            State::Reopening { .. } => "resuming",
-            State::Open {
+            StreamState::Start { .. } => "start",
+            StreamState::Opening { .. } => "opening",
+            StreamState::Admitting { .. } => "admitting",
+            StreamState::Reopening { .. } => "resuming",
+            StreamState::Open {
                 flow: Flow::Holding,
                 ..
             } => "holding",
-            State::Open {
+            StreamState::Open {
                 flow: Flow::Releasing(_),
                 ..
             } => "releasing",
-            State::Open {
+            StreamState::Open {
                 flow: Flow::Passing,
                 ..
             } => "passing",
-            State::Draining { .. } => "draining",
-            State::Waiting { .. } => "waiting",
-            State::Done => "done",
+            StreamState::Draining { .. } => "draining",
+            StreamState::Waiting { .. } => "waiting",
+            StreamState::Done => "done",
         };
         f.debug_struct("RetryStream")
             .field("run", &self.parts.core.run)

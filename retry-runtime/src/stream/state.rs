@@ -38,12 +38,13 @@ pub(super) type Sleep<R> = <<R as Clocked>::Clock as Clock>::Sleep;
 pub(super) type Yielded<O> = Result<Item<O>, GaveUp<Error<O>>>;
 
 /// The state of a stream opened by `O` and reopened by `Re`, under the retry `R`.
-pub(super) type StateOf<R, O, Re> = State<Fut<O>, Refut<Re>, Inner<O>, Item<O>, Sleep<R>, Error<O>>;
+pub(super) type StateOf<R, O, Re> =
+    StreamState<Fut<O>, Refut<Re>, Inner<O>, Item<O>, Sleep<R>, Error<O>>;
 
 pin_project_lite::pin_project! {
     /// Where a [`RetryStream`] is, with what that place needs.
     #[project = StateProj]
-    pub(super) enum State<Fut, ReFut, S, T, W, E> {
+    pub(super) enum StreamState<Fut, ReFut, S, T, W, E> {
         /// The next attempt is to be opened, or (`resumes`) resumed from the cursor.
         Start { resumes: bool },
         /// `open`'s future is running.

@@ -114,7 +114,7 @@ impl Turn {
     /// ```
     pub fn run<F: Future>(self, work: F) -> TurnFuture<F> {
         TurnFuture {
-            state: State::Ready { turn: self, work },
+            state: TurnState::Ready { turn: self, work },
         }
     }
 }
@@ -166,14 +166,14 @@ pin_project_lite::pin_project! {
     #[must_use = "a turn does nothing unless it is awaited"]
     pub struct TurnFuture<F> {
         #[pin]
-        state: State<F>,
+        state: TurnState<F>,
     }
 }
 
 pin_project_lite::pin_project! {
     #[project = StateProj]
     #[project_replace = StateOwned]
-    enum State<F> {
+    enum TurnState<F> {
         // Not yet polled: the turn has not started.
         Ready { turn: Turn, work: F },
         Running {
@@ -207,9 +207,9 @@ impl<F: Future> Future for TurnFuture<F> {
             match state.as_mut().project() {
                 StateProj::Ready { .. } => {
                     if let StateOwned::Ready { turn, work } =
-                        state.as_mut().project_replace(State::Done)
+                        state.as_mut().project_replace(TurnState::Done)
                     {
-                        state.set(State::start(turn, work));
+                        state.set(TurnState::start(turn, work));
                     }
                 }
                 StateProj::Running {
@@ -220,7 +220,7 @@ impl<F: Future> Future for TurnFuture<F> {
                     let outcome = ready!(watch.poll(work, expiry, cx));
                     let (scope, started) = (Arc::clone(&watch.scope), watch.started);
                     // The work is dropped here, with every call in flight: each reports itself.
-                    state.set(State::Done);
+                    state.set(TurnState::Done);
                     return Poll::Ready(ended(&scope, started, outcome));
                 }
                 StateProj::Done => panic!("a `TurnFuture` polled after it resolved"),
@@ -229,13 +229,13 @@ impl<F: Future> Future for TurnFuture<F> {
     }
 }
 
-impl<F: Future> State<F> {
+impl<F: Future> TurnState<F> {
     /// `turn` started now, with `work` inside it: on tokio's time, less what a testing scope
     /// skipped, and inside the turn the task runs in, if any.
-    fn start(turn: Turn, work: F) -> State<F> {
+    fn start(turn: Turn, work: F) -> TurnState<F> {
         let started = TokioClock.now();
         let scope = Scope::open(started, turn.budget, turn.hook, turn.cancel);
-        State::Running {
+        TurnState::Running {
             expiry: scope.expiry().map(tokio::time::sleep_until),
             watch: Watch {
                 cancelled: scope.listener(),
@@ -323,9 +323,9 @@ fn ended<T>(
 impl<F> fmt::Debug for TurnFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            State::Ready { .. } => "ready",
-            State::Running { .. } => "running",
-            State::Done => "done",
+            TurnState::Ready { .. } => "ready",
+            TurnState::Running { .. } => "running",
+            TurnState::Done => "done",
         };
         f.debug_struct("TurnFuture").field("state", &state).finish()
     }

@@ -10,7 +10,7 @@ pub(super) struct Slab<T> {
     /// The places, in segments that never move: the first of [`FIRST`] places, each next one
     /// twice as long. A list that grows allocates a segment, and copies nothing: a turn that
     /// brings 100,000 calls into a wait never moves their places.
-    segments: Vec<Vec<Place<T>>>,
+    segments: Vec<Vec<SlabPlace<T>>>,
     /// How many places it has, taken or free: the most ever taken at once.
     len: usize,
     /// The place given back last, the next to be taken: the head of the free places' chain.
@@ -21,7 +21,7 @@ pub(super) struct Slab<T> {
 const FIRST: usize = 4;
 
 #[derive(Debug)]
-enum Place<T> {
+enum SlabPlace<T> {
     /// Free, with the free place given back before it.
     Free {
         next: Option<usize>,
@@ -60,9 +60,9 @@ impl<T> Slab<T> {
     pub(super) fn insert(&mut self, value: T) -> usize {
         if let Some(at) = self.free
             && let Some(place) = self.place_mut(at)
-            && let Place::Free { next } = *place
+            && let SlabPlace::Free { next } = *place
         {
-            *place = Place::Taken(value);
+            *place = SlabPlace::Taken(value);
             self.free = next;
             return at;
         }
@@ -72,7 +72,7 @@ impl<T> Slab<T> {
             self.segments.push(Vec::with_capacity(FIRST << segment));
         }
         if let Some(places) = self.segments.get_mut(segment) {
-            places.push(Place::Taken(value));
+            places.push(SlabPlace::Taken(value));
             self.len += 1;
         }
         at
@@ -82,10 +82,11 @@ impl<T> Slab<T> {
     pub(super) fn remove(&mut self, at: usize) -> Option<T> {
         let free = self.free;
         let place = self.place_mut(at)?;
-        if let Place::Free { .. } = place {
+        if let SlabPlace::Free { .. } = place {
             return None;
         }
-        let Place::Taken(value) = std::mem::replace(place, Place::Free { next: free }) else {
+        let SlabPlace::Taken(value) = std::mem::replace(place, SlabPlace::Free { next: free })
+        else {
             return None;
         };
         self.free = Some(at);
@@ -95,8 +96,8 @@ impl<T> Slab<T> {
     /// The value at `at`, if the place is taken.
     pub(super) fn get_mut(&mut self, at: usize) -> Option<&mut T> {
         match self.place_mut(at)? {
-            Place::Taken(value) => Some(value),
-            Place::Free { .. } => None,
+            SlabPlace::Taken(value) => Some(value),
+            SlabPlace::Free { .. } => None,
         }
     }
 
@@ -106,8 +107,8 @@ impl<T> Slab<T> {
             .iter()
             .flatten()
             .filter_map(|place| match place {
-                Place::Taken(value) => Some(value),
-                Place::Free { .. } => None,
+                SlabPlace::Taken(value) => Some(value),
+                SlabPlace::Free { .. } => None,
             })
     }
 
@@ -117,12 +118,12 @@ impl<T> Slab<T> {
             .iter_mut()
             .flatten()
             .filter_map(|place| match place {
-                Place::Taken(value) => Some(value),
-                Place::Free { .. } => None,
+                SlabPlace::Taken(value) => Some(value),
+                SlabPlace::Free { .. } => None,
             })
     }
 
-    fn place_mut(&mut self, at: usize) -> Option<&mut Place<T>> {
+    fn place_mut(&mut self, at: usize) -> Option<&mut SlabPlace<T>> {
         let (segment, offset) = locate(at);
         self.segments.get_mut(segment)?.get_mut(offset)
     }

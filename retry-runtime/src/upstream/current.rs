@@ -152,8 +152,8 @@ impl<F: Future> Future for OnUpstream<F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        struct Restore(Option<(&'static Upstream, u32)>);
-        impl Drop for Restore {
+        struct RestoreCurrent(Option<(&'static Upstream, u32)>);
+        impl Drop for RestoreCurrent {
             #[inline(always)]
             fn drop(&mut self) {
                 CURRENT.set(self.0);
@@ -162,7 +162,7 @@ impl<F: Future> Future for OnUpstream<F> {
         let this = self.project();
         // Restored on the way out, a panic included: a nested call across another set sees
         // its own, and its caller its own again after.
-        let _restore = Restore(CURRENT.replace(Some((*this.upstream, *this.sent))));
+        let _restore = RestoreCurrent(CURRENT.replace(Some((*this.upstream, *this.sent))));
         this.future.poll(cx)
     }
 }

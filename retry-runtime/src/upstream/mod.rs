@@ -133,7 +133,7 @@ pub struct Upstream {
 #[derive(Debug)]
 pub(crate) struct UpstreamLive {
     word: AtomicU32,
-    state: Mutex<State>,
+    state: Mutex<UpstreamState>,
     changed: Notify,
     /// The fleet's retry budget, in this process: the tokens leased to it, the requests
     /// (first tries) made since the fleet store last counted them, and whether a retry found
@@ -154,7 +154,7 @@ impl UpstreamLive {
     pub(crate) const fn new() -> UpstreamLive {
         UpstreamLive {
             word: AtomicU32::new(0),
-            state: Mutex::new(State::new()),
+            state: Mutex::new(UpstreamState::new()),
             changed: Notify::const_new(),
             leased: AtomicU32::new(0),
             requests: AtomicU32::new(0),
@@ -219,7 +219,7 @@ pub(crate) trait FleetSink: Send + Sync {
 
 /// An upstream's state, behind its lock: read only when its word says there is something.
 #[derive(Debug)]
-struct State {
+struct UpstreamState {
     /// Paused until then, by a provider's hint of this class.
     paused_until: Option<(Instant, Class)>,
     /// Outage failures since the last success, and when the first of them came.
@@ -248,9 +248,9 @@ enum Gate {
     Remote,
 }
 
-impl State {
-    const fn new() -> State {
-        State {
+impl UpstreamState {
+    const fn new() -> UpstreamState {
+        UpstreamState {
             paused_until: None,
             failures: 0,
             first_failure: None,
@@ -448,7 +448,7 @@ impl Upstream {
         let mut state = self.lock();
         let epoch = state.epoch.wrapping_add(1);
         let budgeted = state.budgeted;
-        *state = State::new();
+        *state = UpstreamState::new();
         state.epoch = epoch;
         state.budgeted = budgeted;
         self.live().leased.store(0, Ordering::Release);
@@ -553,14 +553,14 @@ impl Upstream {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, UpstreamState> {
         self.live()
             .state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn store(&self, state: &State) {
+    fn store(&self, state: &UpstreamState) {
         self.live()
             .word
             .store(state.status().bits(), Ordering::Release);
