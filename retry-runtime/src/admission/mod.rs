@@ -145,7 +145,7 @@ impl Admitted {
             // Quiet, a fleet's retry budget counting: a first try counts its request, one
             // atomic add, in line; a retry takes a token, out of line.
             Err(seen) if seen.is_budgeted_quiet() && !retry => {
-                self.upstream.budget_admits(false);
+                self.upstream.live().lease.admits(false);
                 self.word = AdmissionWord::seen(seen);
                 true
             }
@@ -160,7 +160,7 @@ impl Admitted {
     fn budgeted(&mut self, retry: bool) -> bool {
         // Read again: the word may have changed since, its budget gone with it.
         match self.upstream.quiet() {
-            Some(seen) if !seen.is_budgeted() || self.upstream.budget_admits(retry) => {
+            Some(seen) if !seen.is_budgeted() || self.upstream.live().lease.admits(retry) => {
                 self.word = AdmissionWord::seen(seen);
                 true
             }
@@ -399,7 +399,7 @@ pub(crate) fn at_once<R: Source, K: AdmissionKept>(call: &mut Call<R, K>) -> boo
         // Quiet, a fleet's retry budget counting: a first try counts its request, one atomic
         // add, in line.
         Err(seen) if seen.is_budgeted_quiet() && run.attempts() == 0 => {
-            upstream.budget_admits(false);
+            upstream.live().lease.admits(false);
             kept.read(AdmissionWord::seen(seen));
             true
         }

@@ -446,8 +446,8 @@ fn read<R: Source, A: Count>(
     let retry = run.attempts() > 0;
     // A retry held by a fleet's budget takes its token before the upstream is read: a probe
     // taken and then dropped for want of one would wake this very wait, again and again.
-    let took = budgeted && retry && upstream.is_budgeted();
-    if took && !upstream.budget_admits(true) {
+    let took = budgeted && retry && upstream.status().is_budgeted();
+    if took && !upstream.live().lease.admits(true) {
         if ask == Ask::Redeem {
             upstream.pace_release(tokens);
         }
@@ -457,12 +457,12 @@ fn read<R: Source, A: Count>(
     if took && !matches!(admission, Admission::Send { .. }) {
         // Held back all the same: the token waits for the next retry, unannounced (a
         // notification would wake this wait at once).
-        upstream.budget_refund();
+        upstream.live().lease.refund();
     }
     match admission {
         admission @ Admission::Send { seen, .. } => {
             if budgeted && !retry && seen.is_budgeted() {
-                upstream.budget_admits(false);
+                upstream.live().lease.admits(false);
             }
             Read::Send(Ticket::new(upstream, admission))
         }

@@ -144,13 +144,7 @@ impl FleetSide<'_> {
     /// For the fleet store: the requests made since it last asked, the tokens held here, and
     /// whether a retry found none since.
     pub(crate) fn drain(self) -> (u32, u32, bool) {
-        let requests = self.0.live().requests.swap(0, Ordering::Relaxed);
-        let held = self.0.live().leased.load(Ordering::Acquire);
-        (
-            requests,
-            held,
-            self.0.live().wanting.swap(false, Ordering::AcqRel),
-        )
+        self.0.live().lease.drain()
     }
 
     /// The fleet store leased `tokens` more to this process: retries held for one go.
@@ -158,7 +152,7 @@ impl FleetSide<'_> {
         if tokens == 0 {
             return;
         }
-        self.0.live().leased.fetch_add(tokens, Ordering::AcqRel);
+        self.0.live().lease.granted(tokens);
         self.0.live().changed.notify_waiters();
     }
 

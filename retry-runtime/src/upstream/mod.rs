@@ -23,6 +23,7 @@ use crate::policy::Policy;
 
 mod current;
 mod fleet_side;
+mod lease;
 mod paused;
 mod status;
 mod store;
@@ -34,6 +35,7 @@ pub use current::OnUpstream;
 pub(crate) use current::heard;
 #[cfg_attr(not(feature = "stream"), allow(unused_imports))]
 pub(crate) use current::on;
+use lease::BudgetLease;
 pub use paused::{PausedBy, UpstreamPaused};
 pub use status::UpstreamStatus;
 
@@ -135,12 +137,8 @@ pub(crate) struct UpstreamLive {
     word: AtomicU32,
     state: Mutex<UpstreamState>,
     changed: Notify,
-    /// The fleet's retry budget, in this process: the tokens leased to it, the requests
-    /// (first tries) made since the fleet store last counted them, and whether a retry found
-    /// no token since.
-    leased: AtomicU32,
-    requests: AtomicU32,
-    wanting: AtomicBool,
+    /// The fleet's retry budget, in this process.
+    pub(crate) lease: BudgetLease,
     pacer: Pacer,
 }
 
@@ -156,9 +154,7 @@ impl UpstreamLive {
             word: AtomicU32::new(0),
             state: Mutex::new(UpstreamState::new()),
             changed: Notify::const_new(),
-            leased: AtomicU32::new(0),
-            requests: AtomicU32::new(0),
-            wanting: AtomicBool::new(false),
+            lease: BudgetLease::new(),
             pacer: Pacer::new(),
         }
     }
@@ -451,53 +447,11 @@ impl Upstream {
         *state = UpstreamState::new();
         state.epoch = epoch;
         state.budgeted = budgeted;
-        self.live().leased.store(0, Ordering::Release);
-        self.live().requests.store(0, Ordering::Relaxed);
+        self.live().lease.reset();
         self.live().pacer.reset();
         self.store(&state);
         drop(state);
         self.live().changed.notify_waiters();
-    }
-
-    /// Whether an attempt may go as far as the fleet's retry budget says, the upstream's word
-    /// having said there is one (`BUDGET`): a first try (`retry` false) counts as a request
-    /// and goes; a retry takes one of the tokens the fleet leased to this process, or (none
-    /// left) is held until the fleet store leases more.
-    #[inline]
-    pub(crate) fn budget_admits(&self, retry: bool) -> bool {
-        if !retry {
-            // A first try's whole cost: one atomic add, in line.
-            self.live().requests.fetch_add(1, Ordering::Relaxed);
-            return true;
-        }
-        self.budget_take()
-    }
-
-    /// Whether a fleet's retry budget holds this upstream's retries.
-    #[inline]
-    pub(crate) fn is_budgeted(&self) -> bool {
-        self.status().is_budgeted()
-    }
-
-    /// A token a retry took and did not use, back to this process's lease.
-    pub(crate) fn budget_refund(&self) {
-        self.live().leased.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// A retry takes a token leased to this process, or says it found none.
-    #[cold]
-    fn budget_take(&self) -> bool {
-        let took = self
-            .live()
-            .leased
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                held.checked_sub(1)
-            })
-            .is_ok();
-        if !took {
-            self.live().wanting.store(true, Ordering::Release);
-        }
-        took
     }
 
     /// Wakes when the upstream's state changes: a pause or a gate that a waiter should read
