@@ -12,7 +12,7 @@ use super::{HeldBack, Place, Placement, placed_ladder, timed_out};
 use crate::class::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
-use crate::engine::{Retry, Source, TimedRetry};
+use crate::engine::{NoUpstream, Retry, Source, TimedRetry};
 use crate::op::{Op, OpName};
 use crate::policy::Policy;
 use crate::quota::Quota;
@@ -51,7 +51,7 @@ where
         // the future's `Send` depend on a lifetime the compiler cannot always prove for every
         // caller. Nothing is read before the first poll.
         let place = self.place;
-        placed_ladder!(self, place, L, operation, attempt, identity)
+        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt, identity)
     }
 
     /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
@@ -113,7 +113,7 @@ where
         E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.place;
-        placed_ladder!(self, place, L, operation, attempt, identity)
+        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt, identity)
     }
 }
 
@@ -136,7 +136,7 @@ where
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.retry.place;
-        placed_ladder!(self, place, L, operation, attempt_timed, timed_out)
+        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt_timed, timed_out)
     }
 
     /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
@@ -166,7 +166,7 @@ where
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.retry.place;
-        placed_ladder!(self, place, L, operation, attempt_timed, timed_out)
+        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt_timed, timed_out)
     }
 }
 
