@@ -47,11 +47,13 @@ where
         F: AsyncFnMut(L::Given) -> Result<T, E>,
         E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
-        // The run owns its `Retry`, the one copy in the future: a borrow of a local would make
-        // the future's `Send` depend on a lifetime the compiler cannot always prove for every
-        // caller. Nothing is read before the first poll.
+        // The run owns its `Retry`, the one copy in the future (without its placement, whose
+        // parts the call keeps): a borrow of a local would make the future's `Send` depend on
+        // a lifetime the compiler cannot always prove for every caller. Nothing is read before
+        // the first poll.
         let place = self.place;
-        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt, identity)
+        let source = self.placed(NoUpstream);
+        placed_ladder!(source, place, L, operation, attempt, identity)
     }
 
     /// Like [`run`](Self::run), for a closure that returns a future which owns what it uses
@@ -113,7 +115,8 @@ where
         E: Classify + fmt::Display + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.place;
-        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt, identity)
+        let source = self.placed(NoUpstream);
+        placed_ladder!(source, place, L, operation, attempt, identity)
     }
 }
 
@@ -136,7 +139,8 @@ where
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.retry.place;
-        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt_timed, timed_out)
+        let source = self.placed(NoUpstream);
+        placed_ladder!(source, place, L, operation, attempt_timed, timed_out)
     }
 
     /// Like [`Retry::run_fn`] (the form that compiles where `Send` is required), with each
@@ -166,7 +170,8 @@ where
         E: Classify + fmt::Display + From<TimedOut> + HeldBack<<L::Kept as Place>::Paused>,
     {
         let place = self.retry.place;
-        placed_ladder!(self.placed(NoUpstream), place, L, operation, attempt_timed, timed_out)
+        let source = self.placed(NoUpstream);
+        placed_ladder!(source, place, L, operation, attempt_timed, timed_out)
     }
 }
 
