@@ -256,7 +256,8 @@ pub struct Failure {
     pub resendable: bool,
     /// Whether another upstream of the call's ordered set admits an attempt now, and the
     /// failure's class moves the call to it ([`Upstreams::moves`](crate::Upstreams::moves)):
-    /// the call moves there at once, with no wait, unless it may make no attempt more.
+    /// the call moves there at once, with no wait, unless its attempts are spent, its turn is
+    /// over or its budget reached.
     pub another_ready: bool,
 }
 
@@ -455,8 +456,8 @@ pub(crate) const fn stop(reason: StopReason, rule: Why) -> Decision {
     }
 }
 
-/// The decision on one failure as [`decide`] makes it, before any draw: a stop, or a wait to
-/// draw. The engine draws jitter only for [`Decided::Pending`], so a failure no wait follows
+/// The decision on one failure as [`decide`] makes it, before any draw: a stop, a move at
+/// once to another upstream, or a wait to draw. The engine draws jitter only for [`Decided::Pending`], so a failure no wait follows
 /// reads no random source.
 ///
 /// ```

@@ -102,14 +102,15 @@ impl<R: Source, K, U> Core<R, K, U> {
         T: Sender<Rq>,
         U: UpstreamFor<Rq, T::Error>,
     {
-        // One upstream, or an ordered set (its route silent: a layer gives the caller its
-        // response or error alone, so no report is noted), or neither.
-        let choice = self.upstream.upstream_for(&request);
-        let (place, held_back, rewrite) = match (choice, self.upstream.across_for(&request)) {
-            (Some((upstream, held_back)), _) => (Placing::on(upstream), Some(held_back), None),
-            (None, Some((set, rewrite, held_back))) => {
+        // An ordered set (its route silent: a layer gives the caller its response or error
+        // alone, so no report is noted), instead of one upstream, as `UpstreamFor` says; or
+        // one upstream; or neither.
+        let across = self.upstream.across_for(&request);
+        let (place, held_back, rewrite) = match (across, self.upstream.upstream_for(&request)) {
+            (Some((set, rewrite, held_back)), _) => {
                 (Placing::across(set, false), Some(held_back), Some(rewrite))
             }
+            (None, Some((upstream, held_back))) => (Placing::on(upstream), Some(held_back), None),
             (None, None) => (Placing::NOWHERE, None, None),
         };
         let (next, template) = match sender.copy(&request) {

@@ -1,5 +1,5 @@
 //! The stops that come from no failure's class: a move to another upstream at once (no wait,
-//! so only the attempts and the deadlines can stop it), which [`decide`](super::decide)
+//! so only the attempts, the turn and the budget can stop it), which [`decide`](super::decide)
 //! answers first, and a wait or a hold cut short by the turn's cancel. Here, beside `decide`,
 //! so that every `StopReason` is made in `ladder/` (but the quota's refusal, made where the
 //! quota is paid).

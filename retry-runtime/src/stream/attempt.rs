@@ -522,7 +522,8 @@ enum HoldRead<T, E> {
     Ended,
 }
 
-/// `open`, made for `to`, the upstream a stream's route chose, if it has one.
+/// `open`, made for `to`, the upstream the attempt goes to (one upstream's, or the one a
+/// route chose), as the current one, if it has one.
 fn on_route<T>(to: Option<&'static crate::upstream::Upstream>, open: impl FnOnce() -> T) -> T {
     match to {
         Some(to) => crate::upstream::on(to, open),
